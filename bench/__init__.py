@@ -1,0 +1,1 @@
+"""Benchmarks (see docs/performance.md). Not run by the test suite."""

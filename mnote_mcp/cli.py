@@ -1,0 +1,180 @@
+"""The `mnote-mcp` command: serve (the default), seed, audit, demo.
+
+Every serve flag has an `MNOTE_*` environment twin (flag wins), because MCP hosts such as Hermes
+configure servers through `env:` as often as through `args:`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mnote_mcp import __version__
+from mnote_mcp.config import DEFAULT_ACTOR, ServerConfig, default_store_path
+from mnote_mcp.identity import parse_scopes
+from mnote_mcp.logs import configure_logging
+
+logger = logging.getLogger("mnote_mcp")
+SUBCOMMANDS = ("serve", "seed", "audit", "demo")
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"MNOTE_{name}", default)
+
+
+def _env_flag(name: str) -> bool:
+    return (_env(name) or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--transport", choices=["stdio", "sse", "http"], default=_env("TRANSPORT", "stdio"))
+    parser.add_argument("--host", default=_env("HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(_env("PORT", "8765") or 8765))
+    parser.add_argument(
+        "--db", type=Path, default=_env("DB"), help="embedded kernel store (default: per-user)"
+    )
+    parser.add_argument(
+        "--kernel", default=_env("KERNEL", "local"), help="local | http://HOST:PORT | cli:PATH"
+    )
+    parser.add_argument("--actor", default=_env("ACTOR", DEFAULT_ACTOR), help="the identity on stdio")
+    parser.add_argument("--scope", default=_env("SCOPE", "page.read,page.write,artifact.write"))
+    parser.add_argument("--read-only", action="store_true", default=_env_flag("READ_ONLY"))
+    parser.add_argument(
+        "--tool-names", choices=["dotted", "underscore"], default=_env("TOOL_NAMES", "dotted")
+    )
+    parser.add_argument("--strict-contract", action="store_true", default=_env_flag("STRICT_CONTRACT"))
+    parser.add_argument("--seed", type=Path, default=_env("SEED"), help="load this fixture before serving")
+    parser.add_argument(
+        "--no-demo", action="store_true", default=_env_flag("NO_DEMO"), help="keep a new store empty"
+    )
+    parser.add_argument("--locale", choices=["zh-CN", "en"], default=_env("LOCALE", "zh-CN"))
+    parser.add_argument(
+        "--session-id", default=_env("SESSION_ID"), help="bind this sessionId to the connection"
+    )
+    parser.add_argument("--run-id", default=_env("RUN_ID"), help="bind this runId to the connection")
+    parser.add_argument("--trace-id", default=_env("TRACE_ID"), help="bind this traceId to the connection")
+    _add_log_flags(parser)
+
+
+def _add_log_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level", default=_env("LOG_LEVEL", "info"), choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument("--log-format", default=_env("LOG_FORMAT", "text"), choices=["text", "json"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnote-mcp", description="MCP server for mnote pages (the mnote.* tools)."
+    )
+    parser.add_argument("--version", action="version", version=f"mnote-mcp {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    _add_serve_flags(sub.add_parser("serve", help="serve the mnote.* tools (default command)"))
+    seed = sub.add_parser("seed", help="load a workspace fixture into a store")
+    seed.add_argument("--db", type=Path, default=_env("DB"))
+    seed.add_argument("fixture", type=Path)
+    _add_log_flags(seed)
+    audit = sub.add_parser("audit", help="read the audit trail of a store")
+    audit.add_argument("--db", type=Path, default=_env("DB"))
+    audit.add_argument("--trace", help="only records of this traceId")
+    audit.add_argument("--command-id", help="only the record of this commandId")
+    audit.add_argument("--limit", type=int, default=100)
+    _add_log_flags(audit)
+    demo = sub.add_parser("demo", help="a scripted tour of every tool over a real stdio MCP session")
+    demo.add_argument("--locale", choices=["zh-CN", "en"], default=_env("LOCALE", "en"))
+    _add_log_flags(demo)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    bindings = {
+        name: value
+        for name, value in (
+            ("sessionId", args.session_id),
+            ("runId", args.run_id),
+            ("traceId", args.trace_id),
+        )
+        if value
+    }
+    return ServerConfig(
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        db=args.db,
+        kernel=args.kernel,
+        actor=args.actor or None,
+        scopes=parse_scopes(args.scope.split(",")),
+        read_only=args.read_only,
+        tool_names=args.tool_names,
+        strict_contract=args.strict_contract,
+        seed=args.seed,
+        demo=not args.no_demo,
+        locale=args.locale,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        bindings=bindings,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "serve")
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level, args.log_format)
+    try:
+        if args.command == "serve":
+            from mnote_mcp.serve import serve
+
+            anyio.run(serve, config_from_args(args))
+        elif args.command == "seed":
+            return _seed(args)
+        elif args.command == "audit":
+            return _audit(args)
+        elif args.command == "demo":
+            from mnote_mcp.demo import run_demo
+
+            return anyio.run(run_demo, args.locale)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, OSError) as exc:
+        print(f"mnote-mcp: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _open_store(db: Path | None) -> Any:
+    from mnote_mcp.kernel.local import LocalStore
+
+    return LocalStore(db if db is not None else default_store_path())
+
+
+def _seed(args: argparse.Namespace) -> int:
+    from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+
+    store = _open_store(args.db)
+    try:
+        counts = load_fixture(store, read_fixture(args.fixture))
+    finally:
+        store.close()
+    print(json.dumps({"store": str(store.path), **counts}))
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    store = _open_store(args.db)
+    try:
+        records = store.audit_trail(trace_id=args.trace, command_id=args.command_id, limit=args.limit)
+    finally:
+        store.close()
+    for record in records:
+        print(json.dumps(record, ensure_ascii=False))
+    return 0 if records or not (args.trace or args.command_id) else 1

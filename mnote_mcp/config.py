@@ -1,0 +1,55 @@
+"""Server configuration: one frozen value built from flags and their `MNOTE_*` environment twins."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from mnote_mcp.identity import ALL_SCOPES, READ_ONLY_SCOPES, Identity, Scope
+from mnote_mcp.logs import LogFormat
+from mnote_mcp.messages import Locale
+from mnote_mcp.tools.registry import ToolNames
+
+Transport = Literal["stdio", "sse", "http"]
+DEFAULT_ACTOR = "user_1"
+
+
+def default_store_path() -> Path:
+    """The per-user data path (XDG on Linux, the platform's own elsewhere)."""
+    from platformdirs import user_data_path
+
+    return user_data_path("mnote-mcp", appauthor=False) / "mnote.db"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    transport: Transport = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    db: Path | None = None
+    kernel: str = "local"
+    actor: str | None = DEFAULT_ACTOR
+    scopes: frozenset[Scope] = ALL_SCOPES
+    read_only: bool = False
+    tool_names: ToolNames = "dotted"
+    strict_contract: bool = False
+    seed: Path | None = None
+    demo: bool = True
+    locale: Locale = "zh-CN"
+    log_level: str = "info"
+    log_format: LogFormat = "text"
+    bindings: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def store_path(self) -> Path:
+        return self.db if self.db is not None else default_store_path()
+
+    @property
+    def granted_scopes(self) -> frozenset[Scope]:
+        """Read-only mode wins over everything: it grants page.read alone, whatever --scope says."""
+        return self.scopes & READ_ONLY_SCOPES if self.read_only else self.scopes
+
+    def stdio_identity(self) -> Identity:
+        return Identity(actor_id=self.actor or None, scopes=self.granted_scopes, bindings=dict(self.bindings))

@@ -1,0 +1,1 @@
+"""Package data: the demo workspace a new default store is seeded with."""

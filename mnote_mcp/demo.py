@@ -1,0 +1,141 @@
+"""`mnote-mcp demo`: a newcomer's first run. A real MCP client session over stdio, against a store
+that is thrown away afterwards, calling every tool and printing every envelope it gets back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+from mnote_mcp.kernel.local import LocalStore
+
+WS, DOC = "ws_1", "doc_1"
+TRACE = "trace_demo"
+
+
+def _show(step: str, envelope: Any) -> None:
+    print(f"\n== {step}")
+    print(json.dumps(envelope, ensure_ascii=False, indent=2))
+
+
+def server_parameters(db: Path, locale: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mnote_mcp", "serve", "--db", str(db), "--locale", locale, "--log-level", "warning"],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
+    """Every tool once, and the behaviours that matter; returns the envelopes in order."""
+    seen: list[dict[str, Any]] = []
+    ids = {"sessionId": "demo_session", "runId": "demo_run", "traceId": TRACE}
+
+    async def call(step: str, tool: str, call_id: str, **args: Any) -> dict[str, Any]:
+        result = await client.call_tool(
+            tool, {"workspaceId": WS, "documentId": DOC, **ids, "toolCallId": call_id, **args}
+        )
+        envelope = dict(result.structured_content or {})
+        _show(f"{step}  [{tool}]", envelope)
+        seen.append(envelope)
+        return envelope
+
+    tools = await client.list_tools()
+    print("== tools/list")
+    for tool in tools.tools:
+        print(f"  {tool.name:34} {tool.title}")
+
+    page = await call("1. read the page", "mnote.page.get", "call_get")
+    revision = page["result"]["revision"]
+    block = [{"type": "paragraph", "text": "Added by the demo."}]
+    await call(
+        "2. dry run an append: the diff, nothing written",
+        "mnote.page.save",
+        "call_plan",
+        content=block,
+        mode="append",
+        idempotencyKey="demo_save",
+        dryRun=True,
+    )
+    await call(
+        "3. save it for real, fenced by baseRevision",
+        "mnote.page.save",
+        "call_save",
+        content=block,
+        mode="append",
+        idempotencyKey="demo_save",
+        dryRun=False,
+        baseRevision=revision,
+    )
+    await call(
+        "4. retry with the same idempotencyKey: replayed, not written again",
+        "mnote.page.save",
+        "call_retry",
+        content=block,
+        mode="append",
+        idempotencyKey="demo_save",
+        dryRun=False,
+        baseRevision=revision,
+    )
+    await call(
+        "5. a write based on the old revision: a conflict carrying the current one",
+        "mnote.page.update_title",
+        "call_title",
+        title="Project plan v2",
+        idempotencyKey="demo_title",
+        dryRun=False,
+        baseRevision=revision,
+    )
+    await call(
+        "6. an option the runtime has not wired: a warning on a dry run",
+        "mnote.page.update_options",
+        "call_options",
+        options={"protectEditing": True, "showToc": True},
+        idempotencyKey="demo_options",
+        dryRun=True,
+    )
+    await call(
+        "7. the page's summary artifact",
+        "mnote.artifact.create_summary",
+        "call_summary",
+        summary="A plan for the mnote MCP server.",
+        idempotencyKey="demo_summary",
+        dryRun=False,
+    )
+    await call(
+        "8. an AI note artifact",
+        "mnote.artifact.create_ai_note",
+        "call_note",
+        content="Consider adding a risk register.",
+        idempotencyKey="demo_note",
+        dryRun=False,
+    )
+    result = await client.call_tool(
+        "mnote.page.get", {"workspaceId": "ws_2", "documentId": "doc_9", **ids, "toolCallId": "call_denied"}
+    )
+    envelope = dict(result.structured_content or {})
+    _show("9. a page of a workspace user_1 is not a member of: refused, nothing leaked", envelope)
+    seen.append(envelope)
+
+    store = LocalStore(db)
+    try:
+        trail = store.audit_trail(trace_id=TRACE)
+    finally:
+        store.close()
+    _show(f"10. the audit trail of trace {TRACE}: every commandId above, with its correlation ids", trail)
+    return seen
+
+
+async def run_demo(locale: str = "en") -> int:
+    with tempfile.TemporaryDirectory(prefix="mnote-demo-") as tmp:
+        db = Path(tmp) / "demo.db"
+        async with Client(server_parameters(db, locale), read_timeout_seconds=30) as client:
+            await tour(client, db)
+    print("\nDone. The demo store was thrown away; run `mnote-mcp` to serve the default store over stdio.")
+    return 0

@@ -1,0 +1,100 @@
+"""One tool call, start to finish: map, validate, check scope, run, and always answer an envelope.
+
+The SDK's low-level server neither validates arguments nor catches exceptions (it would turn them into
+JSON-RPC errors the model never sees), so this is where every failure becomes an `isError` envelope.
+Only an unknown tool name escapes, as `UnknownToolError`, to become a protocol error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from mnote_mcp.drain import InFlight
+from mnote_mcp.envelope import failure, success
+from mnote_mcp.identity import Identity
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.logs import log_call
+from mnote_mcp.mapping import build_request, correlate, decode_stringified
+from mnote_mcp.messages import Locale
+from mnote_mcp.tools.registry import Registry, ToolSpec
+
+logger = logging.getLogger(__name__)
+
+
+class UnknownToolError(LookupError):
+    pass
+
+
+class Dispatcher:
+    def __init__(
+        self, registry: Registry, kernel: Kernel, *, locale: Locale = "zh-CN", read_only: bool = False
+    ) -> None:
+        self.registry = registry
+        self.kernel = kernel
+        self.locale: Locale = locale
+        self.read_only = read_only
+        self.inflight = InFlight()
+
+    def exposes(self, spec: ToolSpec) -> bool:
+        """Whether `tools/list` shows the tool: read-only mode hides every write tool."""
+        return not (self.read_only and spec.writes)
+
+    async def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        identity: Identity,
+        request_id: Any = None,
+    ) -> dict[str, Any]:
+        spec = self.registry.find(name)
+        if spec is None:
+            raise UnknownToolError(name)
+        with self.inflight.track():
+            return await self._call(spec, arguments, meta, identity, request_id)
+
+    async def _call(
+        self,
+        spec: ToolSpec,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        identity: Identity,
+        request_id: Any,
+    ) -> dict[str, Any]:
+        started = time.perf_counter()
+        args = decode_stringified(dict(arguments or {}), self.registry.schema(spec))
+        correlation = correlate(args, meta, identity, request_id)
+        workspace_id = args.get("workspaceId") if isinstance(args.get("workspaceId"), str) else None
+        document_id = args.get("documentId") if isinstance(args.get("documentId"), str) else None
+        try:
+            if spec.writes and self.read_only:
+                raise MnoteError(ErrorCode.PERMISSION_DENIED, "read_only")
+            request = build_request(
+                spec, self.registry.validator(spec), args, meta, identity, correlation, self.locale
+            )
+            if spec.scope not in request.capability_scope:
+                raise MnoteError(ErrorCode.PERMISSION_DENIED, "scope", {"scope": spec.scope.value})
+            outcome = await spec.handler(request, self.kernel)
+            envelope = success(spec.name, correlation, request.workspace_id, request.document_id, outcome)
+            label = "ok"
+        except MnoteError as error:
+            envelope = failure(spec.name, correlation, workspace_id, document_id, error, self.locale)
+            label = error.code.value
+        except Exception:
+            logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
+            internal = MnoteError(ErrorCode.INTERNAL, "unexpected")
+            envelope = failure(spec.name, correlation, workspace_id, document_id, internal, self.locale)
+            label = internal.code.value
+        log_call(
+            spec.name,
+            identity.actor_id,
+            label,
+            (time.perf_counter() - started) * 1000,
+            correlation,
+            commandId=(envelope.get("audit") or {}).get("commandId"),
+        )
+        return envelope

@@ -1,0 +1,143 @@
+"""The contract's unified request and response envelopes, and the output schema that states them.
+
+Every `tools/call` answer is one response envelope, success or failure; the MCP layer puts it in both
+`structuredContent` and a text block. Failures keep the contract's shape (`result: null`,
+`audit.effect: "none"`, no `commandId`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mnote_mcp.identity import Scope
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.port import Correlation
+from mnote_mcp.messages import Locale, render_error
+
+Effect = Literal["read", "write", "dry_run", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRequest:
+    """Contract section 2: one tool call, fully attributed, with the business arguments in `args`."""
+
+    tool_name: str
+    workspace_id: str
+    document_id: str
+    actor_id: str
+    correlation: Correlation
+    idempotency_key: str | None
+    dry_run: bool
+    capability_scope: frozenset[Scope]
+    args: dict[str, Any]
+    base_revision: int | None = None
+    locale: Locale = "zh-CN"
+
+    def to_envelope(self) -> dict[str, Any]:
+        return {
+            "toolName": self.tool_name,
+            "workspaceId": self.workspace_id,
+            "documentId": self.document_id,
+            "actorId": self.actor_id,
+            **self.correlation.to_wire(),
+            "idempotencyKey": self.idempotency_key,
+            "dryRun": self.dry_run,
+            "capabilityScope": sorted(scope.value for scope in self.capability_scope),
+            "args": self.args,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool handler produced: the envelope's `result` plus its audit facts."""
+
+    result: dict[str, Any]
+    effect: Effect
+    command_id: str | None = None
+
+
+def success(
+    tool_name: str, correlation: Correlation, workspace_id: str, document_id: str, outcome: ToolResult
+) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "toolName": tool_name,
+        "toolCallId": correlation.tool_call_id,
+        "traceId": correlation.trace_id,
+        "result": outcome.result,
+        "audit": {
+            "effect": outcome.effect,
+            "commandId": outcome.command_id,
+            "workspaceId": workspace_id,
+            "documentId": document_id,
+        },
+        "error": None,
+    }
+
+
+def failure(
+    tool_name: str,
+    correlation: Correlation,
+    workspace_id: str | None,
+    document_id: str | None,
+    error: MnoteError,
+    locale: Locale,
+) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "toolName": tool_name,
+        "toolCallId": correlation.tool_call_id,
+        "traceId": correlation.trace_id,
+        "result": None,
+        "audit": {"effect": "none", "workspaceId": workspace_id, "documentId": document_id},
+        "error": render_error(error, locale),
+    }
+
+
+def to_json(envelope: dict[str, Any]) -> str:
+    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf` of single types: portable to clients that map schemas onto a one-`type` dialect."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+_NULLABLE_STRING = _nullable({"type": "string"})
+
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["ok", "toolName", "toolCallId", "traceId", "result", "audit", "error"],
+    "properties": {
+        "ok": {"type": "boolean"},
+        "toolName": {"type": "string"},
+        "toolCallId": {"type": "string"},
+        "traceId": {"type": "string"},
+        "result": _nullable({"type": "object"}),
+        "audit": {
+            "type": "object",
+            "required": ["effect", "workspaceId", "documentId"],
+            "properties": {
+                "effect": {"type": "string", "enum": ["read", "write", "dry_run", "none"]},
+                "commandId": _NULLABLE_STRING,
+                "workspaceId": _NULLABLE_STRING,
+                "documentId": _NULLABLE_STRING,
+            },
+        },
+        "error": _nullable(
+            {
+                "type": "object",
+                "required": ["code", "message", "retryable"],
+                "properties": {
+                    "code": {"type": "string", "enum": [code.value for code in ErrorCode]},
+                    "message": {"type": "string"},
+                    "retryable": {"type": "boolean"},
+                    "hint": {"type": "string"},
+                    "details": {"type": "object"},
+                },
+            }
+        ),
+    },
+}

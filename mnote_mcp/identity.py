@@ -1,0 +1,54 @@
+"""Who is calling, and what the connection allows: decided by the transport, never by the model.
+
+On stdio the identity is the configured actor; over HTTP it is the bearer token's actor. Scopes are
+the upper bound a call can only narrow.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Scope(StrEnum):
+    PAGE_READ = "page.read"
+    PAGE_WRITE = "page.write"
+    ARTIFACT_WRITE = "artifact.write"
+
+
+ALL_SCOPES: frozenset[Scope] = frozenset(Scope)
+READ_ONLY_SCOPES: frozenset[Scope] = frozenset({Scope.PAGE_READ})
+CORRELATION_FIELDS: tuple[str, ...] = ("sessionId", "runId", "toolCallId", "traceId")
+
+
+def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
+    """Parse scope names; raises ValueError naming the unknown one."""
+    scopes: set[Scope] = set()
+    for raw in values:
+        name = raw.strip()
+        if not name:
+            continue
+        try:
+            scopes.add(Scope(name))
+        except ValueError:
+            known = ", ".join(sorted(s.value for s in Scope))
+            raise ValueError(f"unknown scope {name!r}; known scopes: {known}") from None
+    return frozenset(scopes)
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The caller behind one connection.
+
+    `bindings` are correlation ids fixed by the connection (flags, environment, HTTP headers); the
+    generated session and run ids stand in when nothing else names them, so every call of one
+    connection still joins up in the audit trail.
+    """
+
+    actor_id: str | None
+    scopes: frozenset[Scope] = ALL_SCOPES
+    bindings: Mapping[str, str] = field(default_factory=dict)
+    generated_session_id: str = field(default_factory=lambda: f"sess_{secrets.token_hex(8)}")
+    generated_run_id: str = field(default_factory=lambda: f"run_{secrets.token_hex(8)}")

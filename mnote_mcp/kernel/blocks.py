@@ -1,0 +1,211 @@
+"""The block model: what a page body is made of, and the one place that says what a valid block is.
+
+Every adapter and every tool shares these rules so that a block the embedded kernel accepts is one the
+runtime accepts too. Blocks are plain dicts in their canonical form:
+`{"id", "type", "text", "props"?, "children"?}`; `props` and `children` are omitted when empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+
+Block = dict[str, Any]
+
+BLOCK_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$"
+_BLOCK_ID_RE = re.compile(BLOCK_ID_PATTERN)
+MAX_TEXT_LENGTH = 100_000
+MAX_DEPTH = 8
+MAX_BLOCKS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class PropSpec:
+    kind: type
+    default: Any = None
+    minimum: int | None = None
+    maximum: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BlockType:
+    props: Mapping[str, PropSpec]
+    has_children: bool = False
+    has_text: bool = True
+
+
+BLOCK_TYPES: Mapping[str, BlockType] = {
+    "paragraph": BlockType({}),
+    "heading": BlockType({"level": PropSpec(int, default=1, minimum=1, maximum=6)}),
+    "bulleted_list": BlockType({}, has_children=True),
+    "numbered_list": BlockType({}, has_children=True),
+    "todo": BlockType({"checked": PropSpec(bool, default=False)}, has_children=True),
+    "quote": BlockType({}),
+    "code": BlockType({"language": PropSpec(str)}),
+    "callout": BlockType({"icon": PropSpec(str)}),
+    "divider": BlockType({}, has_text=False),
+}
+SUPPORTED_TYPES: tuple[str, ...] = tuple(BLOCK_TYPES)
+
+
+def normalize_blocks(raw: Any, pointer: str = "/content") -> list[Block]:
+    """Validate blocks sent by a caller and return canonical copies (ids may still be missing).
+
+    Refuses, with the JSON pointer of the first offending value, anything the page could not store
+    faithfully: an unknown type, a prop of the wrong type, children where the type has none, a
+    duplicate id. Nothing is dropped silently.
+    """
+    if not isinstance(raw, list):
+        raise invalid(pointer, "must be an array of blocks")
+    seen: set[str] = set()
+    counter = [0]
+    return [_normalize(item, f"{pointer}/{i}", 1, seen, counter) for i, item in enumerate(raw)]
+
+
+def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list[int]) -> Block:
+    counter[0] += 1
+    if counter[0] > MAX_BLOCKS:
+        raise invalid(pointer, f"more than {MAX_BLOCKS} blocks in one request")
+    if not isinstance(raw, dict):
+        raise invalid(pointer, "a block must be an object")
+    unknown = sorted(set(raw) - {"id", "type", "text", "props", "children"})
+    if unknown:
+        raise invalid(
+            f"{pointer}/{unknown[0]}", "unknown block field; allowed: id, type, text, props, children"
+        )
+    kind = raw.get("type")
+    if not isinstance(kind, str) or kind not in BLOCK_TYPES:
+        raise MnoteError(
+            ErrorCode.INVALID_ARGUMENT,
+            "block_type",
+            {
+                "pointer": f"{pointer}/type",
+                "reason": "unsupported block type",
+                "supportedTypes": list(SUPPORTED_TYPES),
+            },
+        )
+    spec = BLOCK_TYPES[kind]
+    block: Block = {"id": _block_id(raw.get("id"), f"{pointer}/id", seen), "type": kind}
+    text = raw.get("text", "")
+    if not isinstance(text, str):
+        raise invalid(f"{pointer}/text", "must be a string")
+    if len(text) > MAX_TEXT_LENGTH:
+        raise invalid(f"{pointer}/text", f"longer than {MAX_TEXT_LENGTH} characters")
+    if text and not spec.has_text:
+        raise invalid(f"{pointer}/text", f"a {kind} block has no text")
+    block["text"] = text
+    props = _props(kind, spec, raw.get("props"), f"{pointer}/props")
+    if props:
+        block["props"] = props
+    children = raw.get("children")
+    if children is not None and children != []:
+        if not spec.has_children:
+            raise invalid(
+                f"{pointer}/children",
+                "this block type has no children",
+                typesWithChildren=[name for name, t in BLOCK_TYPES.items() if t.has_children],
+            )
+        if depth >= MAX_DEPTH:
+            raise invalid(f"{pointer}/children", f"nested deeper than {MAX_DEPTH} levels")
+        if not isinstance(children, list):
+            raise invalid(f"{pointer}/children", "must be an array of blocks")
+        block["children"] = [
+            _normalize(child, f"{pointer}/children/{i}", depth + 1, seen, counter)
+            for i, child in enumerate(children)
+        ]
+    return block
+
+
+def _block_id(value: Any, pointer: str, seen: set[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _BLOCK_ID_RE.match(value):
+        raise invalid(pointer, "a block id is 1-128 characters of letters, digits, _ . : -")
+    if value in seen:
+        raise invalid(pointer, "duplicate block id", blockId=value)
+    seen.add(value)
+    return value
+
+
+def _props(kind: str, spec: BlockType, raw: Any, pointer: str) -> dict[str, Any]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise invalid(pointer, "must be an object")
+    unknown = sorted(set(raw) - set(spec.props))
+    if unknown:
+        allowed = ", ".join(spec.props) or "none"
+        raise invalid(f"{pointer}/{unknown[0]}", f"unknown prop for a {kind} block; allowed: {allowed}")
+    props: dict[str, Any] = {}
+    for name, prop in spec.props.items():
+        value = raw.get(name, prop.default)
+        if value is None:
+            continue
+        # bool is an int in Python; a level of `true` is still wrong.
+        if not isinstance(value, prop.kind) or (prop.kind is int and isinstance(value, bool)):
+            raise invalid(f"{pointer}/{name}", f"must be of type {prop.kind.__name__}")
+        if isinstance(value, int) and prop.minimum is not None and value < prop.minimum:
+            raise invalid(f"{pointer}/{name}", f"must be at least {prop.minimum}")
+        if isinstance(value, int) and prop.maximum is not None and value > prop.maximum:
+            raise invalid(f"{pointer}/{name}", f"must be at most {prop.maximum}")
+        props[name] = value
+    return props
+
+
+def assign_ids(blocks: list[Block], seed: str, taken: set[str]) -> list[Block]:
+    """Give every block without an id a deterministic one, unique among `taken` (which it extends).
+
+    The id depends only on the seed (page, base revision, command) and the block's position, so a dry
+    run names exactly the ids the real call will create.
+    """
+
+    def fill(items: list[Block], path: str) -> None:
+        for index, block in enumerate(items):
+            here = f"{path}.{index}" if path else str(index)
+            if block["id"] is None:
+                digest = hashlib.sha256(f"{seed}\x00{here}".encode()).hexdigest()
+                candidate, salt = f"b_{digest[:10]}", 0
+                while candidate in taken:
+                    salt += 1
+                    candidate = f"b_{digest[:10]}_{salt}"
+                block["id"] = candidate
+            taken.add(block["id"])
+            if "children" in block:
+                fill(block["children"], here)
+
+    fill(blocks, "")
+    return blocks
+
+
+def ids_in(blocks: list[Block]) -> set[str]:
+    return {block["id"] for block, _, _ in walk(blocks) if block["id"] is not None}
+
+
+def walk(
+    blocks: list[Block], parent_id: str | None = None, depth: int = 1
+) -> Iterator[tuple[Block, str | None, int]]:
+    """Every block in document order with its parent id and depth."""
+    for block in blocks:
+        yield block, parent_id, depth
+        children = block.get("children")
+        if children:
+            yield from walk(children, block["id"], depth + 1)
+
+
+def count_blocks(blocks: list[Block]) -> int:
+    return sum(1 for _ in walk(blocks))
+
+
+def plain_text(blocks: list[Block]) -> str:
+    return "\n".join(block["text"] for block, _, _ in walk(blocks) if block["text"])
+
+
+def body_summary(blocks: list[Block], limit: int = 200) -> str:
+    """The opening of the body as one line of plain text, cut at `limit` characters with an ellipsis."""
+    text = " ".join(" ".join(block["text"].split()) for block, _, _ in walk(blocks) if block["text"].strip())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,120 @@
+"""Block-level diffs: the plan a write shows before it is made, and the record of what it changed.
+
+A replace is matched by block id: ids only in the new body are inserts, ids only in the old are
+deletes, ids in both may be updated (type, text, props) and may be moved (new parent, or out of order
+among the siblings they kept). "Out of order" is measured against a longest increasing subsequence,
+so a single block moved to the top is one move, not a cascade; the whole diff is O(n log n).
+"""
+
+from __future__ import annotations
+
+import difflib
+from bisect import bisect_left
+from typing import Any
+
+from mnote_mcp.kernel.blocks import Block, count_blocks, walk
+
+Op = dict[str, Any]
+_FIELDS = ("type", "text", "props")
+
+
+def append_diff(added: list[Block]) -> list[Op]:
+    """The contract's exact shape: `[{"op": "append", "blocks": N}]`."""
+    return [{"op": "append", "blocks": count_blocks(added)}]
+
+
+def replace_diff(old: list[Block], new: list[Block]) -> list[Op]:
+    old_info = _flatten(old)
+    new_info = _flatten(new)
+    ops: list[Op] = [{"op": "delete", "blockId": bid} for bid in old_info if bid not in new_info]
+    moved = _moved(old_info, new_info)
+    for bid, (parent, after, block) in new_info.items():
+        if bid not in old_info:
+            ops.append(_placed("insert", bid, parent, after))
+            continue
+        if bid in moved:
+            ops.append(_placed("move", bid, parent, after))
+        before = old_info[bid][2]
+        fields = [name for name in _FIELDS if before.get(name) != block.get(name)]
+        if fields:
+            ops.append({"op": "update", "blockId": bid, "fields": fields})
+    return ops
+
+
+def _placed(op: str, bid: str, parent: str | None, after: str | None) -> Op:
+    entry: Op = {"op": op, "blockId": bid, "after": after}
+    if parent is not None:
+        entry["parentId"] = parent
+    return entry
+
+
+def _flatten(blocks: list[Block]) -> dict[str, tuple[str | None, str | None, Block]]:
+    """id -> (parent id, previous sibling id, block), in document order."""
+    info: dict[str, tuple[str | None, str | None, Block]] = {}
+    last_child: dict[str | None, str] = {}
+    for block, parent, _ in walk(blocks):
+        info[block["id"]] = (parent, last_child.get(parent), block)
+        last_child[parent] = block["id"]
+    return info
+
+
+def _moved(
+    old_info: dict[str, tuple[str | None, str | None, Block]],
+    new_info: dict[str, tuple[str | None, str | None, Block]],
+) -> set[str]:
+    """Ids kept under a new parent, or kept under the same parent but outside the in-order core."""
+    position = {bid: i for i, bid in enumerate(old_info)}
+    moved: set[str] = set()
+    same_parent: dict[str | None, list[str]] = {}
+    for bid, (parent, _, _) in new_info.items():
+        if bid not in old_info:
+            continue
+        if old_info[bid][0] != parent:
+            moved.add(bid)
+        else:
+            same_parent.setdefault(parent, []).append(bid)
+    for siblings in same_parent.values():
+        keep = _longest_increasing(siblings, position)
+        moved.update(bid for bid in siblings if bid not in keep)
+    return moved
+
+
+def _longest_increasing(ids: list[str], position: dict[str, int]) -> set[str]:
+    """Ids forming a longest run that is in the same relative order as before (patience sorting)."""
+    tails: list[int] = []
+    tail_index: list[int] = []
+    previous: list[int] = [-1] * len(ids)
+    for i, bid in enumerate(ids):
+        value = position[bid]
+        k = bisect_left(tails, value)
+        if k == len(tails):
+            tails.append(value)
+            tail_index.append(i)
+        else:
+            tails[k] = value
+            tail_index[k] = i
+        previous[i] = tail_index[k - 1] if k > 0 else -1
+    keep: set[str] = set()
+    i = tail_index[-1] if tail_index else -1
+    while i >= 0:
+        keep.add(ids[i])
+        i = previous[i]
+    return keep
+
+
+def text_diff(before: str, after: str, *, name: str = "page", limit: int = 4000) -> str:
+    """A unified diff of two renderings, cut at `limit` characters so a result stays small."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}", n=1
+    )
+    out: list[str] = []
+    size = 0
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n"
+        size += len(line)
+        if size > limit:
+            out.append("… (diff truncated)\n")
+            break
+        out.append(line)
+    return "".join(out)

@@ -1,0 +1,168 @@
+"""From an MCP `tools/call` to the contract's request envelope (DESIGN.md, "Request mapping").
+
+Correlation ids: arguments, then the request `_meta` (`mnote/sessionId`, ..., or a W3C `traceparent`),
+then the connection's bindings, then generated. The actor only ever comes from the connection.
+Scopes: the connection's grant, narrowed (never widened) by `capabilityScope`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.exceptions import best_match
+
+from mnote_mcp.envelope import ToolRequest
+from mnote_mcp.identity import CORRELATION_FIELDS, Identity, Scope
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.port import Correlation
+from mnote_mcp.messages import Locale
+from mnote_mcp.tools.registry import ToolSpec
+
+META_PREFIX = "mnote/"
+ENVELOPE_FIELDS = frozenset(
+    {
+        *CORRELATION_FIELDS,
+        "workspaceId",
+        "documentId",
+        "idempotencyKey",
+        "dryRun",
+        "capabilityScope",
+        "actorId",
+        "baseRevision",
+    }
+)
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+_MAX_REASON = 300
+_MAX_ERRORS = 5
+
+
+def trace_id_from_traceparent(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    match = _TRACEPARENT.match(value.strip().lower())
+    if match is None or set(match.group(1)) == {"0"}:
+        return None
+    return match.group(1)
+
+
+def correlate(
+    arguments: Mapping[str, Any], meta: Mapping[str, Any] | None, identity: Identity, request_id: Any
+) -> Correlation:
+    """The four ids, first found wins. Never fails: junk in one place just falls through to the next."""
+    meta = meta or {}
+
+    def pick(name: str) -> str | None:
+        for source in (arguments.get(name), meta.get(META_PREFIX + name)):
+            if isinstance(source, str) and source:
+                return source
+        if name == "traceId":
+            from_parent = trace_id_from_traceparent(meta.get("traceparent"))
+            if from_parent:
+                return from_parent
+        bound = identity.bindings.get(name)
+        return bound or None
+
+    return Correlation(
+        session_id=pick("sessionId") or identity.generated_session_id,
+        run_id=pick("runId") or identity.generated_run_id,
+        tool_call_id=pick("toolCallId")
+        or (f"call_{request_id}" if request_id is not None else _token("call")),
+        trace_id=pick("traceId") or secrets.token_hex(16),
+    )
+
+
+def _token(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def decode_stringified(arguments: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Some clients send object and array arguments as JSON text; decode those once, nothing else."""
+    properties = schema.get("properties", {})
+    decoded = dict(arguments)
+    for name, value in arguments.items():
+        expected = properties.get(name, {}).get("type")
+        if expected not in ("object", "array") or not isinstance(value, str):
+            continue
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict if expected == "object" else list):
+            decoded[name] = parsed
+    return decoded
+
+
+def check_arguments(validator: Draft202012Validator, arguments: dict[str, Any]) -> None:
+    """Refuse arguments that do not match the advertised schema, naming where and why."""
+    errors = list(validator.iter_errors(arguments))
+    if not errors:
+        return
+    first = best_match(errors)
+    described = [_describe(error) for error in [first, *(e for e in errors if e is not first)][:_MAX_ERRORS]]
+    raise invalid(described[0]["pointer"], described[0]["reason"], errors=described)
+
+
+def _describe(error: ValidationError) -> dict[str, str]:
+    path = [str(part) for part in error.absolute_path]
+    reason = error.message
+    if error.validator == "required" and isinstance(error.instance, dict):
+        required: list[str] = list(error.validator_value)  # type: ignore[arg-type]
+        missing = [name for name in required if name not in error.instance]
+        if missing:
+            path.append(missing[0])
+            reason = "required property is missing"
+    if len(reason) > _MAX_REASON:
+        reason = reason[: _MAX_REASON - 1] + "…"
+    return {"pointer": "/" + "/".join(path), "reason": reason}
+
+
+def effective_scopes(
+    granted: frozenset[Scope], arguments: Mapping[str, Any], meta: Mapping[str, Any] | None
+) -> frozenset[Scope]:
+    requested = arguments.get("capabilityScope")
+    if requested is None and meta:
+        requested = meta.get(META_PREFIX + "capabilityScope")
+    if requested is None:
+        return granted
+    if not isinstance(requested, list) or not all(isinstance(item, str) for item in requested):
+        raise invalid("/capabilityScope", "must be an array of scope names")
+    names = set(requested)
+    return frozenset(scope for scope in granted if scope.value in names)
+
+
+def build_request(
+    spec: ToolSpec,
+    validator: Draft202012Validator,
+    arguments: dict[str, Any],
+    meta: Mapping[str, Any] | None,
+    identity: Identity,
+    correlation: Correlation,
+    locale: Locale,
+) -> ToolRequest:
+    check_arguments(validator, arguments)
+    if not identity.actor_id:
+        raise MnoteError(ErrorCode.UNAUTHENTICATED, "no_actor")
+    if spec.writes and not str(arguments.get("idempotencyKey", "")).strip():
+        raise invalid("/idempotencyKey", "must not be empty: one key per intended change")
+    claimed = arguments.get("actorId")
+    if claimed is not None and claimed != identity.actor_id:
+        raise MnoteError(ErrorCode.PERMISSION_DENIED, "actor_mismatch")
+    base_revision = arguments.get("baseRevision")
+    return ToolRequest(
+        tool_name=spec.name,
+        workspace_id=arguments["workspaceId"],
+        document_id=arguments["documentId"],
+        actor_id=identity.actor_id,
+        correlation=correlation,
+        idempotency_key=arguments.get("idempotencyKey"),
+        dry_run=bool(arguments.get("dryRun", False)),
+        capability_scope=effective_scopes(identity.scopes, arguments, meta),
+        args={name: value for name, value in arguments.items() if name not in ENVELOPE_FIELDS},
+        base_revision=base_revision if isinstance(base_revision, int) else None,
+        locale=locale,
+    )

@@ -1,0 +1,175 @@
+"""The error catalogue in words: what a caller reads for each (code, reason), in zh-CN or en.
+
+zh-CN is the contract's language and the default; `MNOTE_LOCALE=en` (or `--locale en`) switches.
+Messages interpolate only safe details (ids, revisions, option names, JSON pointers), never content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+
+Locale = Literal["zh-CN", "en"]
+LOCALES: tuple[Locale, ...] = ("zh-CN", "en")
+
+_C = ErrorCode
+# (code, reason) -> {locale: text}; reason "*" is the code's fallback.
+MESSAGES: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
+    (_C.UNAUTHENTICATED, "*"): {
+        "zh-CN": "未登录：当前连接没有绑定用户身份",
+        "en": "not signed in: no actor is bound to this connection",
+    },
+    (_C.PERMISSION_DENIED, "*"): {"zh-CN": "没有权限", "en": "permission denied"},
+    (_C.PERMISSION_DENIED, "not_member"): {
+        "zh-CN": "不是该 workspace 的成员",
+        "en": "not a member of this workspace",
+    },
+    (_C.PERMISSION_DENIED, "page_read"): {"zh-CN": "无页面读取权限", "en": "no page read permission"},
+    (_C.PERMISSION_DENIED, "page_write"): {"zh-CN": "无页面写权限", "en": "no page write permission"},
+    (_C.PERMISSION_DENIED, "artifact_write"): {
+        "zh-CN": "无 artifact 写权限",
+        "en": "no artifact write permission",
+    },
+    (_C.PERMISSION_DENIED, "scope"): {
+        "zh-CN": "当前连接未授予权限范围 {scope}",
+        "en": "this connection is not granted the scope {scope}",
+    },
+    (_C.PERMISSION_DENIED, "read_only"): {
+        "zh-CN": "服务器处于只读模式，写工具不可用",
+        "en": "the server is in read-only mode: write tools are disabled",
+    },
+    (_C.PERMISSION_DENIED, "actor_mismatch"): {
+        "zh-CN": "actorId 与当前连接的身份不一致",
+        "en": "actorId does not match the identity of this connection",
+    },
+    (_C.NOT_FOUND, "*"): {"zh-CN": "对象不存在", "en": "not found"},
+    (_C.NOT_FOUND, "page"): {"zh-CN": "页面不存在", "en": "page not found"},
+    (_C.NOT_FOUND, "block"): {"zh-CN": "块不存在：{blockId}", "en": "block not found: {blockId}"},
+    (_C.INVALID_ARGUMENT, "*"): {
+        "zh-CN": "参数无效：{pointer} {reason}",
+        "en": "invalid argument at {pointer}: {reason}",
+    },
+    (_C.INVALID_ARGUMENT, "block_type"): {
+        "zh-CN": "不支持的块类型（{pointer}），支持：{supportedTypes}",
+        "en": "unsupported block type at {pointer}; supported: {supportedTypes}",
+    },
+    (_C.INVALID_ARGUMENT, "unknown_command"): {
+        "zh-CN": "未知的 kernel 命令 {command}",
+        "en": "unknown kernel command {command}",
+    },
+    (_C.CONFLICT, "*"): {
+        "zh-CN": "页面版本冲突，需要刷新后重试",
+        "en": "page revision conflict, refresh and retry",
+    },
+    (_C.IDEMPOTENCY_CONFLICT, "*"): {
+        "zh-CN": "同一幂等键已用于不同参数",
+        "en": "the same idempotency key was already used with different arguments",
+    },
+    (_C.IDEMPOTENCY_CONFLICT, "summary"): {
+        "zh-CN": "同一幂等键已用于不同 summary 内容",
+        "en": "the same idempotency key was already used for different summary content",
+    },
+    (_C.OPTION_NOT_WIRED, "*"): {
+        "zh-CN": "页面选项尚未接入运行时：{options}",
+        "en": "page option not wired in the runtime yet: {options}",
+    },
+    (_C.RUNTIME_UNAVAILABLE, "*"): {
+        "zh-CN": "mnote 运行时暂时不可用，请稍后重试",
+        "en": "the mnote runtime is unavailable, retry later",
+    },
+    (_C.INTERNAL, "*"): {"zh-CN": "内部错误，已记录日志", "en": "internal error; it has been logged"},
+}
+
+HINTS: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
+    (_C.CONFLICT, "revision"): {
+        "zh-CN": "页面当前 revision 为 {currentRevision}：先用 mnote.page.get 重新读取，再以 baseRevision={currentRevision} 重试",
+        "en": "the page is at revision {currentRevision}: read it again with mnote.page.get, then retry with "
+        "baseRevision={currentRevision}",
+    },
+    (_C.IDEMPOTENCY_CONFLICT, "*"): {
+        "zh-CN": "重试请使用与首次完全相同的参数；新的修改请换一个新的 idempotencyKey",
+        "en": "a retry must repeat the first call exactly; use a new idempotencyKey for a different change",
+    },
+    (_C.OPTION_NOT_WIRED, "*"): {
+        "zh-CN": "去掉这些选项再调用；用 dryRun=true 可以先查看警告",
+        "en": "leave these options out; a dryRun=true call shows the warning without failing",
+    },
+    (_C.RUNTIME_UNAVAILABLE, "*"): {
+        "zh-CN": "稍后用相同的 idempotencyKey 重试，不会重复写入",
+        "en": "retry later with the same idempotencyKey; it will not be written twice",
+    },
+    (_C.INVALID_ARGUMENT, "block_type"): {
+        "zh-CN": "把块的 type 改为支持的类型之一",
+        "en": "use one of the supported block types",
+    },
+    (_C.PERMISSION_DENIED, "read_only"): {
+        "zh-CN": "只读模式下只能调用 mnote.page.get",
+        "en": "only mnote.page.get is available in read-only mode",
+    },
+}
+
+
+def _lookup(
+    table: Mapping[tuple[ErrorCode, str], dict[Locale, str]], code: ErrorCode, reason: str
+) -> dict[Locale, str] | None:
+    return table.get((code, reason)) or table.get((code, "*"))
+
+
+def _fill(template: str, details: Mapping[str, Any]) -> str:
+    values = {
+        key: ", ".join(map(str, value)) if isinstance(value, list) else value
+        for key, value in details.items()
+    }
+    try:
+        return template.format_map(_Missing(values))
+    except (ValueError, IndexError):
+        return template
+
+
+class _Missing(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def render_error(error: MnoteError, locale: Locale) -> dict[str, Any]:
+    """The envelope's `error` object: code, message, retryable, and hint/details where they help."""
+    texts = _lookup(MESSAGES, error.code, error.reason) or MESSAGES[(ErrorCode.INTERNAL, "*")]
+    rendered: dict[str, Any] = {
+        "code": error.code.value,
+        "message": _fill(texts[locale], error.details),
+        "retryable": error.retryable,
+    }
+    hint = _lookup(HINTS, error.code, error.reason)
+    if hint:
+        rendered["hint"] = _fill(hint[locale], error.details)
+    if error.details:
+        rendered["details"] = error.details
+    return rendered
+
+
+def render_warning(warning: Mapping[str, Any], locale: Locale) -> dict[str, Any]:
+    """A dry-run warning: the same words the real call's error would use."""
+    details = warning.get("details") or {}
+    try:
+        code = ErrorCode(str(warning.get("code")))
+    except ValueError:
+        code = None
+    text = WARNINGS.get(str(warning.get("code")), {}).get(locale)
+    if text is None and code is not None:
+        texts = _lookup(MESSAGES, code, str(warning.get("reason", "*")))
+        text = texts[locale] if texts else None
+    return {
+        "code": warning.get("code"),
+        "message": _fill(text or str(warning.get("code")), details),
+        **({"details": details} if details else {}),
+    }
+
+
+WARNINGS: dict[str, dict[Locale, str]] = {
+    "idempotent_replay": {
+        "zh-CN": "该 idempotencyKey 已执行过（{commandId}）：真实调用将重放首次结果，不会再次写入",
+        "en": "this idempotencyKey was already executed ({commandId}): a real call replays that result and writes nothing",
+    },
+}

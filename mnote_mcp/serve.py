@@ -1,0 +1,47 @@
+"""Running the server on a transport, after saying on stderr who it serves and from where."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mnote_mcp import __version__
+from mnote_mcp.app import App, open_app
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.drain import DrainingReadStream
+
+logger = logging.getLogger("mnote_mcp")
+
+
+async def announce(app: App) -> None:
+    config = app.config
+    actor = config.actor or "(none: calls will be refused as unauthenticated)"
+    workspaces: dict[str, int] = {}
+    if config.actor:
+        for page in await app.kernel.list_pages(config.actor):
+            workspaces[page.workspace_id] = workspaces.get(page.workspace_id, 0) + 1
+    served = ", ".join(f"{ws} ({n} pages)" for ws, n in sorted(workspaces.items())) or "none readable"
+    logger.info(
+        "mnote-mcp %s on %s: actor=%s scopes=%s%s store=%s workspaces=%s",
+        __version__,
+        config.transport,
+        actor,
+        ",".join(sorted(scope.value for scope in config.granted_scopes)),
+        " read-only" if config.read_only else "",
+        app.store_description,
+        served,
+    )
+
+
+async def serve(config: ServerConfig) -> None:
+    async with open_app(config) as app:
+        await announce(app)
+        if config.transport == "stdio":
+            from mcp.server.stdio import stdio_server
+
+            server = app.server()
+            async with stdio_server() as (read_stream, write_stream):
+                draining = DrainingReadStream[Any](read_stream, app.dispatcher.inflight)
+                await server.run(draining, write_stream, server.create_initialization_options())
+        else:
+            raise ValueError(f"transport {config.transport!r} is not available yet")

@@ -1,0 +1,65 @@
+"""The MCP surface: a low-level SDK `Server` whose tools/list and tools/call go through the dispatcher.
+
+This layer knows MCP and connections, nothing of blocks or revisions. Each connection's identity
+comes from `identity_for(ctx)`: the configured actor on stdio, the bearer token's actor over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from mnote_mcp import __version__
+from mnote_mcp.dispatch import Dispatcher, UnknownToolError
+from mnote_mcp.envelope import to_json
+from mnote_mcp.identity import Identity
+
+IdentityResolver = Callable[[ServerRequestContext[Any, Any]], Identity]
+
+INSTRUCTIONS = (
+    "mnote pages are made of blocks. Read a page with mnote.page.get before writing; pass its revision as "
+    "baseRevision so a concurrent edit is reported as a conflict instead of overwritten. Every write takes "
+    "an idempotencyKey (reuse it only to retry the same call) and dryRun (true shows the diff and writes "
+    "nothing). sessionId, runId, toolCallId and traceId may be omitted: they are taken from _meta "
+    "(mnote/sessionId, ..., traceparent) or generated. Every answer is an envelope {ok, result, audit, error}."
+)
+
+
+def create_server(dispatcher: Dispatcher, identity_for: IdentityResolver) -> Server[Any]:
+    tools = dispatcher.registry.advertised(include=dispatcher.exposes)
+    listing = types.ListToolsResult(tools=tools)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        meta = ctx.meta if ctx.meta is not None else params.meta
+        try:
+            envelope = await dispatcher.call(
+                params.name, params.arguments, meta, identity_for(ctx), ctx.request_id
+            )
+        except UnknownToolError:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=to_json(envelope))],
+            structured_content=envelope,
+            is_error=not envelope["ok"],
+        )
+
+    return Server(
+        "mnote-mcp",
+        version=__version__,
+        title="mnote",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

@@ -1,0 +1,141 @@
+"""The generic tool inventory: a tool is one `ToolSpec`; the registry advertises and finds them.
+
+A spec carries the contract's input schema verbatim (`contract_schema`) and only *adds* to it
+(`extensions`: descriptions, item schemas, optional properties such as `baseRevision`); an extension
+that would change a keyword the contract already sets is refused at import time, so the advertised
+schema can never drift from the contract.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp.types as types
+from jsonschema import Draft202012Validator
+
+from mnote_mcp.envelope import OUTPUT_SCHEMA, ToolRequest, ToolResult
+from mnote_mcp.identity import CORRELATION_FIELDS, Scope
+from mnote_mcp.kernel.port import Kernel
+
+Handler = Callable[[ToolRequest, Kernel], Awaitable[ToolResult]]
+ToolNames = Literal["dotted", "underscore"]
+
+_CORRELATION_PROPERTY: dict[str, Any] = {"type": "string"}
+# What an extension may add to a property the contract declares: words and item schemas, never a
+# constraint (type, enum, minLength, default, ...) the contract does not state.
+_ANNOTATING_KEYWORDS = frozenset({"description", "items", "examples"})
+_SCOPE_PROPERTY: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string", "enum": [scope.value for scope in Scope]},
+    "description": "Narrow this call to these scopes (never widens the connection's).",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Annotations:
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool = False
+
+    def to_mcp(self) -> types.ToolAnnotations:
+        return types.ToolAnnotations(
+            read_only_hint=self.read_only,
+            destructive_hint=self.destructive,
+            idempotent_hint=self.idempotent,
+            open_world_hint=self.open_world,
+        )
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    toolset: str
+    scope: Scope
+    annotations: Annotations
+    contract_schema: Mapping[str, Any]
+    handler: Handler
+    extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        contract_props = self.contract_schema.get("properties", {})
+        for prop, extra in self.extensions.items():
+            if prop in contract_props and not set(extra) <= _ANNOTATING_KEYWORDS - set(contract_props[prop]):
+                raise ValueError(
+                    f"{self.name}: extension of {prop!r} may only add {sorted(_ANNOTATING_KEYWORDS)}"
+                )
+
+    @property
+    def writes(self) -> bool:
+        return not self.annotations.read_only
+
+    @property
+    def underscore_name(self) -> str:
+        return self.name.replace(".", "_")
+
+    def input_schema(self, *, strict: bool) -> dict[str, Any]:
+        """The advertised schema: the contract's, plus extensions; correlation ids optional unless strict."""
+        contract = copy.deepcopy(dict(self.contract_schema))
+        properties: dict[str, Any] = {}
+        for prop, declared in contract.get("properties", {}).items():
+            properties[prop] = {**declared, **self.extensions.get(prop, {})}
+        for prop, extension in self.extensions.items():
+            properties.setdefault(prop, dict(extension))
+        for prop in CORRELATION_FIELDS:
+            properties.setdefault(prop, dict(_CORRELATION_PROPERTY))
+        properties.setdefault("capabilityScope", copy.deepcopy(_SCOPE_PROPERTY))
+        required = [name for name in contract.get("required", []) if strict or name not in CORRELATION_FIELDS]
+        advertised: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
+        for keyword, value in contract.items():
+            if keyword not in ("type", "required", "properties"):
+                advertised[keyword] = value
+        return advertised
+
+    def advertised_name(self, style: ToolNames) -> str:
+        return self.underscore_name if style == "underscore" else self.name
+
+    def to_mcp(self, *, style: ToolNames, strict: bool) -> types.Tool:
+        return types.Tool(
+            name=self.advertised_name(style),
+            title=self.title,
+            description=self.description,
+            input_schema=self.input_schema(strict=strict),
+            output_schema=OUTPUT_SCHEMA,
+            annotations=self.annotations.to_mcp(),
+        )
+
+
+class Registry:
+    """The tools one server exposes, found by either spelling of their name."""
+
+    def __init__(
+        self, specs: Iterable[ToolSpec], *, style: ToolNames = "dotted", strict: bool = False
+    ) -> None:
+        self.specs: tuple[ToolSpec, ...] = tuple(specs)
+        self.style: ToolNames = style
+        self.strict = strict
+        self._by_name: dict[str, ToolSpec] = {}
+        for spec in self.specs:
+            for alias in (spec.name, spec.underscore_name):
+                if alias in self._by_name:
+                    raise ValueError(f"two tools answer to {alias!r}")
+                self._by_name[alias] = spec
+        self._schemas = {spec.name: spec.input_schema(strict=strict) for spec in self.specs}
+        self._validators = {name: Draft202012Validator(schema) for name, schema in self._schemas.items()}
+
+    def find(self, name: str) -> ToolSpec | None:
+        return self._by_name.get(name)
+
+    def schema(self, spec: ToolSpec) -> dict[str, Any]:
+        return self._schemas[spec.name]
+
+    def validator(self, spec: ToolSpec) -> Draft202012Validator:
+        return self._validators[spec.name]
+
+    def advertised(self, *, include: Callable[[ToolSpec], bool] = lambda spec: True) -> list[types.Tool]:
+        return [spec.to_mcp(style=self.style, strict=self.strict) for spec in self.specs if include(spec)]

@@ -1,0 +1,64 @@
+"""How a kernel outcome reads in the envelope's `result`: the same shape for every write tool."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mnote_mcp.envelope import ToolRequest, ToolResult
+from mnote_mcp.kernel.port import Command, CommandOutcome, Kernel
+from mnote_mcp.messages import Locale, render_warning
+from mnote_mcp.tools.registry import Handler
+
+PayloadMap = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def write_result(outcome: CommandOutcome, locale: Locale) -> ToolResult:
+    """A dry run: `{"dryRun": true, "diff": [...], ...}`; a write: `{"commandName", "revision", ...}`."""
+    warnings = [render_warning(warning, locale) for warning in outcome.warnings]
+    if outcome.dry_run:
+        plan: dict[str, Any] = {
+            "dryRun": True,
+            "diff": outcome.diff,
+            "commandName": outcome.command_name,
+            "currentRevision": outcome.revision,
+            "changed": outcome.changed,
+            "warnings": warnings,
+            **outcome.data,
+        }
+        return ToolResult(result=plan, effect="dry_run", command_id=None)
+    result: dict[str, Any] = {
+        "commandName": outcome.command_name,
+        "revision": outcome.revision,
+        "changed": outcome.changed,
+        "diff": outcome.diff,
+        **outcome.data,
+    }
+    if warnings:
+        result["warnings"] = warnings
+    if outcome.replayed:
+        result["idempotentReplay"] = True
+    return ToolResult(result=result, effect="write", command_id=outcome.command_id)
+
+
+def command_handler(command_name: str, payload: PayloadMap) -> Handler:
+    """The handler of every write tool: relay one kernel command, report its outcome."""
+
+    async def handle(request: ToolRequest, kernel: Kernel) -> ToolResult:
+        assert request.idempotency_key is not None  # required by every write tool's schema
+        outcome = await kernel.execute(
+            Command(
+                name=command_name,
+                workspace_id=request.workspace_id,
+                document_id=request.document_id,
+                actor_id=request.actor_id,
+                correlation=request.correlation,
+                idempotency_key=request.idempotency_key,
+                dry_run=request.dry_run,
+                base_revision=request.base_revision,
+                payload=payload(request.args),
+            )
+        )
+        return write_result(outcome, request.locale)
+
+    return handle

@@ -1,0 +1,97 @@
+"""Shared test plumbing: servers on a seeded store, calls that check every envelope they get back."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from mcp import Client, StdioServerParameters
+
+from mnote_mcp.app import App, build_registry
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.dispatch import Dispatcher
+from mnote_mcp.envelope import OUTPUT_SCHEMA
+from mnote_mcp.kernel.local import LocalKernel
+from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "workspace.json"
+SECRETS = ("SECRET-TITLE-7f3a", "SECRET-BODY-91c2", "OTHER-SECRET-TITLE-c0de", "OTHER-SECRET-BODY-beef")
+MODES = ("legacy", "auto")
+_ENVELOPE = Draft202012Validator(OUTPUT_SCHEMA)
+
+IDS = {"sessionId": "sess_t", "runId": "run_t", "toolCallId": "call_t", "traceId": "trace_t"}
+
+
+def seeded_store(path: Path) -> Path:
+    kernel = LocalKernel.open(path)
+    load_fixture(kernel.store, read_fixture(FIXTURE))
+    kernel.store.close()
+    return path
+
+
+def dump(path: Path) -> str:
+    kernel = LocalKernel.open(path)
+    try:
+        return kernel.store.dump()
+    finally:
+        kernel.store.close()
+
+
+def make_app(db: Path, **config: Any) -> App:
+    cfg = replace(ServerConfig(db=db, locale="en", demo=False, actor="user_editor"), **config)
+    kernel = LocalKernel.open(db)
+    dispatcher = Dispatcher(build_registry(cfg), kernel, locale=cfg.locale, read_only=cfg.read_only)
+    return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
+
+
+@asynccontextmanager
+async def connect(db: Path, mode: str = "legacy", **config: Any) -> AsyncIterator[Client]:
+    app = make_app(db, **config)
+    try:
+        async with Client(app.server(), mode=mode) as client:
+            yield client
+    finally:
+        await app.kernel.aclose()
+
+
+def envelope_of(result: Any) -> dict[str, Any]:
+    """The envelope of a CallToolResult, after checking the promises every result keeps."""
+    assert result.structured_content is not None, "every result carries structuredContent"
+    envelope: dict[str, Any] = result.structured_content
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    assert json.loads(result.content[0].text) == envelope, "text content is the same JSON"
+    errors = [e.message for e in _ENVELOPE.iter_errors(envelope)]
+    assert not errors, errors
+    assert result.is_error is (not envelope["ok"])
+    return envelope
+
+
+async def call(
+    client: Client, tool: str, meta: dict[str, Any] | None = None, **arguments: Any
+) -> dict[str, Any]:
+    return envelope_of(await client.call_tool(tool, arguments, meta=meta))
+
+
+def page_args(document_id: str = "doc_1", workspace_id: str = "ws_1", **extra: Any) -> dict[str, Any]:
+    return {"workspaceId": workspace_id, "documentId": document_id, **IDS, **extra}
+
+
+def write_args(key: str, dry_run: bool = False, document_id: str = "doc_1", **extra: Any) -> dict[str, Any]:
+    return page_args(document_id, idempotencyKey=key, dryRun=dry_run, **extra)
+
+
+def stdio_params(db: Path, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mnote_mcp", "serve", "--db", str(db), "--locale", "en", *args],
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        cwd=str(ROOT),
+    )

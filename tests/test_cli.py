@@ -1,0 +1,134 @@
+"""The command line: serve flags and their environment twins, seed, audit, demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from mnote_mcp.cli import build_parser, config_from_args, main
+from mnote_mcp.identity import Scope
+from tests.helpers import FIXTURE, ROOT, dump, envelope_of, page_args, stdio_params, write_args
+
+pytestmark = pytest.mark.anyio
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mnote_mcp", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_serve_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNOTE_ACTOR", "env_actor")
+    monkeypatch.setenv("MNOTE_READ_ONLY", "true")
+    monkeypatch.setenv("MNOTE_LOCALE", "en")
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--scope",
+            "page.read,artifact.write",
+            "--tool-names",
+            "underscore",
+            "--session-id",
+            "s1",
+            "--strict-contract",
+        ]
+    )
+    config = config_from_args(args)
+    assert config.actor == "env_actor" and config.read_only and config.locale == "en"
+    assert config.scopes == {Scope.PAGE_READ, Scope.ARTIFACT_WRITE}
+    assert config.granted_scopes == {Scope.PAGE_READ}, "read-only wins over --scope"
+    assert config.tool_names == "underscore" and config.strict_contract
+    assert config.bindings == {"sessionId": "s1"}
+    flag_wins = config_from_args(build_parser().parse_args(["serve", "--actor", "flag_actor"]))
+    assert flag_wins.actor == "flag_actor"
+
+
+def test_unknown_scope_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--scope", "page.admin"]) == 2
+    assert "unknown scope 'page.admin'" in capsys.readouterr().err
+
+
+def test_seed_is_idempotent(tmp_path: Path) -> None:
+    db = tmp_path / "seeded.db"
+    first = run_cli("seed", "--db", str(db), str(FIXTURE))
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"store": str(db), "workspaces": 2, "members": 5, "pages": 3}
+    before = dump(db)
+    again = run_cli("seed", "--db", str(db), str(FIXTURE))
+    assert again.returncode == 0 and dump(db) == before
+
+
+def test_seed_refuses_a_bad_fixture(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"workspaces": [{"id": "w", "members": [{"actorId": "a", "role": "god"}]}]}))
+    result = run_cli("seed", "--db", str(tmp_path / "x.db"), str(bad))
+    assert result.returncode == 2
+    assert "/workspaces/0/members/0/role" in result.stderr
+    blocks = tmp_path / "blocks.json"
+    blocks.write_text(
+        json.dumps(
+            {"workspaces": [{"id": "w", "pages": [{"id": "p", "title": "t", "blocks": [{"type": "video"}]}]}]}
+        )
+    )
+    result = run_cli("seed", "--db", str(tmp_path / "y.db"), str(blocks))
+    assert result.returncode == 2 and "/workspaces/0/pages/0/blocks/0/type" in result.stderr
+
+
+async def test_serve_seed_and_audit_lookup(tmp_path: Path) -> None:
+    db = tmp_path / "served.db"
+    params = stdio_params(db, "--seed", str(FIXTURE), "--actor", "user_editor")
+    async with Client(params, read_timeout_seconds=30) as client:
+        envelope = envelope_of(
+            await client.call_tool("mnote.page.update_title", write_args("k", title="CLI"))
+        )
+        read = envelope_of(await client.call_tool("mnote.page.get", page_args()))
+    assert read["result"]["title"] == "CLI"
+    command_id = envelope["audit"]["commandId"]
+    by_trace = run_cli("audit", "--db", str(db), "--trace", "trace_t")
+    records = [json.loads(line) for line in by_trace.stdout.splitlines()]
+    assert [r["commandId"] for r in records] == [command_id]
+    by_id = run_cli("audit", "--db", str(db), "--command-id", command_id)
+    assert json.loads(by_id.stdout)["traceId"] == "trace_t"
+    missing = run_cli("audit", "--db", str(db), "--trace", "no_such_trace")
+    assert missing.returncode == 1 and missing.stdout == ""
+
+
+async def test_environment_twin_sets_the_actor(tmp_path: Path) -> None:
+    db = tmp_path / "env.db"
+    params = stdio_params(db, "--seed", str(FIXTURE), env={"MNOTE_ACTOR": "user_viewer"})
+    async with Client(params, read_timeout_seconds=30) as client:
+        envelope = envelope_of(await client.call_tool("mnote.page.update_title", write_args("k", title="x")))
+    assert envelope["error"]["message"] == "no page write permission"
+
+
+def test_demo_runs_every_tool() -> None:
+    result = run_cli("demo")
+    assert result.returncode == 0, result.stderr
+    for tool in (
+        "mnote.page.get",
+        "mnote.page.save",
+        "mnote.page.update_title",
+        "mnote.page.update_options",
+        "mnote.artifact.create_summary",
+        "mnote.artifact.create_ai_note",
+    ):
+        assert f"[{tool}]" in result.stdout
+    assert "idempotentReplay" in result.stdout and "mnote_tool_conflict" in result.stdout
+    assert "10. the audit trail" in result.stdout
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.startswith("mnote-mcp 0.1.0")

@@ -1,0 +1,115 @@
+"""The permission matrix: roles, a non-member, a read-only server and a narrowed scope, against all six
+tools; and no response, to anyone, ever shows a forbidden page's title or body."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import MODES, SECRETS, call, connect, dump, page_args, write_args
+
+pytestmark = pytest.mark.anyio
+
+TOOLS: dict[str, dict[str, Any]] = {
+    "mnote.page.get": {},
+    "mnote.page.save": {"content": [{"type": "paragraph", "text": "x"}], "mode": "append"},
+    "mnote.page.update_title": {"title": "x"},
+    "mnote.page.update_options": {"options": {"showToc": True}},
+    "mnote.artifact.create_summary": {"summary": "x"},
+    "mnote.artifact.create_ai_note": {"content": "x"},
+}
+ALL = set(TOOLS)
+PAGE_WRITES = {"mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"}
+ARTIFACTS = {"mnote.artifact.create_summary", "mnote.artifact.create_ai_note"}
+
+# row -> (server config, extra call arguments, tools allowed on doc_1)
+MATRIX: dict[str, tuple[dict[str, Any], dict[str, Any], set[str]]] = {
+    "viewer": ({"actor": "user_viewer"}, {}, {"mnote.page.get"}),
+    "commenter": ({"actor": "user_commenter"}, {}, {"mnote.page.get", *ARTIFACTS}),
+    "editor": ({"actor": "user_editor"}, {}, ALL),
+    "owner": ({"actor": "user_owner"}, {}, ALL),
+    "non-member": ({"actor": "user_stranger"}, {}, set()),
+    "read-only server": ({"actor": "user_owner", "read_only": True}, {}, {"mnote.page.get"}),
+    "narrowed scope": ({"actor": "user_owner"}, {"capabilityScope": ["page.read"]}, {"mnote.page.get"}),
+    "artifact scope": ({"actor": "user_owner"}, {"capabilityScope": ["artifact.write"]}, ARTIFACTS),
+}
+
+
+def _arguments(tool: str, document_id: str, workspace_id: str, extra: dict[str, Any]) -> dict[str, Any]:
+    if tool == "mnote.page.get":
+        return page_args(document_id, workspace_id, **extra)
+    return write_args(f"k_{tool}", document_id=document_id, workspaceId=workspace_id, **TOOLS[tool], **extra)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("row", sorted(MATRIX))
+async def test_permission_matrix(db: Path, mode: str, row: str) -> None:
+    config, extra, allowed = MATRIX[row]
+    outcomes: dict[str, bool] = {}
+    async with connect(db, mode, **config) as client:
+        for tool in TOOLS:
+            args = _arguments(tool, "doc_1", "ws_1", extra)
+            args.pop("workspaceId", None)
+            envelope = await call(client, tool, workspaceId="ws_1", **args)
+            outcomes[tool] = envelope["ok"]
+            if not envelope["ok"]:
+                assert envelope["error"]["code"] == "mnote_tool_permission_denied", (
+                    row,
+                    tool,
+                    envelope["error"],
+                )
+                assert envelope["result"] is None
+    assert {tool for tool, ok in outcomes.items() if ok} == allowed, row
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_forbidden_pages_never_leak(db: Path, mode: str) -> None:
+    """Every actor, every tool, dry run or not, on every page it may not read: no secret anywhere."""
+    seen: list[str] = []
+    before = dump(db)
+    targets = [("ws_1", "doc_secret"), ("ws_other", "doc_other"), ("ws_other", "doc_missing")]
+    for actor in ("user_viewer", "user_commenter", "user_editor", "user_stranger", "nobody"):
+        async with connect(db, mode, actor=actor, locale="zh-CN") as client:
+            for workspace_id, document_id in targets:
+                if actor == "user_stranger" and workspace_id == "ws_other":
+                    continue  # the stranger owns ws_other
+                for tool in TOOLS:
+                    for dry_run in (False, True):
+                        args = _arguments(tool, document_id, workspace_id, {})
+                        if tool != "mnote.page.get":
+                            args["dryRun"] = dry_run
+                        result = await client.call_tool(tool, args)
+                        assert result.is_error, (actor, workspace_id, document_id, tool)
+                        seen.append(result.model_dump_json())
+            listing = await client.list_tools()
+            seen.append(listing.model_dump_json())
+    text = "\n".join(seen)
+    for secret in (*SECRETS, "OTHER-WORKSPACE-NAME"):
+        assert secret not in text
+        assert json.dumps(secret)[1:-1] not in text
+    assert dump(db) == before
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_non_member_cannot_tell_missing_from_forbidden(db: Path, mode: str) -> None:
+    async with connect(db, mode, actor="user_stranger") as client:
+        existing = await call(client, "mnote.page.get", **page_args("doc_1"))
+        missing = await call(client, "mnote.page.get", **page_args("doc_does_not_exist"))
+        secret = await call(client, "mnote.page.get", **page_args("doc_secret"))
+        no_ws = await call(client, "mnote.page.get", **page_args("doc_1", "ws_missing"))
+    assert existing["error"] == missing["error"] == secret["error"]
+    assert {k: v for k, v in no_ws["error"].items() if k != "details"} == {
+        k: v for k, v in existing["error"].items() if k != "details"
+    }
+
+
+async def test_restricted_page_admits_only_its_members(db: Path) -> None:
+    async with connect(db, actor="user_owner") as client:
+        owner = await call(client, "mnote.page.get", **page_args("doc_secret"))
+    async with connect(db, actor="user_editor") as client:
+        editor = await call(client, "mnote.page.get", **page_args("doc_secret"))
+    assert owner["ok"] and owner["result"]["title"] == "SECRET-TITLE-7f3a"
+    assert editor["error"]["code"] == "mnote_tool_permission_denied"

@@ -1,0 +1,95 @@
+"""Property tests: arbitrary JSON thrown at every tool never crashes the server, never becomes a
+JSON-RPC error, always answers an envelope, and leaves the store unchanged unless the call was valid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.contract_schemas import CONTRACT
+from tests.helpers import connect, dump, envelope_of, seeded_store
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+BLOCK = st.fixed_dictionaries(
+    {"type": st.sampled_from(["paragraph", "heading", "todo", "divider", "code", "table"]) | JSON},
+    optional={
+        "id": st.sampled_from(["p_1", "heading_1", "x"]) | st.text(max_size=4) | JSON,
+        "text": st.text(max_size=10) | JSON,
+        "props": st.fixed_dictionaries({}, optional={"level": st.integers(-1, 8), "checked": JSON}) | JSON,
+        "children": st.lists(st.fixed_dictionaries({"type": st.just("paragraph")}), max_size=2) | JSON,
+    },
+)
+PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
+    "workspaceId": st.sampled_from(["ws_1", "ws_other", "ws_missing", ""]),
+    "documentId": st.sampled_from(["doc_1", "doc_secret", "doc_missing", ""]),
+    "includeBody": st.booleans(),
+    "includeOptions": st.booleans(),
+    "includeBlocks": st.booleans(),
+    "content": st.lists(BLOCK, max_size=3) | st.text(max_size=8),
+    "mode": st.sampled_from(["replace", "append", "merge"]),
+    "title": st.text(max_size=8),
+    "options": st.dictionaries(
+        st.sampled_from(["wideLayout", "showToc", "protectEditing", "zoom"]), JSON, max_size=3
+    ),
+    "summary": st.text(max_size=8),
+    "idempotencyKey": st.text(max_size=4),
+    "dryRun": st.booleans(),
+    "baseRevision": st.integers(-1, 4),
+    "capabilityScope": st.lists(
+        st.sampled_from(["page.read", "page.write", "artifact.write", "root"]), max_size=3
+    ),
+    "actorId": st.sampled_from(["user_editor", "user_owner"]),
+    "sessionId": st.text(max_size=4),
+    "traceId": st.text(max_size=4),
+}
+
+
+def arguments_for(tool: str) -> st.SearchStrategy[dict[str, Any]]:
+    names = [
+        *CONTRACT[tool]["properties"],
+        "baseRevision",
+        "capabilityScope",
+        "actorId",
+        "sessionId",
+        "traceId",
+    ]
+    known = st.fixed_dictionaries({}, optional={name: PLAUSIBLE[name] | JSON for name in names})
+    extra = st.dictionaries(st.text(max_size=6), JSON, max_size=2)
+    return st.builds(lambda a, b: {**b, **a}, known, extra)
+
+
+@pytest.mark.parametrize("tool", sorted(CONTRACT))
+def test_arbitrary_arguments_always_get_an_envelope(tmp_path: Path, tool: str) -> None:
+    db = seeded_store(tmp_path / "mnote.db")
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(arguments=arguments_for(tool))
+    def run(arguments: dict[str, Any]) -> None:
+        before = dump(db)
+
+        async def one() -> dict[str, Any]:
+            async with connect(db) as client:
+                return envelope_of(await client.call_tool(tool, arguments))
+
+        envelope = anyio.run(one)
+        assert envelope["toolName"] == tool
+        if envelope["ok"]:
+            assert envelope["error"] is None
+        else:
+            assert envelope["error"]["code"] != "mnote_tool_internal", envelope["error"]
+            assert envelope["result"] is None
+        if not (envelope["ok"] and envelope["audit"]["effect"] == "write"):
+            assert dump(db) == before, f"{tool} {arguments} changed the store without a successful write"
+
+    run()

@@ -1,0 +1,121 @@
+"""The advertised tool surface: per-tool snapshots, contract exactness, and inventory invariants.
+
+Snapshots live in tests/snapshots/<tool>.json; regenerate with MNOTE_UPDATE_SNAPSHOTS=1 after a
+deliberate change, and review the diff. A missing snapshot fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from tests.contract_schemas import CONTRACT, CORRELATION
+from tests.helpers import MODES, connect
+
+pytestmark = pytest.mark.anyio
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+CONTRACT_KEYWORDS = ("type", "enum", "minLength", "additionalProperties", "default", "properties")
+ANNOTATIONS_ONLY = {"description", "items", "examples"}
+
+
+async def _tools(db: Path, mode: str = "legacy", **config: Any) -> dict[str, dict[str, Any]]:
+    async with connect(db, mode, **config) as client:
+        listing = await client.list_tools()
+    return {
+        tool.name: tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in listing.tools
+    }
+
+
+def _snapshot_view(tool: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: tool[key]
+        for key in ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_contract_tool_is_advertised(db: Path, mode: str) -> None:
+    tools = await _tools(db, mode)
+    assert set(CONTRACT) <= set(tools)
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT))
+async def test_tool_matches_its_snapshot(db: Path, name: str) -> None:
+    tool = _snapshot_view((await _tools(db))[name])
+    path = SNAPSHOTS / f"{name}.json"
+    text = json.dumps(tool, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if os.environ.get("MNOTE_UPDATE_SNAPSHOTS") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no snapshot for {name}: run with MNOTE_UPDATE_SNAPSHOTS=1 and review it"
+    assert json.loads(path.read_text(encoding="utf-8")) == tool, f"{name} drifted from {path.name}"
+
+
+def _assert_contains_contract(advertised: dict[str, Any], contract: dict[str, Any], where: str) -> None:
+    for keyword in CONTRACT_KEYWORDS:
+        if keyword not in contract:
+            continue
+        if keyword == "properties":
+            for prop, schema in contract["properties"].items():
+                assert prop in advertised["properties"], f"{where}: property {prop} missing"
+                added = set(advertised["properties"][prop]) - set(schema)
+                assert added <= ANNOTATIONS_ONLY, (
+                    f"{where}/{prop}: adds constraints {added - ANNOTATIONS_ONLY}"
+                )
+                _assert_contains_contract(advertised["properties"][prop], schema, f"{where}/{prop}")
+        else:
+            assert advertised.get(keyword) == contract[keyword], f"{where}: {keyword} differs"
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT))
+async def test_input_schema_holds_the_contract_exactly(db: Path, name: str) -> None:
+    default = (await _tools(db))[name]["inputSchema"]
+    strict = (await _tools(db, strict_contract=True))[name]["inputSchema"]
+    for schema in (default, strict):
+        _assert_contains_contract(schema, CONTRACT[name], name)
+        Draft202012Validator.check_schema(schema)
+        assert "additionalProperties" not in schema, "the contract sets none at the top level"
+    assert strict["required"] == CONTRACT[name]["required"], (
+        "--strict-contract advertises the contract's list"
+    )
+    assert default["required"] == [r for r in CONTRACT[name]["required"] if r not in CORRELATION]
+    for field in CORRELATION:
+        assert default["properties"][field]["type"] == "string"
+
+
+async def test_inventory_invariants(db: Path) -> None:
+    for name, tool in (await _tools(db)).items():
+        assert NAME.match(name), name
+        assert tool.get("title"), f"{name} has no title"
+        assert tool.get("description"), f"{name} has no description"
+        annotations = tool.get("annotations", {})
+        for hint in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
+            assert isinstance(annotations.get(hint), bool), f"{name} does not set {hint}"
+        schema = tool["inputSchema"]
+        assert schema["type"] == "object"
+        assert not {"anyOf", "oneOf", "allOf", "not", "enum", "$ref"} & set(schema), name
+        assert "$ref" not in json.dumps(schema) and "$defs" not in json.dumps(schema), name
+        assert tool["outputSchema"]["type"] == "object"
+
+
+async def test_only_page_get_is_read_only(db: Path) -> None:
+    tools = await _tools(db)
+    read_only = {name for name, tool in tools.items() if tool["annotations"]["readOnlyHint"]}
+    assert read_only == {"mnote.page.get"}
+    assert tools["mnote.page.get"]["annotations"]["destructiveHint"] is False
+
+
+async def test_underscore_names_advertise_one_spelling(db: Path) -> None:
+    tools = await _tools(db, tool_names="underscore")
+    assert set(tools) == {name.replace(".", "_") for name in CONTRACT}
+    assert all(re.match(r"^[A-Za-z0-9_]+$", name) for name in tools)
+
+
+async def test_read_only_hides_every_write_tool(db: Path) -> None:
+    assert set(await _tools(db, read_only=True)) == {"mnote.page.get"}
