@@ -56,7 +56,11 @@ async def open_app(config: ServerConfig) -> AsyncIterator[App]:
     kernel, description = open_kernel(config)
     try:
         dispatcher = Dispatcher(
-            build_registry(config), kernel, locale=config.locale, read_only=config.read_only
+            build_registry(config),
+            kernel,
+            locale=config.locale,
+            read_only=config.read_only,
+            call_timeout=config.call_timeout,
         )
         yield App(config=config, kernel=kernel, dispatcher=dispatcher, store_description=description)
     finally:

@@ -23,7 +23,7 @@ from mnote_mcp.identity import parse_scopes
 from mnote_mcp.logs import configure_logging
 
 logger = logging.getLogger("mnote_mcp")
-SUBCOMMANDS = ("serve", "seed", "audit", "demo")
+SUBCOMMANDS = ("serve", "seed", "audit", "demo", "token")
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -61,6 +61,26 @@ def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--run-id", default=_env("RUN_ID"), help="bind this runId to the connection")
     parser.add_argument("--trace-id", default=_env("TRACE_ID"), help="bind this traceId to the connection")
+    parser.add_argument("--call-timeout", type=float, default=float(_env("CALL_TIMEOUT", "60") or 60))
+    http = parser.add_argument_group("HTTP transports (--transport sse|http)")
+    http.add_argument(
+        "--stateless", action="store_true", default=_env_flag("STATELESS"), help="no session state"
+    )
+    http.add_argument("--no-sse", action="store_true", default=_env_flag("NO_SSE"), help="turn /sse off")
+    http.add_argument("--no-streamable-http", action="store_true", default=_env_flag("NO_STREAMABLE_HTTP"))
+    http.add_argument("--auth-file", type=Path, default=_env("AUTH_FILE"), help="tokens file (mode 0600)")
+    http.add_argument(
+        "--token-file", type=Path, default=_env("TOKEN_FILE"), help="where a generated token goes"
+    )
+    http.add_argument("--unsafe-no-auth", action="store_true", default=_env_flag("UNSAFE_NO_AUTH"))
+    http.add_argument(
+        "--allowed-hosts", default=_env("ALLOWED_HOSTS", ""), help="comma-separated Host values"
+    )
+    http.add_argument(
+        "--allowed-origins", default=_env("ALLOWED_ORIGINS", ""), help="comma-separated Origins"
+    )
+    http.add_argument("--max-body-bytes", type=int, default=int(_env("MAX_BODY_BYTES", str(4 << 20)) or 0))
+    http.add_argument("--shutdown-grace", type=float, default=float(_env("SHUTDOWN_GRACE", "30") or 30))
     _add_log_flags(parser)
 
 
@@ -88,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--command-id", help="only the record of this commandId")
     audit.add_argument("--limit", type=int, default=100)
     _add_log_flags(audit)
+    token = sub.add_parser("token", help="mint a bearer token into a tokens file (printed once)")
+    token.add_argument("--auth-file", type=Path, required=True, help="tokens file, created 0600 if new")
+    token.add_argument("--actor", required=True, help="the actor the token acts as")
+    token.add_argument("--scope", default="page.read,page.write,artifact.write")
+    token.add_argument(
+        "--workspaces", default="", help="comma-separated workspace ids the token is limited to"
+    )
+    token.add_argument("--name", help="a label for the token")
+    _add_log_flags(token)
     demo = sub.add_parser("demo", help="a scripted tour of every tool over a real stdio MCP session")
     demo.add_argument("--locale", choices=["zh-CN", "en"], default=_env("LOCALE", "en"))
     _add_log_flags(demo)
@@ -121,7 +150,23 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         log_level=args.log_level,
         log_format=args.log_format,
         bindings=bindings,
+        call_timeout=args.call_timeout,
+        stateless=args.stateless,
+        sse=not args.no_sse,
+        streamable_http=not args.no_streamable_http,
+        auth_file=args.auth_file,
+        token=os.environ.get("MNOTE_TOKEN") or None,
+        token_file=args.token_file,
+        unsafe_no_auth=args.unsafe_no_auth,
+        allowed_hosts=_csv(args.allowed_hosts),
+        allowed_origins=_csv(args.allowed_origins),
+        max_body_bytes=args.max_body_bytes,
+        shutdown_grace=args.shutdown_grace,
     )
+
+
+def _csv(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,13 +184,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _seed(args)
         elif args.command == "audit":
             return _audit(args)
+        elif args.command == "token":
+            return _token(args)
         elif args.command == "demo":
             from mnote_mcp.demo import run_demo
 
             return anyio.run(run_demo, args.locale)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError) as exc:  # configuration errors, AuthConfigError included
         print(f"mnote-mcp: {exc}", file=sys.stderr)
         return 2
     return 0
@@ -178,3 +225,18 @@ def _audit(args: argparse.Namespace) -> int:
     for record in records:
         print(json.dumps(record, ensure_ascii=False))
     return 0 if records or not (args.trace or args.command_id) else 1
+
+
+def _token(args: argparse.Namespace) -> int:
+    from mnote_mcp.transports.auth import TokenGrant, add_token
+
+    workspaces = _csv(args.workspaces)
+    grant = TokenGrant(
+        actor_id=args.actor,
+        scopes=parse_scopes(args.scope.split(",")),
+        workspaces=frozenset(workspaces) if workspaces else None,
+        name=args.name,
+    )
+    print(add_token(args.auth_file, grant))
+    print(f"token for {args.actor} added to {args.auth_file}; it is shown only this once", file=sys.stderr)
+    return 0

@@ -41,6 +41,19 @@ class ServerConfig:
     log_level: str = "info"
     log_format: LogFormat = "text"
     bindings: Mapping[str, str] = field(default_factory=dict)
+    call_timeout: float = 60.0
+    # HTTP transports
+    stateless: bool = False
+    sse: bool = True
+    streamable_http: bool = True
+    auth_file: Path | None = None
+    token: str | None = None
+    token_file: Path | None = None
+    unsafe_no_auth: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    max_body_bytes: int = 4 * 1024 * 1024
+    shutdown_grace: float = 30.0
 
     @property
     def store_path(self) -> Path:

@@ -12,6 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+
 from mnote_mcp.drain import InFlight
 from mnote_mcp.envelope import failure, success
 from mnote_mcp.identity import Identity
@@ -31,12 +33,19 @@ class UnknownToolError(LookupError):
 
 class Dispatcher:
     def __init__(
-        self, registry: Registry, kernel: Kernel, *, locale: Locale = "zh-CN", read_only: bool = False
+        self,
+        registry: Registry,
+        kernel: Kernel,
+        *,
+        locale: Locale = "zh-CN",
+        read_only: bool = False,
+        call_timeout: float = 60.0,
     ) -> None:
         self.registry = registry
         self.kernel = kernel
         self.locale: Locale = locale
         self.read_only = read_only
+        self.call_timeout = call_timeout
         self.inflight = InFlight()
 
     def exposes(self, spec: ToolSpec) -> bool:
@@ -78,7 +87,14 @@ class Dispatcher:
             )
             if spec.scope not in request.capability_scope:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, "scope", {"scope": spec.scope.value})
-            outcome = await spec.handler(request, self.kernel)
+            try:
+                with anyio.fail_after(self.call_timeout):
+                    outcome = await spec.handler(request, self.kernel)
+            except TimeoutError:
+                # A write may still commit after this; its idempotency key makes the retry safe.
+                raise MnoteError(
+                    ErrorCode.RUNTIME_UNAVAILABLE, "timeout", {"timeoutSeconds": self.call_timeout}
+                ) from None
             envelope = success(spec.name, correlation, request.workspace_id, request.document_id, outcome)
             label = "ok"
         except MnoteError as error:

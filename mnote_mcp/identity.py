@@ -44,11 +44,13 @@ class Identity:
 
     `bindings` are correlation ids fixed by the connection (flags, environment, HTTP headers); the
     generated session and run ids stand in when nothing else names them, so every call of one
-    connection still joins up in the audit trail.
+    connection still joins up in the audit trail. `workspaces`, when set (a bearer token limited to
+    some workspaces), is the only set of workspaces the caller may name.
     """
 
     actor_id: str | None
     scopes: frozenset[Scope] = ALL_SCOPES
     bindings: Mapping[str, str] = field(default_factory=dict)
+    workspaces: frozenset[str] | None = None
     generated_session_id: str = field(default_factory=lambda: f"sess_{secrets.token_hex(8)}")
     generated_run_id: str = field(default_factory=lambda: f"run_{secrets.token_hex(8)}")

@@ -40,7 +40,7 @@ def configure_logging(level: str = "info", fmt: LogFormat = "text") -> None:
     root.setLevel(level.upper())
     # The SDK logs every request at INFO; keep its noise below ours unless asked for debug.
     if level.lower() != "debug":
-        for noisy in ("mcp", "httpx2", "uvicorn.access"):
+        for noisy in ("mcp", "httpx2", "httpcore2", "uvicorn.access", "uvicorn.error"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -147,6 +147,9 @@ def build_request(
     check_arguments(validator, arguments)
     if not identity.actor_id:
         raise MnoteError(ErrorCode.UNAUTHENTICATED, "no_actor")
+    if identity.workspaces is not None and arguments["workspaceId"] not in identity.workspaces:
+        # Exactly what a non-member hears: a limited token learns nothing about other workspaces.
+        raise MnoteError(ErrorCode.PERMISSION_DENIED, "not_member", {"workspaceId": arguments["workspaceId"]})
     if spec.writes and not str(arguments.get("idempotencyKey", "")).strip():
         raise invalid("/idempotencyKey", "must not be empty: one key per intended change")
     claimed = arguments.get("actorId")

@@ -13,7 +13,7 @@ from mnote_mcp.drain import DrainingReadStream
 logger = logging.getLogger("mnote_mcp")
 
 
-async def announce(app: App) -> None:
+async def announce(app: App, auth: str | None = None) -> None:
     config = app.config
     actor = config.actor or "(none: calls will be refused as unauthenticated)"
     workspaces: dict[str, int] = {}
@@ -22,7 +22,7 @@ async def announce(app: App) -> None:
             workspaces[page.workspace_id] = workspaces.get(page.workspace_id, 0) + 1
     served = ", ".join(f"{ws} ({n} pages)" for ws, n in sorted(workspaces.items())) or "none readable"
     logger.info(
-        "mnote-mcp %s on %s: actor=%s scopes=%s%s store=%s workspaces=%s",
+        "mnote-mcp %s on %s: actor=%s scopes=%s%s store=%s workspaces=%s%s",
         __version__,
         config.transport,
         actor,
@@ -30,18 +30,45 @@ async def announce(app: App) -> None:
         " read-only" if config.read_only else "",
         app.store_description,
         served,
+        f" auth={auth}" if auth else "",
     )
 
 
 async def serve(config: ServerConfig) -> None:
+    if config.transport == "stdio":
+        await serve_stdio(config)
+    else:
+        await serve_http(config)
+
+
+async def serve_stdio(config: ServerConfig) -> None:
+    from mcp.server.stdio import stdio_server
+
     async with open_app(config) as app:
         await announce(app)
-        if config.transport == "stdio":
-            from mcp.server.stdio import stdio_server
+        server = app.server()
+        async with stdio_server() as (read_stream, write_stream):
+            draining = DrainingReadStream[Any](read_stream, app.dispatcher.inflight)
+            await server.run(draining, write_stream, server.create_initialization_options())
 
-            server = app.server()
-            async with stdio_server() as (read_stream, write_stream):
-                draining = DrainingReadStream[Any](read_stream, app.dispatcher.inflight)
-                await server.run(draining, write_stream, server.create_initialization_options())
-        else:
-            raise ValueError(f"transport {config.transport!r} is not available yet")
+
+async def serve_http(config: ServerConfig) -> None:
+    from mnote_mcp.transports.http import build_http_app, is_loopback, resolve_auth
+    from mnote_mcp.transports.server import make_server
+
+    auth = resolve_auth(config)  # refuse a bad auth setup before opening anything
+    if not is_loopback(config.host):
+        logger.warning(
+            "binding %s: reachable from other machines; keep the tokens secret and use TLS", config.host
+        )
+    async with open_app(config) as app:
+        asgi = build_http_app(app, auth)
+        await announce(app, auth.description)
+        server = make_server(
+            asgi,
+            host=config.host,
+            port=config.port,
+            inflight=app.dispatcher.inflight,
+            grace=config.shutdown_grace,
+        )
+        await server.serve()

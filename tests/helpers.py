@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -94,4 +95,51 @@ def stdio_params(db: Path, *args: str, env: dict[str, str] | None = None) -> Std
         args=["-m", "mnote_mcp", "serve", "--db", str(db), "--locale", "en", *args],
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         cwd=str(ROOT),
+    )
+
+
+async def basic_path(client: Client) -> list[dict[str, Any]]:
+    """page get -> dry run -> save -> idempotent retry, with fixed correlation ids."""
+    block = [{"type": "paragraph", "text": "over the wire"}]
+    get = await call(client, "mnote.page.get", **page_args())
+    revision = get["result"]["revision"]
+    plan = await call(
+        client, "mnote.page.save", **write_args("path", dry_run=True, content=block, mode="append")
+    )
+    save = await call(
+        client, "mnote.page.save", **write_args("path", content=block, mode="append", baseRevision=revision)
+    )
+    retry = await call(
+        client, "mnote.page.save", **write_args("path", content=block, mode="append", baseRevision=revision)
+    )
+    return [get, plan, save, retry]
+
+
+def comparable(envelope: dict[str, Any]) -> dict[str, Any]:
+    """An envelope with its one non-deterministic part (the commandId's nonce) blanked."""
+    copy = json.loads(json.dumps(envelope))
+    command_id = (copy.get("audit") or {}).get("commandId")
+    if command_id:
+        copy["audit"]["commandId"] = command_id.rsplit("_", 1)[0]
+    return copy
+
+
+INSPECTOR = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+
+
+def inspector(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """The MCP Inspector CLI (`bash .ci/run` installs it under .ci/node); HOME is a temp folder."""
+    import pytest
+
+    if not INSPECTOR.exists():
+        if os.environ.get("MNOTE_REQUIRE_INSPECTOR") == "1":
+            pytest.fail(f"the MCP Inspector CLI is not installed at {INSPECTOR}")
+        pytest.skip("the MCP Inspector CLI is not installed (bash .ci/run installs it)")
+    return subprocess.run(
+        [str(INSPECTOR), "--cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+        env={**os.environ, "HOME": str(home)},
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,11 +14,10 @@ from mcp import Client
 
 from mnote_mcp.demo import tour
 from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import ROOT, envelope_of, stdio_params, write_args
+from tests.helpers import ROOT, envelope_of, inspector, stdio_params, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TIMEOUT = 30
-INSPECTOR = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
 
 
 def console_script() -> str:
@@ -130,25 +128,10 @@ async def test_twenty_concurrent_identical_calls_from_two_processes_write_once(d
     assert page.count('"text":"once"') == 1
 
 
-def _inspector(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    if not INSPECTOR.exists():
-        if os.environ.get("MNOTE_REQUIRE_INSPECTOR") == "1":
-            pytest.fail(f"the MCP Inspector CLI is not installed at {INSPECTOR}")
-        pytest.skip("the MCP Inspector CLI is not installed (bash .ci/run installs it)")
-    return subprocess.run(
-        [str(INSPECTOR), "--cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        cwd=ROOT,
-        env={**os.environ, "HOME": str(home)},
-    )
-
-
 @pytest.mark.inspector
 def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
     server = [console_script(), "--db", str(tmp_path / "inspector.db")]
-    listed = _inspector(*server, "--method", "tools/list", "--strict", home=tmp_path)
+    listed = inspector(*server, "--method", "tools/list", "--strict", home=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "Warning" not in listed.stderr, "schemas pass the Inspector's portability lint"
     names = [tool["name"] for tool in json.loads(listed.stdout)["tools"]]
@@ -160,7 +143,7 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
         "mnote.artifact.create_summary",
         "mnote.artifact.create_ai_note",
     ]
-    called = _inspector(
+    called = inspector(
         *server,
         "--method",
         "tools/call",
@@ -178,7 +161,7 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
     envelope = json.loads(called.stdout)["result"]["structuredContent"]
     assert envelope["ok"] is True and envelope["traceId"] == "trace_inspector"
     assert envelope["result"]["title"] == "Project plan"
-    refused = _inspector(
+    refused = inspector(
         *server,
         "--method",
         "tools/call",

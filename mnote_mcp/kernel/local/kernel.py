@@ -1,7 +1,9 @@
 """The async face of the embedded store, as the kernel port.
 
 SQLite calls run on worker threads so that a write waiting for another process's lock never stalls
-the event loop (and with it every other call on the connection).
+the event loop (and with it every other call on the connection). A call whose caller gave up (the
+per-call timeout) is abandoned, not interrupted: its transaction still commits or rolls back whole,
+and the idempotency ledger makes the caller's retry safe.
 """
 
 from __future__ import annotations
@@ -27,19 +29,25 @@ class LocalKernel:
         return cls(LocalStore(path))
 
     async def get_page(self, query: PageQuery) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(self.store.get_page, query, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(
+            self.store.get_page, query, limiter=self._limiter, abandon_on_cancel=True
+        )
 
     async def execute(self, command: Command) -> CommandOutcome:
-        return await anyio.to_thread.run_sync(self.store.execute, command, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(
+            self.store.execute, command, limiter=self._limiter, abandon_on_cancel=True
+        )
 
     async def list_pages(self, actor_id: str) -> list[PageRef]:
-        return await anyio.to_thread.run_sync(self.store.list_pages, actor_id, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(
+            self.store.list_pages, actor_id, limiter=self._limiter, abandon_on_cancel=True
+        )
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
         call = partial(self.store.audit_trail, trace_id=trace_id, command_id=command_id, limit=limit)
-        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(call, limiter=self._limiter, abandon_on_cancel=True)
 
     async def aclose(self) -> None:
         self.store.close()

@@ -1,0 +1,180 @@
+"""Bearer tokens for the HTTP transports: each token maps to an actor, its scopes, and optionally the
+workspaces it may touch.
+
+Tokens are kept as SHA-256 digests and every presented token is compared against every entry with
+`hmac.compare_digest`, so neither the file nor the timing of a refusal gives a token away. A tokens
+file must not be readable by group or others (mode 0600), as for SSH keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp.server.auth.provider import AccessToken
+
+from mnote_mcp.identity import Scope, parse_scopes
+
+TOKEN_BYTES = 32
+
+
+class AuthConfigError(ValueError):
+    """A tokens file or token setting that cannot be used; the message says how to fix it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenGrant:
+    actor_id: str
+    scopes: frozenset[Scope]
+    workspaces: frozenset[str] | None = None
+    name: str | None = None
+
+
+def digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+class TokenStore:
+    def __init__(self, entries: Iterable[tuple[bytes, TokenGrant]]) -> None:
+        self._entries = tuple(entries)
+        if not self._entries:
+            raise AuthConfigError("no token configured")
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def verify(self, token: str) -> TokenGrant | None:
+        presented = digest(token)
+        found: TokenGrant | None = None
+        for stored, grant in self._entries:  # no early exit: every entry costs the same
+            if hmac.compare_digest(presented, stored):
+                found = grant
+        return found
+
+    @classmethod
+    def single(cls, token: str, grant: TokenGrant) -> TokenStore:
+        return cls([(digest(token), grant)])
+
+    @classmethod
+    def from_file(cls, path: Path) -> TokenStore:
+        check_private(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise AuthConfigError(f"{path}: {exc}") from exc
+        entries = data.get("tokens") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            raise AuthConfigError(f'{path}: expected {{"tokens": [...]}}')
+        return cls(_entry(path, index, item) for index, item in enumerate(entries))
+
+
+def _entry(path: Path, index: int, item: Any) -> tuple[bytes, TokenGrant]:
+    where = f"{path}: tokens[{index}]"
+    if not isinstance(item, Mapping):
+        raise AuthConfigError(f"{where} is not an object")
+    if isinstance(item.get("sha256"), str):
+        try:
+            stored = bytes.fromhex(item["sha256"])
+        except ValueError as exc:
+            raise AuthConfigError(f"{where}.sha256 is not hex") from exc
+        if len(stored) != hashlib.sha256().digest_size:
+            raise AuthConfigError(f"{where}.sha256 is not a SHA-256 digest")
+    elif isinstance(item.get("token"), str) and item["token"]:
+        stored = digest(item["token"])
+    else:
+        raise AuthConfigError(f"{where} needs 'sha256' (hex digest of the token) or 'token'")
+    actor = item.get("actorId")
+    if not isinstance(actor, str) or not actor:
+        raise AuthConfigError(f"{where}.actorId is missing")
+    try:
+        scopes = parse_scopes(item.get("scopes", [s.value for s in Scope]))
+    except ValueError as exc:
+        raise AuthConfigError(f"{where}.scopes: {exc}") from exc
+    workspaces = item.get("workspaces")
+    if workspaces is not None and not (
+        isinstance(workspaces, list) and all(isinstance(w, str) for w in workspaces)
+    ):
+        raise AuthConfigError(f"{where}.workspaces must be a list of workspace ids")
+    name = item.get("name") if isinstance(item.get("name"), str) else None
+    return stored, TokenGrant(actor, scopes, frozenset(workspaces) if workspaces is not None else None, name)
+
+
+def check_private(path: Path) -> None:
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError as exc:
+        raise AuthConfigError(f"{path}: {exc}") from exc
+    if mode & 0o077:
+        raise AuthConfigError(f"{path} is readable by others (mode {mode:o}); run: chmod 600 {path}")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Create `path` with mode 0600 from the start (never briefly world-readable)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)
+
+
+def load_or_generate_token(path: Path) -> tuple[str, bool]:
+    """The token kept in `path`, or a new one written there; True when it was generated now."""
+    if path.exists():
+        check_private(path)
+        token = path.read_text(encoding="utf-8").strip()
+        if token:
+            return token, False
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    write_private(path, token + "\n")
+    return token, True
+
+
+def add_token(path: Path, grant: TokenGrant) -> str:
+    """Mint a token for `grant`, append its digest to the tokens file (created 0600), return it once."""
+    data: dict[str, Any] = {"tokens": []}
+    if path.exists():
+        check_private(path)
+        data = json.loads(path.read_text(encoding="utf-8"))
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    entry: dict[str, Any] = {
+        "sha256": digest(token).hex(),
+        "actorId": grant.actor_id,
+        "scopes": sorted(s.value for s in grant.scopes),
+    }
+    if grant.workspaces is not None:
+        entry["workspaces"] = sorted(grant.workspaces)
+    if grant.name:
+        entry["name"] = grant.name
+    data.setdefault("tokens", []).append(entry)
+    write_private(path, json.dumps(data, indent=2) + "\n")
+    return token
+
+
+class GrantVerifier:
+    """The SDK's `TokenVerifier`, backed by a `TokenStore`: the actor rides as the token's client id."""
+
+    def __init__(self, store: TokenStore) -> None:
+        self.store = store
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        grant = self.store.verify(token)
+        if grant is None:
+            return None
+        claims: dict[str, Any] = (
+            {"workspaces": sorted(grant.workspaces)} if grant.workspaces is not None else {}
+        )
+        return AccessToken(
+            token="",  # never keep the secret around in request state
+            client_id=grant.actor_id,
+            subject=grant.actor_id,
+            scopes=sorted(s.value for s in grant.scopes),
+            claims=claims,
+        )

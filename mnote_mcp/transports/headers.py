@@ -1,0 +1,51 @@
+"""Identity and correlation bindings of one HTTP request: the bearer token's actor, scopes and
+workspaces; `X-Mnote-Session-Id`, `X-Mnote-Run-Id` and `traceparent` as connection-level ids (below
+arguments and `_meta` in precedence)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+from mnote_mcp.identity import Identity, parse_scopes
+from mnote_mcp.mapping import trace_id_from_traceparent
+
+SESSION_HEADER = "x-mnote-session-id"
+RUN_HEADER = "x-mnote-run-id"
+
+
+def identity_from_request(request: Any, fallback: Identity | None) -> Identity:
+    """The caller of one HTTP request. Without a token (only with --unsafe-no-auth) the configured
+    actor stands in; with neither, the call is unauthenticated."""
+    headers = request.headers if request is not None else {}
+    bindings: dict[str, str] = {}
+    if session := headers.get(SESSION_HEADER):
+        bindings["sessionId"] = session
+    if run := headers.get(RUN_HEADER):
+        bindings["runId"] = run
+    if trace := trace_id_from_traceparent(headers.get("traceparent")):
+        bindings["traceId"] = trace
+    connection = headers.get("mcp-session-id") or (
+        request.query_params.get("session_id") if request else None
+    )
+    extra: dict[str, Any] = {"generated_session_id": f"sess_{connection}"} if connection else {}
+    user = request.scope.get("user") if request is not None else None
+    if isinstance(user, AuthenticatedUser):
+        token = user.access_token
+        workspaces = (token.claims or {}).get("workspaces")
+        return Identity(
+            actor_id=token.client_id,
+            scopes=parse_scopes(token.scopes),
+            bindings=bindings,
+            workspaces=frozenset(workspaces) if isinstance(workspaces, list) else None,
+            **extra,
+        )
+    if fallback is not None:
+        return Identity(
+            actor_id=fallback.actor_id,
+            scopes=fallback.scopes,
+            bindings={**fallback.bindings, **bindings},
+            **extra,
+        )
+    return Identity(actor_id=None, scopes=frozenset(), bindings=bindings, **extra)

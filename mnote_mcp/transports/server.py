@@ -1,0 +1,62 @@
+"""uvicorn, with a shutdown that lets tool calls in flight answer before connections are cut.
+
+uvicorn's own graceful shutdown waits for *connections*, and an SSE stream never ends by itself;
+sse-starlette, for its part, ends every SSE stream the moment uvicorn starts shutting down, answers
+of calls in flight included. So we take over: stop accepting, wait for the dispatcher's calls in
+flight to settle (bounded by --shutdown-grace), then release the SSE streams and let uvicorn close
+what remains.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import uvicorn
+from sse_starlette.sse import AppStatus
+
+from mnote_mcp.drain import InFlight
+
+logger = logging.getLogger("mnote_mcp")
+
+
+class GracefulServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, inflight: InFlight, grace: float) -> None:
+        super().__init__(config)
+        self._inflight = inflight
+        self._grace = grace
+        AppStatus.enable_automatic_graceful_drain = False
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        AppStatus.should_exit = False  # process-global in sse-starlette; a previous server may have set it
+        await super().startup(sockets)
+        for server in self.servers:
+            for sock in server.sockets:
+                host, port = sock.getsockname()[:2]
+                shown = f"[{host}]" if ":" in host else host
+                logger.info("listening on http://%s:%s (/mcp, /sse, /healthz)", shown, port)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        if self._inflight.count:
+            logger.info("shutting down: waiting for %d call(s) in flight", self._inflight.count)
+        finished = await self._inflight.settle(self._grace)
+        if not finished:
+            logger.warning(
+                "shutting down with %d call(s) still running after %.0fs", self._inflight.count, self._grace
+            )
+        await super().shutdown(sockets)
+
+
+def make_server(asgi: object, *, host: str, port: int, inflight: InFlight, grace: float) -> GracefulServer:
+    config = uvicorn.Config(
+        asgi,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        log_config=None,  # keep our stderr logging
+        access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it
+        timeout_graceful_shutdown=2,
+        lifespan="on",
+    )
+    return GracefulServer(config, inflight, grace)
