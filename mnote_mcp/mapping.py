@@ -11,10 +11,7 @@ import json
 import re
 import secrets
 from collections.abc import Mapping
-from typing import Any
-
-from jsonschema import Draft202012Validator, ValidationError
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.envelope import ToolRequest
 from mnote_mcp.identity import CORRELATION_FIELDS, Identity, Scope
@@ -22,6 +19,9 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
 from mnote_mcp.kernel.port import Correlation
 from mnote_mcp.messages import Locale
 from mnote_mcp.tools.registry import ToolSpec
+
+if TYPE_CHECKING:
+    from jsonschema_rs import ValidationError, Validator
 
 META_PREFIX = "mnote/"
 ENVELOPE_FIELDS = frozenset(
@@ -97,25 +97,24 @@ def decode_stringified(arguments: dict[str, Any], schema: Mapping[str, Any]) -> 
     return decoded
 
 
-def check_arguments(validator: Draft202012Validator, arguments: dict[str, Any]) -> None:
+def check_arguments(validator: Validator, arguments: dict[str, Any]) -> None:
     """Refuse arguments that do not match the advertised schema, naming where and why."""
-    errors = list(validator.iter_errors(arguments))
-    if not errors:
+    if validator.is_valid(arguments):
         return
-    first = best_match(errors)
-    described = [_describe(error) for error in [first, *(e for e in errors if e is not first)][:_MAX_ERRORS]]
+    described = [
+        _describe(error)
+        for _, error in zip(range(_MAX_ERRORS), validator.iter_errors(arguments), strict=False)
+    ]
     raise invalid(described[0]["pointer"], described[0]["reason"], errors=described)
 
 
 def _describe(error: ValidationError) -> dict[str, str]:
-    path = [str(part) for part in error.absolute_path]
+    path = [str(part) for part in error.instance_path]
     reason = error.message
-    if error.validator == "required" and isinstance(error.instance, dict):
-        required: list[str] = list(error.validator_value)  # type: ignore[arg-type]
-        missing = [name for name in required if name not in error.instance]
-        if missing:
-            path.append(missing[0])
-            reason = "required property is missing"
+    missing = getattr(error.kind, "property", None) if type(error.kind).__name__ == "Required" else None
+    if isinstance(missing, str):
+        path.append(missing)
+        reason = "required property is missing"
     if len(reason) > _MAX_REASON:
         reason = reason[: _MAX_REASON - 1] + "…"
     return {"pointer": "/" + "/".join(path), "reason": reason}
@@ -137,7 +136,7 @@ def effective_scopes(
 
 def build_request(
     spec: ToolSpec,
-    validator: Draft202012Validator,
+    validator: Validator,
     arguments: dict[str, Any],
     meta: Mapping[str, Any] | None,
     identity: Identity,

@@ -16,6 +16,7 @@ from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
+from mnote_mcp.kernel.local.store import StoreBusyError
 from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.transports.http import AuthSetup, build_http_app
 from mnote_mcp.transports.server import make_server
@@ -26,16 +27,18 @@ pytestmark = pytest.mark.anyio
 
 
 class SlowStore(LocalStore):
-    """The embedded store, with every command taking `delay` seconds longer, in its worker thread
-    (like a slow disk or a lock held by another process)."""
+    """The embedded store as if another process held the write lock for `delay` seconds: the inline
+    attempt is told the store is busy, and the waiting attempt (on a worker thread) waits."""
 
     def __init__(self, path: Path, delay: float) -> None:
         super().__init__(path)
         self.delay = delay
 
-    def execute(self, command: Command) -> CommandOutcome:
+    def execute(self, command: Command, *, wait: bool = True) -> CommandOutcome:
+        if not wait:
+            raise StoreBusyError
         time.sleep(self.delay)
-        return super().execute(command)
+        return super().execute(command, wait=True)
 
 
 class SlowKernel(LocalKernel):

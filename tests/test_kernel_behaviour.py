@@ -317,3 +317,33 @@ async def test_empty_append_and_blank_texts_are_refused(db: Path) -> None:
             assert envelope["error"]["code"] == "mnote_tool_invalid_argument", (tool, args)
         empty_key = await call(client, "mnote.page.update_title", **write_args("", title="x"))
         assert empty_key["error"]["details"]["pointer"] == "/idempotencyKey"
+
+
+async def test_a_write_waiting_for_a_lock_does_not_stall_the_event_loop(db: Path) -> None:
+    """Another process holds the write lock: the call waits on a worker thread, the loop keeps going."""
+    import anyio
+
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.01)
+            ticks += 1
+
+    async def release() -> None:
+        await anyio.sleep(0.5)
+        holder.execute("COMMIT")
+
+    async with connect(db) as client, anyio.create_task_group() as group:
+        group.start_soon(ticker)
+        group.start_soon(release)
+        envelope = await call(
+            client, "mnote.page.update_title", **write_args("locked", title="After the lock")
+        )
+        group.cancel_scope.cancel()
+    holder.close()
+    assert envelope["ok"] and envelope["result"]["revision"] == 2
+    assert ticks >= 20, "the event loop kept running while the write waited"

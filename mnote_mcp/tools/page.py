@@ -82,6 +82,7 @@ PAGE_SAVE = ToolSpec(
         "mode": {"description": "replace (default) or append."},
         **WRITE_EXTENSIONS,
     },
+    kernel_validated=frozenset({"content"}),
     handler=command_handler(
         CommandName.PAGE_BODY_SAVE,
         lambda args: {"content": args["content"], "mode": args.get("mode", "replace")},

@@ -11,14 +11,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import mcp.types as types
-from jsonschema import Draft202012Validator
 
 from mnote_mcp.envelope import OUTPUT_SCHEMA, ToolRequest, ToolResult
 from mnote_mcp.identity import CORRELATION_FIELDS, Scope
 from mnote_mcp.kernel.port import Kernel
+
+if TYPE_CHECKING:
+    from jsonschema_rs import Validator
 
 Handler = Callable[[ToolRequest, Kernel], Awaitable[ToolResult]]
 ToolNames = Literal["dotted", "underscore"]
@@ -61,6 +63,9 @@ class ToolSpec:
     contract_schema: Mapping[str, Any]
     handler: Handler
     extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Properties whose items the kernel validates in depth (the block model): the advertised `items`
+    # schema documents them, and checking it twice would cost more than the write (1 ms per 50 blocks).
+    kernel_validated: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         contract_props = self.contract_schema.get("properties", {})
@@ -126,7 +131,7 @@ class Registry:
                     raise ValueError(f"two tools answer to {alias!r}")
                 self._by_name[alias] = spec
         self._schemas = {spec.name: spec.input_schema(strict=strict) for spec in self.specs}
-        self._validators = {name: Draft202012Validator(schema) for name, schema in self._schemas.items()}
+        self._validators: dict[str, Validator] = {}
 
     def find(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
@@ -134,8 +139,17 @@ class Registry:
     def schema(self, spec: ToolSpec) -> dict[str, Any]:
         return self._schemas[spec.name]
 
-    def validator(self, spec: ToolSpec) -> Draft202012Validator:
-        return self._validators[spec.name]
+    def validator(self, spec: ToolSpec) -> Validator:
+        """Compiled on first use, so that starting and listing tools never pay for it."""
+        validator = self._validators.get(spec.name)
+        if validator is None:
+            from jsonschema_rs import Draft202012Validator
+
+            schema = copy.deepcopy(self._schemas[spec.name])
+            for prop in spec.kernel_validated:
+                schema["properties"][prop].pop("items", None)
+            validator = self._validators[spec.name] = Draft202012Validator(schema, validate_formats=False)
+        return validator
 
     def advertised(self, *, include: Callable[[ToolSpec], bool] = lambda spec: True) -> list[types.Tool]:
         return [spec.to_mcp(style=self.style, strict=self.strict) for spec in self.specs if include(spec)]

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema_rs import Draft202012Validator
 
 from mnote_mcp.kernel.blocks import assign_ids, ids_in, normalize_blocks
 from mnote_mcp.kernel.errors import MnoteError
@@ -93,9 +93,9 @@ def demo_fixture() -> dict[str, Any]:
 
 
 def validate_fixture(data: dict[str, Any]) -> None:
-    error = next(iter(sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.absolute_path))), None)
+    error = next(iter(_VALIDATOR.iter_errors(data)), None)
     if error is not None:
-        pointer = "/" + "/".join(str(part) for part in error.absolute_path)
+        pointer = "/" + "/".join(str(part) for part in error.instance_path)
         raise FixtureError(f"fixture {pointer}: {error.message}")
 
 

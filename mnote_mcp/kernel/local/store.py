@@ -29,6 +29,15 @@ from mnote_mcp.kernel.policy import DENIAL_REASON, Grant, effective_role, grants
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery, PageRef
 
 BUSY_TIMEOUT_SECONDS = 30.0
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+class StoreBusyError(Exception):
+    """The call would have to wait for another connection's lock (raised only when told not to wait)."""
+
+
+def _is_busy(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in _BUSY_CODES
 
 
 @dataclass(slots=True)
@@ -55,8 +64,11 @@ class LocalStore:
 
     # -- connections and transactions ---------------------------------------------------------
 
-    def _conn(self) -> sqlite3.Connection:
+    def _conn(self, wait: bool = True) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and self._local.wait != wait:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000) if wait else 0}")
+            self._local.wait = wait
         if conn is None:
             # Each connection is only used by the thread that made it; close() may run elsewhere.
             conn = sqlite3.connect(
@@ -64,24 +76,42 @@ class LocalStore:
             )
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+            if not wait:
+                conn.execute("PRAGMA busy_timeout = 0")
             self._local.conn = conn
+            self._local.wait = wait
             with self._lock:
                 self._connections.append(conn)
         return conn
 
     @contextmanager
-    def transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    def transaction(self, *, write: bool, wait: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction; with `wait=False`, raises `StoreBusyError` instead of waiting for a lock."""
+        conn = self._conn(wait)
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.OperationalError as exc:
+            if not wait and _is_busy(exc):
+                raise StoreBusyError from exc
+            raise
         try:
             yield conn
-        except BaseException:
+        except BaseException as exc:
             conn.execute("ROLLBACK")
+            if not wait and _is_busy(exc):
+                raise StoreBusyError from exc
             raise
         conn.execute("COMMIT")
 
     def _init_schema(self) -> bool:
+        """Create or check the schema; True when this call created the store.
+
+        An up-to-date store is only read (no write lock), so opening it never waits for another
+        process's write.
+        """
         conn = self._conn()
+        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return False
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         with self.transaction(write=True) as tx:
@@ -91,7 +121,7 @@ class LocalStore:
                     f"{self.path} has schema version {version}; this mnote-mcp knows {SCHEMA_VERSION}"
                 )
             if version == SCHEMA_VERSION:
-                return False
+                return False  # another process created it meanwhile
             for statement in _statements(DDL):
                 tx.execute(statement)
             tx.executemany(
@@ -115,8 +145,8 @@ class LocalStore:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def get_page(self, query: PageQuery) -> dict[str, Any]:
-        with self.transaction(write=False) as conn:
+    def get_page(self, query: PageQuery, *, wait: bool = True) -> dict[str, Any]:
+        with self.transaction(write=False, wait=wait) as conn:
             page = self.authorize(
                 conn, query.workspace_id, query.document_id, query.actor_id, Grant.PAGE_READ
             )
@@ -134,8 +164,8 @@ class LocalStore:
             view["blocks"] = page.blocks
         return view
 
-    def list_pages(self, actor_id: str) -> list[PageRef]:
-        with self.transaction(write=False) as conn:
+    def list_pages(self, actor_id: str, *, wait: bool = True) -> list[PageRef]:
+        with self.transaction(write=False, wait=wait) as conn:
             rows = conn.execute(
                 "SELECT p.workspace_id, p.id, p.title, p.revision, p.restricted, m.role, a.role"
                 " FROM members m JOIN pages p ON p.workspace_id = m.workspace_id"
@@ -151,7 +181,12 @@ class LocalStore:
         ]
 
     def audit_trail(
-        self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
+        self,
+        *,
+        trace_id: str | None = None,
+        command_id: str | None = None,
+        limit: int = 100,
+        wait: bool = True,
     ) -> list[dict[str, Any]]:
         clauses, params = [], []
         if trace_id is not None:
@@ -161,7 +196,7 @@ class LocalStore:
             clauses.append("command_id = ?")
             params.append(command_id)
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        with self.transaction(write=False) as conn:
+        with self.transaction(write=False, wait=wait) as conn:
             conn.row_factory = sqlite3.Row
             try:
                 rows = conn.execute(
@@ -221,13 +256,13 @@ class LocalStore:
 
     # -- commands -----------------------------------------------------------------------------
 
-    def execute(self, command: Command) -> CommandOutcome:
+    def execute(self, command: Command, *, wait: bool = True) -> CommandOutcome:
         spec = COMMANDS.get(command.name)
         if spec is None:
             raise MnoteError(ErrorCode.INVALID_ARGUMENT, "unknown_command", {"command": command.name})
         payload = spec.validate(command.payload)
         fingerprint = _fingerprint(command)
-        with self.transaction(write=not command.dry_run) as conn:
+        with self.transaction(write=not command.dry_run, wait=wait) as conn:
             page = self.authorize(
                 conn, command.workspace_id, command.document_id, command.actor_id, spec.grant
             )
