@@ -21,6 +21,7 @@ from mnote_mcp import __version__
 from mnote_mcp.config import DEFAULT_ACTOR, ServerConfig, default_store_path
 from mnote_mcp.identity import parse_scopes
 from mnote_mcp.logs import configure_logging
+from mnote_mcp.tools import ALL_TOOLS
 
 logger = logging.getLogger("mnote_mcp")
 SUBCOMMANDS = ("serve", "seed", "audit", "demo")
@@ -51,6 +52,21 @@ def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
         "--tool-names", choices=["dotted", "underscore"], default=_env("TOOL_NAMES", "dotted")
     )
     parser.add_argument("--strict-contract", action="store_true", default=_env_flag("STRICT_CONTRACT"))
+    parser.add_argument(
+        "--toolsets", default=_env("TOOLSETS", ""), help="expose these toolsets: page,block,artifact"
+    )
+    parser.add_argument(
+        "--tools", default=_env("TOOLS", ""), help="expose tools matching these globs (either spelling)"
+    )
+    parser.add_argument(
+        "--exclude-tools", default=_env("EXCLUDE_TOOLS", ""), help="hide tools matching these globs"
+    )
+    parser.add_argument(
+        "--watch-interval",
+        type=float,
+        default=float(_env("WATCH_INTERVAL", "1.0") or 1.0),
+        help="seconds between revision polls for resource subscriptions",
+    )
     parser.add_argument("--seed", type=Path, default=_env("SEED"), help="load this fixture before serving")
     parser.add_argument(
         "--no-demo", action="store_true", default=_env_flag("NO_DEMO"), help="keep a new store empty"
@@ -95,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    """The serve configuration; raises ValueError (a usage error) for a selection that names nothing."""
     bindings = {
         name: value
         for name, value in (
@@ -104,7 +121,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         )
         if value
     }
-    return ServerConfig(
+    if args.watch_interval <= 0:
+        raise ValueError("--watch-interval must be a positive number of seconds")
+    config = ServerConfig(
         transport=args.transport,
         host=args.host,
         port=args.port,
@@ -121,7 +140,18 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         log_level=args.log_level,
         log_format=args.log_format,
         bindings=bindings,
+        toolsets=frozenset(_names(args.toolsets)),
+        tools=_names(args.tools),
+        exclude_tools=_names(args.exclude_tools),
+        watch_interval=args.watch_interval,
     )
+    config.tool_selection.select(ALL_TOOLS)
+    return config
+
+
+def _names(value: str) -> tuple[str, ...]:
+    """A comma-separated flag value as its non-empty items."""
+    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ the event loop (and with it every other call on the connection).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.local.store import LocalStore
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery, PageRef
+from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
 
 
 class LocalKernel:
@@ -34,6 +35,10 @@ class LocalKernel:
 
     async def list_pages(self, actor_id: str) -> list[PageRef]:
         return await anyio.to_thread.run_sync(self.store.list_pages, actor_id, limiter=self._limiter)
+
+    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
+        call = partial(self.store.page_revisions, actor_id, list(pages))
+        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
