@@ -30,6 +30,10 @@ INSTRUCTIONS = (
     "nothing). sessionId, runId, toolCallId and traceId may be omitted: they are taken from _meta "
     "(mnote/sessionId, ..., traceparent) or generated. Every answer is an envelope {ok, result, audit, error}."
 )
+BLOCK_INSTRUCTIONS = (
+    " Edit precisely with the mnote.block.* tools, addressing blocks by id; mnote.page.save rewrites the "
+    "whole body and is the fallback."
+)
 
 
 def create_server(
@@ -37,6 +41,9 @@ def create_server(
 ) -> Server[Any]:
     tools = dispatcher.registry.advertised(include=dispatcher.exposes)
     listing = types.ListToolsResult(tools=tools)
+    block_tools = any(
+        spec.toolset == "block" and dispatcher.exposes(spec) for spec in dispatcher.registry.specs
+    )
     pages = PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
 
     async def list_tools(
@@ -66,7 +73,7 @@ def create_server(
         "mnote-mcp",
         version=__version__,
         title="mnote",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (BLOCK_INSTRUCTIONS if block_tools else ""),
         lifespan=pages.lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

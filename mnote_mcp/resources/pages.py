@@ -29,7 +29,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Kernel, PageKey, PageQuery
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
-from mnote_mcp.resources.watch import PageWatcher, Watch
+from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
 
 Context = ServerRequestContext[Any, Any]
 IdentityResolver = Callable[[Context], Identity]
@@ -68,30 +68,36 @@ class PageResources:
 
     # -- who is asking ------------------------------------------------------------------------
 
-    def _reader(self, ctx: Context) -> str | None:
+    def _reader(self, ctx: Context) -> tuple[Identity, str] | None:
+        """The caller and its actor id, if it may read pages at all (an actor and the page.read scope)."""
         identity = self.identity_for(ctx)
         if not identity.actor_id or Scope.PAGE_READ not in identity.scopes:
             return None
-        return identity.actor_id
+        return identity, identity.actor_id
 
-    async def _readable(
-        self, ctx: Context, uris: list[str]
-    ) -> tuple[str | None, dict[str, tuple[PageKey, int]]]:
-        """The URIs (of those given) the caller may read, with their page and current revision."""
-        actor_id = self._reader(ctx)
+    async def _watches(
+        self, ctx: Context, uris: list[str], notify: Callable[[str], Notify]
+    ) -> dict[str, Watch]:
+        """A watch for each of `uris` the caller may read now, keyed by URI; the others are left out."""
+        reader = self._reader(ctx)
         keys = {uri: key for uri in uris if (key := page_key(uri)) is not None}
-        if actor_id is None or not keys:
-            return actor_id, {}
+        if reader is None or not keys:
+            return {}
+        actor_id = reader[1]
         revisions = await self.kernel.page_revisions(actor_id, list(dict.fromkeys(keys.values())))
-        return actor_id, {uri: (key, revisions[key]) for uri, key in keys.items() if key in revisions}
+        return {
+            uri: Watch(actor_id, key, revisions[key], notify(uri))
+            for uri, key in keys.items()
+            if key in revisions
+        }
 
     # -- resources/list, resources/templates/list, resources/read -----------------------------
 
     async def list_resources(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        actor_id = self._reader(ctx)
-        pages = await self.kernel.list_pages(actor_id) if actor_id else []
+        reader = self._reader(ctx)
+        pages = await self.kernel.list_pages(reader[1]) if reader else []
         start = _offset(params.cursor if params else None, len(pages))
         chunk = pages[start : start + LIST_PAGE_SIZE]
         more = start + LIST_PAGE_SIZE < len(pages)
@@ -125,14 +131,14 @@ class PageResources:
 
     async def read(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
-        key = page_key(uri)
-        identity = self.identity_for(ctx)
-        if key is None or self._reader(ctx) is None or identity.actor_id is None:
+        key, reader = page_key(uri), self._reader(ctx)
+        if key is None or reader is None:
             raise _unknown(uri)
+        identity, actor_id = reader
         query = PageQuery(
             workspace_id=key.workspace_id,
             document_id=key.document_id,
-            actor_id=identity.actor_id,
+            actor_id=actor_id,
             correlation=correlate({}, ctx.meta, identity, ctx.request_id),
             include_body=False,
             include_options=False,
@@ -152,20 +158,17 @@ class PageResources:
 
     async def subscribe(self, ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
         uri = str(params.uri)
-        actor_id, readable = await self._readable(ctx, [uri])
-        if actor_id is None or uri not in readable:
-            raise _unknown(uri)
-        key, revision = readable[uri]
         session = ctx.session
+        watches = await self._watches(ctx, [uri], lambda u: partial(session.send_resource_updated, u))
+        if uri not in watches:
+            raise _unknown(uri)
         watcher: PageWatcher = ctx.lifespan_context
-        watcher.add(
-            (id(session), uri), Watch(actor_id, key, revision, partial(session.send_resource_updated, uri))
-        )
+        watcher.add((_connection_id(ctx), uri), watches[uri])
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         watcher: PageWatcher = ctx.lifespan_context
-        watcher.remove((id(ctx.session), str(params.uri)))
+        watcher.remove((_connection_id(ctx), str(params.uri)))
         return types.EmptyResult()
 
     # -- 2026-07-28: subscriptions/listen -----------------------------------------------------
@@ -174,22 +177,30 @@ class PageResources:
         self, ctx: Context, params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
         """One listen stream; it honours only the page URIs the caller may read (the ack says which)."""
-        requested = list(params.notifications.resource_subscriptions or [])
-        actor_id, readable = await self._readable(ctx, requested)
-        honored = [uri for uri in requested if uri in readable]
-        notifications = params.notifications.model_copy(update={"resource_subscriptions": honored or None})
         bus = InMemorySubscriptionBus()
+        requested = list(params.notifications.resource_subscriptions or [])
+        watches = await self._watches(ctx, requested, lambda uri: partial(bus.publish, ResourceUpdated(uri)))
+        honored = [uri for uri in dict.fromkeys(requested) if uri in watches]
+        notifications = params.notifications.model_copy(update={"resource_subscriptions": honored or None})
         watcher: PageWatcher = ctx.lifespan_context
-        tokens = [object() for _ in honored]
-        for token, uri in zip(tokens, honored, strict=True):
-            key, revision = readable[uri]
-            assert actor_id is not None
-            watcher.add(token, Watch(actor_id, key, revision, partial(bus.publish, ResourceUpdated(uri))))
+        tokens = {uri: object() for uri in honored}
+        for uri, token in tokens.items():
+            watcher.add(token, watches[uri])
         try:
             return await ListenHandler(bus)(ctx, params.model_copy(update={"notifications": notifications}))
         finally:
-            for token in tokens:
+            for token in tokens.values():
                 watcher.remove(token)
+
+
+def _connection_id(ctx: Context) -> int:
+    """The client connection a handshake-era subscription belongs to.
+
+    The SDK builds a new `ServerSession` for every request and keeps the connection it wraps private;
+    the connection is what a subscription (and its later unsubscribe) must be keyed by. The watch's
+    `notify` holds the session, hence the connection, so the id cannot be reused while it is watched.
+    """
+    return id(ctx.session._connection)
 
 
 def _unknown(uri: str) -> MCPError:
