@@ -64,7 +64,7 @@ def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--watch-interval",
         type=float,
-        default=float(_env("WATCH_INTERVAL", "1.0") or 1.0),
+        default=_env("WATCH_INTERVAL", "1.0"),  # a string default goes through type=float too
         help="seconds between revision polls for resource subscriptions",
     )
     parser.add_argument("--seed", type=Path, default=_env("SEED"), help="load this fixture before serving")

@@ -223,3 +223,35 @@ async def test_a_write_from_another_process_reaches_the_subscriber(db: Path, mod
             with anyio.fail_after(TIMEOUT):
                 event = await anext(stream)
             assert event.uri == DOC_1  # type: ignore[union-attr]
+
+
+async def test_a_failing_poll_is_survived_and_retried(db: Path) -> None:
+    from mnote_mcp.kernel.local import LocalKernel
+    from mnote_mcp.resources import PageWatcher, Watch
+
+    kernel = LocalKernel.open(db)
+    calls: list[str] = []
+    heard = anyio.Event()
+    real = kernel.page_revisions
+
+    async def flaky(actor_id: str, pages: Any) -> Any:
+        calls.append(actor_id)
+        if len(calls) == 1:
+            raise RuntimeError("disk on fire")
+        return await real(actor_id, pages)
+
+    async def notify() -> None:
+        heard.set()
+
+    kernel.page_revisions = flaky  # type: ignore[method-assign]
+    watcher = PageWatcher(kernel, interval=0.05)
+    watcher.add("t", Watch("user_editor", PageKey("ws_1", "doc_1"), revision=0, notify=notify))
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(watcher.run)
+            with anyio.fail_after(TIMEOUT):
+                await heard.wait()
+            group.cancel_scope.cancel()
+    finally:
+        await kernel.aclose()
+    assert len(calls) >= 2, "the loop kept polling after the failure"

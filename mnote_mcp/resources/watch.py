@@ -66,6 +66,9 @@ class PageWatcher:
             except MnoteError as error:
                 logger.warning("revision poll for %s failed: %s", actor_id, error.code.value)
                 continue
+            except Exception:  # a failed poll must not end the server; the next one retries
+                logger.exception("revision poll for %s failed", actor_id)
+                continue
             for token, watch in watches:
                 current = revisions.get(watch.key)
                 if current == watch.revision:
