@@ -28,11 +28,15 @@ class App:
 
     def server(self, identity_for: IdentityResolver | None = None) -> Server[Any]:
         identity = self.config.stdio_identity()
-        return create_server(self.dispatcher, identity_for or (lambda ctx: identity))
+        return create_server(
+            self.dispatcher, identity_for or (lambda ctx: identity), watch_interval=self.config.watch_interval
+        )
 
 
 def build_registry(config: ServerConfig) -> Registry:
-    return Registry(ALL_TOOLS, style=config.tool_names, strict=config.strict_contract)
+    """The tools this configuration exposes; raises ValueError for a selection that names nothing."""
+    selected = config.tool_selection.select(ALL_TOOLS)
+    return Registry(selected, style=config.tool_names, strict=config.strict_contract)
 
 
 def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:

@@ -51,6 +51,21 @@ def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
         "--tool-names", choices=["dotted", "underscore"], default=_env("TOOL_NAMES", "dotted")
     )
     parser.add_argument("--strict-contract", action="store_true", default=_env_flag("STRICT_CONTRACT"))
+    parser.add_argument(
+        "--toolsets", default=_env("TOOLSETS", ""), help="expose these toolsets: page,block,artifact"
+    )
+    parser.add_argument(
+        "--tools", default=_env("TOOLS", ""), help="expose tools matching these globs (either spelling)"
+    )
+    parser.add_argument(
+        "--exclude-tools", default=_env("EXCLUDE_TOOLS", ""), help="hide tools matching these globs"
+    )
+    parser.add_argument(
+        "--watch-interval",
+        type=float,
+        default=_env("WATCH_INTERVAL", "1.0"),  # a string default goes through type=float too
+        help="seconds between revision polls for resource subscriptions",
+    )
     parser.add_argument("--seed", type=Path, default=_env("SEED"), help="load this fixture before serving")
     parser.add_argument(
         "--no-demo", action="store_true", default=_env_flag("NO_DEMO"), help="keep a new store empty"
@@ -124,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    """The serve configuration; raises ValueError (a usage error) for a selection that names nothing."""
     bindings = {
         name: value
         for name, value in (
@@ -133,7 +149,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         )
         if value
     }
-    return ServerConfig(
+    if args.watch_interval <= 0:
+        raise ValueError("--watch-interval must be a positive number of seconds")
+    config = ServerConfig(
         transport=args.transport,
         host=args.host,
         port=args.port,
@@ -162,10 +180,19 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         allowed_origins=_csv(args.allowed_origins),
         max_body_bytes=args.max_body_bytes,
         shutdown_grace=args.shutdown_grace,
+        toolsets=frozenset(_csv(args.toolsets)),
+        tools=_csv(args.tools),
+        exclude_tools=_csv(args.exclude_tools),
+        watch_interval=args.watch_interval,
     )
+    from mnote_mcp.tools import ALL_TOOLS
+
+    config.tool_selection.select(ALL_TOOLS)  # a name or glob that selects nothing is a usage error
+    return config
 
 
 def _csv(value: str) -> tuple[str, ...]:
+    """A comma-separated flag value as its non-empty items."""
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
 

@@ -11,6 +11,7 @@ from mnote_mcp.identity import ALL_SCOPES, READ_ONLY_SCOPES, Identity, Scope
 from mnote_mcp.logs import LogFormat
 from mnote_mcp.messages import Locale
 from mnote_mcp.tools.registry import ToolNames
+from mnote_mcp.tools.selection import ToolSelection
 
 Transport = Literal["stdio", "sse", "http"]
 DEFAULT_ACTOR = "user_1"
@@ -54,6 +55,10 @@ class ServerConfig:
     allowed_origins: tuple[str, ...] = ()
     max_body_bytes: int = 4 * 1024 * 1024
     shutdown_grace: float = 30.0
+    toolsets: frozenset[str] = frozenset()
+    tools: tuple[str, ...] = ()
+    exclude_tools: tuple[str, ...] = ()
+    watch_interval: float = 1.0
 
     @property
     def store_path(self) -> Path:
@@ -63,6 +68,10 @@ class ServerConfig:
     def granted_scopes(self) -> frozenset[Scope]:
         """Read-only mode wins over everything: it grants page.read alone, whatever --scope says."""
         return self.scopes & READ_ONLY_SCOPES if self.read_only else self.scopes
+
+    @property
+    def tool_selection(self) -> ToolSelection:
+        return ToolSelection(toolsets=self.toolsets, tools=self.tools, exclude=self.exclude_tools)
 
     def stdio_identity(self) -> Identity:
         return Identity(actor_id=self.actor or None, scopes=self.granted_scopes, bindings=dict(self.bindings))

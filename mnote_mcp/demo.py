@@ -116,11 +116,53 @@ async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
         idempotencyKey="demo_note",
         dryRun=False,
     )
+    await call(
+        "9. a precise edit: insert one block after another, nothing else rewritten",
+        "mnote.block.insert",
+        "call_insert",
+        blocks=[{"type": "todo", "text": "Ship the block tools"}],
+        afterBlockId="todo_2",
+        idempotencyKey="demo_insert",
+        dryRun=False,
+    )
+    await call(
+        "10. tick a todo: one block, one prop",
+        "mnote.block.update",
+        "call_update",
+        blockId="todo_2",
+        props={"checked": True},
+        idempotencyKey="demo_update",
+        dryRun=False,
+    )
+    await call(
+        "11. move a block, with its children, after another",
+        "mnote.block.move",
+        "call_move",
+        blockId="list_1",
+        afterBlockId="p_1",
+        idempotencyKey="demo_move",
+        dryRun=False,
+    )
+    await call(
+        "12. a dry run of a delete: the diff names every block that would go",
+        "mnote.block.delete",
+        "call_delete",
+        blockIds=["list_1"],
+        idempotencyKey="demo_delete",
+        dryRun=True,
+    )
+    await call(
+        "13. the page as Markdown: compact to read, every block id kept",
+        "mnote.page.get",
+        "call_markdown",
+        format="markdown",
+        includeOptions=False,
+    )
     result = await client.call_tool(
         "mnote.page.get", {"workspaceId": "ws_2", "documentId": "doc_9", **ids, "toolCallId": "call_denied"}
     )
     envelope = dict(result.structured_content or {})
-    _show("9. a page of a workspace user_1 is not a member of: refused, nothing leaked", envelope)
+    _show("14. a page of a workspace user_1 is not a member of: refused, nothing leaked", envelope)
     seen.append(envelope)
 
     store = LocalStore(db)
@@ -128,7 +170,7 @@ async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
         trail = store.audit_trail(trace_id=TRACE)
     finally:
         store.close()
-    _show(f"10. the audit trail of trace {TRACE}: every commandId above, with its correlation ids", trail)
+    _show(f"15. the audit trail of trace {TRACE}: every commandId above, with its correlation ids", trail)
     return seen
 
 

@@ -63,6 +63,10 @@ MESSAGES: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
         "zh-CN": "页面版本冲突，需要刷新后重试",
         "en": "page revision conflict, refresh and retry",
     },
+    (_C.CONFLICT, "cursor"): {
+        "zh-CN": "分页读取期间页面已修改，cursor 已失效",
+        "en": "the page changed while it was read in pieces; the cursor is no longer valid",
+    },
     (_C.IDEMPOTENCY_CONFLICT, "*"): {
         "zh-CN": "同一幂等键已用于不同参数",
         "en": "the same idempotency key was already used with different arguments",
@@ -87,6 +91,10 @@ HINTS: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
         "zh-CN": "页面当前 revision 为 {currentRevision}：先用 mnote.page.get 重新读取，再以 baseRevision={currentRevision} 重试",
         "en": "the page is at revision {currentRevision}: read it again with mnote.page.get, then retry with "
         "baseRevision={currentRevision}",
+    },
+    (_C.CONFLICT, "cursor"): {
+        "zh-CN": "页面当前 revision 为 {currentRevision}：不带 cursor 从头重新读取",
+        "en": "the page is at revision {currentRevision}: read it again from the start, without cursor",
     },
     (_C.IDEMPOTENCY_CONFLICT, "*"): {
         "zh-CN": "重试请使用与首次完全相同的参数；新的修改请换一个新的 idempotencyKey",

@@ -2,6 +2,7 @@
 
 This layer knows MCP and connections, nothing of blocks or revisions. Each connection's identity
 comes from `identity_for(ctx)`: the configured actor on stdio, the bearer token's actor over HTTP.
+Pages are also resources (`mnote_mcp.resources`), with change notifications in both protocol eras.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mnote_mcp import __version__
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.envelope import to_json
 from mnote_mcp.identity import Identity
+from mnote_mcp.resources import PageResources
 
 IdentityResolver = Callable[[ServerRequestContext[Any, Any]], Identity]
 
@@ -28,11 +30,21 @@ INSTRUCTIONS = (
     "nothing). sessionId, runId, toolCallId and traceId may be omitted: they are taken from _meta "
     "(mnote/sessionId, ..., traceparent) or generated. Every answer is an envelope {ok, result, audit, error}."
 )
+BLOCK_INSTRUCTIONS = (
+    " Edit precisely with the mnote.block.* tools, addressing blocks by id; mnote.page.save rewrites the "
+    "whole body and is the fallback."
+)
 
 
-def create_server(dispatcher: Dispatcher, identity_for: IdentityResolver) -> Server[Any]:
+def create_server(
+    dispatcher: Dispatcher, identity_for: IdentityResolver, *, watch_interval: float = 1.0
+) -> Server[Any]:
     tools = dispatcher.registry.advertised(include=dispatcher.exposes)
     listing = types.ListToolsResult(tools=tools)
+    block_tools = any(
+        spec.toolset == "block" and dispatcher.exposes(spec) for spec in dispatcher.registry.specs
+    )
+    pages = PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -49,6 +61,8 @@ def create_server(dispatcher: Dispatcher, identity_for: IdentityResolver) -> Ser
             )
         except UnknownToolError:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        if envelope["ok"] and envelope["audit"]["effect"] == "write":
+            pages.nudge()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=to_json(envelope))],
             structured_content=envelope,
@@ -59,7 +73,14 @@ def create_server(dispatcher: Dispatcher, identity_for: IdentityResolver) -> Ser
         "mnote-mcp",
         version=__version__,
         title="mnote",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (BLOCK_INSTRUCTIONS if block_tools else ""),
+        lifespan=pages.lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=pages.list_resources,
+        on_list_resource_templates=pages.list_templates,
+        on_read_resource=pages.read,
+        on_subscribe_resource=pages.subscribe,
+        on_unsubscribe_resource=pages.unsubscribe,
+        on_subscriptions_listen=pages.listen,
     )

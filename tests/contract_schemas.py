@@ -139,3 +139,58 @@ CONTRACT: dict[str, dict[str, Any]] = {
 }
 
 WRITE_TOOLS = [name for name in CONTRACT if name != "mnote.page.get"]
+
+# The block tools are this project's, not contract v1's; their declared schemas are copied here by hand
+# all the same, so the surface tests hold them to exactly what was decided (docs/decisions.md).
+_WRITE_TAIL = ["sessionId", "runId", "toolCallId", "traceId", "idempotencyKey", "dryRun"]
+_BLOCK_ID = {"type": "string"}
+_PAGE = {"workspaceId": {"type": "string"}, "documentId": {"type": "string"}}
+_WRITE = {"idempotencyKey": {"type": "string"}, "dryRun": {"type": "boolean"}}
+_PLACEMENT = {
+    "afterBlockId": _BLOCK_ID,
+    "parentId": _BLOCK_ID,
+    "position": {"type": "string", "enum": ["start", "end"]},
+}
+BLOCK_TYPES = [
+    "paragraph",
+    "heading",
+    "bulleted_list",
+    "numbered_list",
+    "todo",
+    "quote",
+    "code",
+    "callout",
+    "divider",
+]
+
+BLOCK_TOOLS: dict[str, dict[str, Any]] = {
+    "mnote.block.insert": {
+        "type": "object",
+        "required": ["workspaceId", "documentId", "blocks", *_WRITE_TAIL],
+        "properties": {**_PAGE, "blocks": {"type": "array"}, **_PLACEMENT, **_WRITE},
+    },
+    "mnote.block.update": {
+        "type": "object",
+        "required": ["workspaceId", "documentId", "blockId", *_WRITE_TAIL],
+        "properties": {
+            **_PAGE,
+            "blockId": _BLOCK_ID,
+            "type": {"type": "string", "enum": BLOCK_TYPES},
+            "text": {"type": "string"},
+            "props": {"type": "object"},
+            **_WRITE,
+        },
+    },
+    "mnote.block.delete": {
+        "type": "object",
+        "required": ["workspaceId", "documentId", "blockIds", *_WRITE_TAIL],
+        "properties": {**_PAGE, "blockIds": {"type": "array", "items": _BLOCK_ID}, **_WRITE},
+    },
+    "mnote.block.move": {
+        "type": "object",
+        "required": ["workspaceId", "documentId", "blockId", *_WRITE_TAIL],
+        "properties": {**_PAGE, "blockId": _BLOCK_ID, **_PLACEMENT, **_WRITE},
+    },
+}
+
+SURFACE: dict[str, dict[str, Any]] = {**CONTRACT, **BLOCK_TOOLS}

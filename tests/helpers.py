@@ -54,10 +54,12 @@ def make_app(db: Path, **config: Any) -> App:
 
 
 @asynccontextmanager
-async def connect(db: Path, mode: str = "legacy", **config: Any) -> AsyncIterator[Client]:
+async def connect(
+    db: Path, mode: str = "legacy", *, message_handler: Any = None, **config: Any
+) -> AsyncIterator[Client]:
     app = make_app(db, **config)
     try:
-        async with Client(app.server(), mode=mode) as client:
+        async with Client(app.server(), mode=mode, message_handler=message_handler) as client:
             yield client
     finally:
         await app.kernel.aclose()

@@ -123,10 +123,14 @@ def test_demo_runs_every_tool() -> None:
         "mnote.page.update_options",
         "mnote.artifact.create_summary",
         "mnote.artifact.create_ai_note",
+        "mnote.block.insert",
+        "mnote.block.update",
+        "mnote.block.move",
+        "mnote.block.delete",
     ):
         assert f"[{tool}]" in result.stdout
     assert "idempotentReplay" in result.stdout and "mnote_tool_conflict" in result.stdout
-    assert "10. the audit trail" in result.stdout
+    assert "15. the audit trail" in result.stdout
 
 
 def test_version() -> None:

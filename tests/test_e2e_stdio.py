@@ -40,12 +40,20 @@ async def test_demo_path_over_stdio(tmp_path: Path, mode: str) -> None:
         ("mnote.page.update_options", True, None),
         ("mnote.artifact.create_summary", True, None),
         ("mnote.artifact.create_ai_note", True, None),
+        ("mnote.block.insert", True, None),
+        ("mnote.block.update", True, None),
+        ("mnote.block.move", True, None),
+        ("mnote.block.delete", True, None),
+        ("mnote.page.get", True, None),
         ("mnote.page.get", False, "mnote_tool_permission_denied"),
     ]
     plan, save, retry = envelopes[1], envelopes[2], envelopes[3]
     assert plan["result"]["diff"] == [{"op": "append", "blocks": 1}]
     assert retry["audit"]["commandId"] == save["audit"]["commandId"]
     assert retry["result"]["revision"] == save["result"]["revision"] == 2
+    deletion, markdown = envelopes[11], envelopes[12]
+    assert deletion["result"]["blockIds"] == ["list_1", "list_1_1"] and deletion["result"]["dryRun"] is True
+    assert "<!-- list_1_1 -->" in markdown["result"]["markdown"], "the moved list, still with its child"
     store = LocalStore(db)
     try:
         (record,) = store.audit_trail(command_id=save["audit"]["commandId"])
@@ -140,6 +148,10 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
         "mnote.page.save",
         "mnote.page.update_title",
         "mnote.page.update_options",
+        "mnote.block.insert",
+        "mnote.block.update",
+        "mnote.block.delete",
+        "mnote.block.move",
         "mnote.artifact.create_summary",
         "mnote.artifact.create_ai_note",
     ]
@@ -174,3 +186,14 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
         home=tmp_path,
     )
     assert refused.returncode == 5, "an isError result exits 5"
+
+
+@pytest.mark.inspector
+def test_inspector_reads_a_page_resource_over_stdio(tmp_path: Path) -> None:
+    server = [console_script(), "--db", str(tmp_path / "inspector.db")]
+    uri = "mnote://workspaces/ws_1/pages/doc_1"
+    read = _inspector(*server, "--method", "resources/read", "--uri", uri, home=tmp_path)
+    assert read.returncode == 0, read.stderr
+    (content,) = json.loads(read.stdout)["contents"]
+    assert content["uri"] == uri and content["mimeType"] == "text/markdown"
+    assert 'title: "Project plan"' in content["text"] and "<!-- heading_1 -->" in content["text"]

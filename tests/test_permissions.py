@@ -1,5 +1,5 @@
-"""The permission matrix: roles, a non-member, a read-only server and a narrowed scope, against all six
-tools; and no response, to anyone, ever shows a forbidden page's title or body."""
+"""The permission matrix: roles, a non-member, a read-only server and a narrowed scope, against every
+tool; and no response, to anyone, ever shows a forbidden page's title or body."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ TOOLS: dict[str, dict[str, Any]] = {
     "mnote.page.update_options": {"options": {"showToc": True}},
     "mnote.artifact.create_summary": {"summary": "x"},
     "mnote.artifact.create_ai_note": {"content": "x"},
+    "mnote.block.insert": {"blocks": [{"type": "paragraph", "text": "x"}], "afterBlockId": "p_1"},
+    "mnote.block.update": {"blockId": "p_1", "text": "x"},
+    "mnote.block.delete": {"blockIds": ["p_2"]},
+    "mnote.block.move": {"blockId": "heading_1", "position": "end"},
 }
 ALL = set(TOOLS)
 PAGE_WRITES = {"mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"}

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.contract_schemas import CONTRACT
+from tests.contract_schemas import SURFACE
 from tests.helpers import connect, dump, envelope_of, seeded_store
 
 JSON = st.recursive(
@@ -43,6 +43,18 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
         st.sampled_from(["wideLayout", "showToc", "protectEditing", "zoom"]), JSON, max_size=3
     ),
     "summary": st.text(max_size=8),
+    "format": st.sampled_from(["blocks", "markdown", "html"]),
+    "blockIds": st.lists(st.sampled_from(["p_1", "heading_1", "s_1", "nope", "bad id"]), max_size=3),
+    "maxBlocks": st.integers(-1, 3),
+    "cursor": st.sampled_from(["", "eyJyIjoxLCJvIjoxLCJxIjoieCJ9", "junk"]),
+    "blocks": st.lists(BLOCK, max_size=3),
+    "blockId": st.sampled_from(["p_1", "p_2", "heading_1", "s_1", "nope", "bad id", ""]),
+    "afterBlockId": st.sampled_from(["p_1", "p_2", "heading_1", "nope"]),
+    "parentId": st.sampled_from(["p_1", "heading_1", "nope"]),
+    "position": st.sampled_from(["start", "end", "middle"]),
+    "type": st.sampled_from(["paragraph", "heading", "todo", "divider", "table"]),
+    "text": st.text(max_size=8),
+    "props": st.fixed_dictionaries({}, optional={"level": st.integers(-1, 8), "checked": JSON}),
     "idempotencyKey": st.text(max_size=4),
     "dryRun": st.booleans(),
     "baseRevision": st.integers(-1, 4),
@@ -57,7 +69,8 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
 
 def arguments_for(tool: str) -> st.SearchStrategy[dict[str, Any]]:
     names = [
-        *CONTRACT[tool]["properties"],
+        *SURFACE[tool]["properties"],
+        *(["format", "blockIds", "maxBlocks", "cursor"] if tool == "mnote.page.get" else []),
         "baseRevision",
         "capabilityScope",
         "actorId",
@@ -69,7 +82,7 @@ def arguments_for(tool: str) -> st.SearchStrategy[dict[str, Any]]:
     return st.builds(lambda a, b: {**b, **a}, known, extra)
 
 
-@pytest.mark.parametrize("tool", sorted(CONTRACT))
+@pytest.mark.parametrize("tool", sorted(SURFACE))
 def test_arbitrary_arguments_always_get_an_envelope(tmp_path: Path, tool: str) -> None:
     db = seeded_store(tmp_path / "mnote.db")
 

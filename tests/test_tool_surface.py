@@ -1,7 +1,8 @@
-"""The advertised tool surface: per-tool snapshots, contract exactness, and inventory invariants.
+"""The advertised tool surface: per-tool snapshots, contract exactness, inventory invariants and size.
 
 Snapshots live in tests/snapshots/<tool>.json; regenerate with MNOTE_UPDATE_SNAPSHOTS=1 after a
-deliberate change, and review the diff. A missing snapshot fails.
+deliberate change, and review the diff. A missing snapshot fails. The block tools are held to their
+own declared schemas (tests/contract_schemas.py) exactly as the contract tools are to the contract.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.contract_schemas import CONTRACT, CORRELATION
+from tests.contract_schemas import BLOCK_TOOLS, CORRELATION, SURFACE
 from tests.helpers import MODES, connect
 
 pytestmark = pytest.mark.anyio
@@ -41,12 +42,12 @@ def _snapshot_view(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_every_contract_tool_is_advertised(db: Path, mode: str) -> None:
+async def test_every_tool_is_advertised(db: Path, mode: str) -> None:
     tools = await _tools(db, mode)
-    assert set(CONTRACT) <= set(tools)
+    assert set(tools) == set(SURFACE)
 
 
-@pytest.mark.parametrize("name", sorted(CONTRACT))
+@pytest.mark.parametrize("name", sorted(SURFACE))
 async def test_tool_matches_its_snapshot(db: Path, name: str) -> None:
     tool = _snapshot_view((await _tools(db))[name])
     path = SNAPSHOTS / f"{name}.json"
@@ -73,18 +74,16 @@ def _assert_contains_contract(advertised: dict[str, Any], contract: dict[str, An
             assert advertised.get(keyword) == contract[keyword], f"{where}: {keyword} differs"
 
 
-@pytest.mark.parametrize("name", sorted(CONTRACT))
+@pytest.mark.parametrize("name", sorted(SURFACE))
 async def test_input_schema_holds_the_contract_exactly(db: Path, name: str) -> None:
     default = (await _tools(db))[name]["inputSchema"]
     strict = (await _tools(db, strict_contract=True))[name]["inputSchema"]
     for schema in (default, strict):
-        _assert_contains_contract(schema, CONTRACT[name], name)
+        _assert_contains_contract(schema, SURFACE[name], name)
         Draft202012Validator.check_schema(schema)
         assert "additionalProperties" not in schema, "the contract sets none at the top level"
-    assert strict["required"] == CONTRACT[name]["required"], (
-        "--strict-contract advertises the contract's list"
-    )
-    assert default["required"] == [r for r in CONTRACT[name]["required"] if r not in CORRELATION]
+    assert strict["required"] == SURFACE[name]["required"], "--strict-contract advertises the contract's list"
+    assert default["required"] == [r for r in SURFACE[name]["required"] if r not in CORRELATION]
     for field in CORRELATION:
         assert default["properties"][field]["type"] == "string"
 
@@ -111,11 +110,43 @@ async def test_only_page_get_is_read_only(db: Path) -> None:
     assert tools["mnote.page.get"]["annotations"]["destructiveHint"] is False
 
 
+async def test_block_tools_write_pages_and_say_so(db: Path) -> None:
+    tools = await _tools(db)
+    for name in BLOCK_TOOLS:
+        annotations = tools[name]["annotations"]
+        assert annotations["readOnlyHint"] is False and annotations["openWorldHint"] is False
+    destructive = {name for name in BLOCK_TOOLS if tools[name]["annotations"]["destructiveHint"]}
+    assert destructive == {"mnote.block.update", "mnote.block.delete"}, "insert and move lose nothing"
+
+
 async def test_underscore_names_advertise_one_spelling(db: Path) -> None:
     tools = await _tools(db, tool_names="underscore")
-    assert set(tools) == {name.replace(".", "_") for name in CONTRACT}
+    assert set(tools) == {name.replace(".", "_") for name in SURFACE}
     assert all(re.match(r"^[A-Za-z0-9_]+$", name) for name in tools)
 
 
 async def test_read_only_hides_every_write_tool(db: Path) -> None:
     assert set(await _tools(db, read_only=True)) == {"mnote.page.get"}
+
+
+# The whole tools/list result, compact JSON as it goes on the wire. Tokens are estimated as bytes / 4
+# (the usual rule of thumb for English-and-JSON text with BPE tokenizers); the budget is a tripwire
+# against bloat, set a little above today's figure (README: "Tool surface size").
+TOOLS_LIST_BYTE_BUDGET = 27_500
+DESCRIPTION_BUDGET = 400
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tools_list_stays_small(db: Path, mode: str) -> None:
+    async with connect(db, mode) as client:
+        listing = await client.list_tools()
+    wire = json.dumps(
+        listing.model_dump(by_alias=True, exclude_none=True, mode="json"), separators=(",", ":")
+    ).encode()
+    size, tokens = len(wire), len(wire) // 4
+    print(f"tools/list: {len(listing.tools)} tools, {size} bytes, ~{tokens} tokens")
+    assert size <= TOOLS_LIST_BYTE_BUDGET, f"tools/list grew to {size} bytes (~{tokens} tokens)"
+    for tool in listing.tools:
+        assert tool.description is not None and len(tool.description) <= DESCRIPTION_BUDGET, tool.name
+        for prop, schema in tool.input_schema["properties"].items():
+            assert len(schema.get("description", "")) <= 120, f"{tool.name}.{prop}: description too long"

@@ -67,6 +67,23 @@ def normalize_blocks(raw: Any, pointer: str = "/content") -> list[Block]:
     return [_normalize(item, f"{pointer}/{i}", 1, seen, counter) for i, item in enumerate(raw)]
 
 
+def normalize_block(raw: Any, pointer: str = "", depth: int = 1) -> Block:
+    """One block (with its children) checked by the same rules, at `depth` in its page.
+
+    With the default pointer an error names the block's own fields (`/type`, `/props/level`), which
+    is what a tool that takes one block's fields as its arguments reports.
+    """
+    return _normalize(raw, pointer, depth, set(), [0])
+
+
+def block_id(value: Any, pointer: str) -> str:
+    """A block id a caller names as a target or an anchor, held to the same pattern as ids in blocks."""
+    checked = _block_id(value, pointer, set())
+    if checked is None:
+        raise invalid(pointer, "must be a block id")
+    return checked
+
+
 def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list[int]) -> Block:
     counter[0] += 1
     if counter[0] > MAX_BLOCKS:
@@ -144,8 +161,8 @@ def _props(kind: str, spec: BlockType, raw: Any, pointer: str) -> dict[str, Any]
     props: dict[str, Any] = {}
     for name, prop in spec.props.items():
         value = raw.get(name, prop.default)
-        if value is None:
-            continue
+        if value is None or value == "":
+            continue  # an empty language or icon is no language or icon: one canonical form
         # bool is an int in Python; a level of `true` is still wrong.
         if not isinstance(value, prop.kind) or (prop.kind is int and isinstance(value, bool)):
             raise invalid(f"{pointer}/{name}", f"must be of type {prop.kind.__name__}")
@@ -195,6 +212,21 @@ def walk(
         children = block.get("children")
         if children:
             yield from walk(children, block["id"], depth + 1)
+
+
+def walk_pointers(blocks: list[Block], pointer: str) -> Iterator[tuple[Block, str]]:
+    """Every block in document order with its JSON pointer under `pointer`."""
+    for index, block in enumerate(blocks):
+        here = f"{pointer}/{index}"
+        yield block, here
+        children = block.get("children")
+        if children:
+            yield from walk_pointers(children, f"{here}/children")
+
+
+def height(block: Block) -> int:
+    """Levels of nesting a block occupies: 1 for a leaf."""
+    return 1 + max((height(child) for child in block.get("children", [])), default=0)
 
 
 def count_blocks(blocks: list[Block]) -> int:

@@ -30,10 +30,10 @@ def replace_diff(old: list[Block], new: list[Block]) -> list[Op]:
     moved = _moved(old_info, new_info)
     for bid, (parent, after, block) in new_info.items():
         if bid not in old_info:
-            ops.append(_placed("insert", bid, parent, after))
+            ops.append(placed("insert", bid, parent, after))
             continue
         if bid in moved:
-            ops.append(_placed("move", bid, parent, after))
+            ops.append(placed("move", bid, parent, after))
         before = old_info[bid][2]
         fields = [name for name in _FIELDS if before.get(name) != block.get(name)]
         if fields:
@@ -41,7 +41,8 @@ def replace_diff(old: list[Block], new: list[Block]) -> list[Op]:
     return ops
 
 
-def _placed(op: str, bid: str, parent: str | None, after: str | None) -> Op:
+def placed(op: str, bid: str, parent: str | None, after: str | None) -> Op:
+    """An insert or move op: the block, and where it now sits (after a sibling, under a parent)."""
     entry: Op = {"op": op, "blockId": bid, "after": after}
     if parent is not None:
         entry["parentId"] = parent

@@ -7,7 +7,7 @@ relay, mnote-cli relay) must offer, in plain data that crosses a process boundar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -19,6 +19,10 @@ class CommandName(StrEnum):
     PAGE_LAYOUT_UPDATE_OPTIONS = "page.layout.updateOptions"
     ARTIFACT_SUMMARY_UPSERT = "artifact.summary.upsert"
     ARTIFACT_AI_NOTE_CREATE = "artifact.aiNote.create"
+    PAGE_BLOCK_INSERT = "page.block.insert"
+    PAGE_BLOCK_UPDATE = "page.block.update"
+    PAGE_BLOCK_DELETE = "page.block.delete"
+    PAGE_BLOCK_MOVE = "page.block.move"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,14 @@ class Correlation:
 
 @dataclass(frozen=True, slots=True)
 class PageQuery:
+    """What `get_page` should return.
+
+    `format` is "blocks" (the block tree) or "markdown" (`markdown`, one rendering with block ids).
+    `block_ids` narrows the body to those blocks (each with its children); `max_blocks` and `cursor`
+    read a long body in pieces: the view carries `nextCursor` while blocks remain, and a cursor is
+    only good for the page revision it was issued at.
+    """
+
     workspace_id: str
     document_id: str
     actor_id: str
@@ -57,6 +69,10 @@ class PageQuery:
     include_body: bool = True
     include_options: bool = True
     include_blocks: bool = True
+    format: str = "blocks"
+    block_ids: tuple[str, ...] | None = None
+    max_blocks: int | None = None
+    cursor: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -67,10 +83,17 @@ class PageQuery:
             "includeBody": self.include_body,
             "includeOptions": self.include_options,
             "includeBlocks": self.include_blocks,
+            "format": self.format,
+            "blockIds": list(self.block_ids) if self.block_ids is not None else None,
+            "maxBlocks": self.max_blocks,
+            "cursor": self.cursor,
         }
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> PageQuery:
+        block_ids = data.get("blockIds")
+        max_blocks = data.get("maxBlocks")
+        cursor = data.get("cursor")
         return cls(
             workspace_id=str(data["workspaceId"]),
             document_id=str(data["documentId"]),
@@ -79,6 +102,10 @@ class PageQuery:
             include_body=bool(data.get("includeBody", True)),
             include_options=bool(data.get("includeOptions", True)),
             include_blocks=bool(data.get("includeBlocks", True)),
+            format=str(data.get("format") or "blocks"),
+            block_ids=tuple(str(item) for item in block_ids) if isinstance(block_ids, list) else None,
+            max_blocks=int(max_blocks) if max_blocks is not None else None,
+            cursor=str(cursor) if cursor is not None else None,
         )
 
 
@@ -184,6 +211,30 @@ class PageRef:
     revision: int
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class PageKey:
+    """Which page: what `page_revisions` is asked about and answers for."""
+
+    workspace_id: str
+    document_id: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"workspaceId": self.workspace_id, "documentId": self.document_id}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> PageKey:
+        return cls(workspace_id=str(data["workspaceId"]), document_id=str(data["documentId"]))
+
+
+def revisions_to_wire(revisions: Mapping[PageKey, int]) -> list[dict[str, Any]]:
+    """`page_revisions`' answer as JSON: `[{"workspaceId", "documentId", "revision"}, ...]`."""
+    return [{**key.to_wire(), "revision": revision} for key, revision in sorted(revisions.items())]
+
+
+def revisions_from_wire(items: Iterable[Mapping[str, Any]]) -> dict[PageKey, int]:
+    return {PageKey.from_wire(item): int(item["revision"]) for item in items}
+
+
 @runtime_checkable
 class Kernel(Protocol):
     """Page queries, command execution (with dry run) and the audit trail.
@@ -197,6 +248,14 @@ class Kernel(Protocol):
     async def execute(self, command: Command) -> CommandOutcome: ...
 
     async def list_pages(self, actor_id: str) -> list[PageRef]: ...
+
+    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
+        """The current revision of each page in `pages` that `actor_id` may read.
+
+        A page that is missing or not readable is simply absent from the answer (never an error, so a
+        watcher cannot tell the two apart); an empty actor reads nothing. Cheap enough to poll.
+        """
+        ...
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100

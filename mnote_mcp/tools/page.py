@@ -6,7 +6,7 @@ from typing import Any
 
 from mnote_mcp.envelope import ToolRequest, ToolResult
 from mnote_mcp.identity import Scope
-from mnote_mcp.kernel.blocks import SUPPORTED_TYPES
+from mnote_mcp.kernel.blocks import MAX_BLOCKS, SUPPORTED_TYPES
 from mnote_mcp.kernel.port import CommandName, Kernel, PageQuery
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import command_handler
@@ -15,6 +15,7 @@ from mnote_mcp.tools.schemas import BLOCK_ITEM, WRITE_EXTENSIONS, WRITE_REQUIRED
 
 async def _get_page(request: ToolRequest, kernel: Kernel) -> ToolResult:
     args = request.args
+    block_ids = args.get("blockIds")
     view = await kernel.get_page(
         PageQuery(
             workspace_id=request.workspace_id,
@@ -24,6 +25,10 @@ async def _get_page(request: ToolRequest, kernel: Kernel) -> ToolResult:
             include_body=args.get("includeBody", True),
             include_options=args.get("includeOptions", True),
             include_blocks=args.get("includeBlocks", True),
+            format=args.get("format", "blocks"),
+            block_ids=tuple(block_ids) if block_ids is not None else None,
+            max_blocks=args.get("maxBlocks"),
+            cursor=args.get("cursor"),
         )
     )
     return ToolResult(result=view, effect="read")
@@ -34,7 +39,8 @@ PAGE_GET = ToolSpec(
     title="Read page",
     description=(
         "Read an mnote page: title, revision, body summary, options and blocks ({id, type, text, props?, "
-        "children?}). Pass the revision as baseRevision to a later write."
+        "children?}), or the body as Markdown with block ids. Pass the revision as baseRevision to a later "
+        "write. Long pages: maxBlocks, then cursor=nextCursor."
     ),
     toolset="page",
     scope=Scope.PAGE_READ,
@@ -50,7 +56,27 @@ PAGE_GET = ToolSpec(
             "includeBlocks": {"type": "boolean", "default": True},
         },
     },
-    extensions={"includeBody": {"description": "Include bodySummary, a plain-text opening of the body."}},
+    extensions={
+        "includeBody": {"description": "Include bodySummary, a plain-text opening of the body."},
+        "format": {
+            "type": "string",
+            "enum": ["blocks", "markdown"],
+            "default": "blocks",
+            "description": "markdown: result.markdown instead of blocks; each block ends with <!-- id -->.",
+        },
+        "blockIds": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Only these blocks, each with its children.",
+        },
+        "maxBlocks": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_BLOCKS,
+            "description": "At most this many blocks (whole top-level blocks, at least one).",
+        },
+        "cursor": {"type": "string", "description": "nextCursor of the previous call, same revision."},
+    },
     handler=_get_page,
 )
 

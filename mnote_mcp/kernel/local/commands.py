@@ -13,13 +13,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mnote_mcp.kernel.blocks import Block, assign_ids, ids_in, normalize_blocks
-from mnote_mcp.kernel.diff import append_diff, replace_diff, text_diff
+from mnote_mcp.kernel.blocks import (
+    BLOCK_TYPES,
+    MAX_BLOCKS,
+    Block,
+    assign_ids,
+    block_id,
+    count_blocks,
+    ids_in,
+    normalize_block,
+    normalize_blocks,
+    walk,
+    walk_pointers,
+)
+from mnote_mcp.kernel.diff import append_diff, placed, replace_diff, text_diff
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.policy import Grant
 from mnote_mcp.kernel.port import Command, CommandName
+from mnote_mcp.kernel.tree import BlockTree, Position, Target
 
 if TYPE_CHECKING:
     from mnote_mcp.kernel.local.store import LocalStore, PageRow
@@ -104,6 +117,11 @@ def _plan_save(
         body = assign_ids(content, seed, ids_in(content) | existing)
         diff = replace_diff(page.blocks, body)
         data = {}
+    return _body_plan(page, body, diff, data)
+
+
+def _body_plan(page: PageRow, body: list[Block], diff: list[dict[str, Any]], data: dict[str, Any]) -> Plan:
+    """A plan that writes `body` as the page's new blocks, with a text diff for a dry run."""
     dry_run_data = (
         {"textDiff": text_diff(render_markdown(page.blocks), render_markdown(body))} if diff else {}
     )
@@ -187,6 +205,158 @@ def _plan_options(
         apply=lambda conn, _cid: _write_page(conn, page, "options", merged),
         warnings=warnings,
     )
+
+
+# -- page.block.* ----------------------------------------------------------------------------
+# One block-level edit each, addressed by id. A target that does not exist is `not_found`; a change
+# that cannot be made is `invalid_argument` with a pointer; nothing ever falls back to a rewrite.
+
+
+def _optional_id(payload: Mapping[str, Any], name: str) -> str | None:
+    value = payload.get(name)
+    return None if value is None else block_id(value, f"/{name}")
+
+
+def _placement(payload: Mapping[str, Any]) -> dict[str, Any]:
+    after = _optional_id(payload, "afterBlockId")
+    position = payload.get("position")
+    if position is not None and position not in ("start", "end"):
+        raise invalid("/position", "must be 'start' or 'end'")
+    if after is not None and position is not None:
+        raise invalid("/position", "give afterBlockId or position, not both")
+    return {
+        "afterBlockId": after,
+        "parentId": _optional_id(payload, "parentId"),
+        "position": position or "start",
+    }
+
+
+def _target(tree: BlockTree, p: dict[str, Any], moving: str | None = None) -> Target:
+    position: Position = p["position"]
+    return tree.target(after_id=p["afterBlockId"], parent_id=p["parentId"], position=position, moving=moving)
+
+
+def _validate_insert(payload: Mapping[str, Any]) -> dict[str, Any]:
+    blocks = normalize_blocks(payload.get("blocks"), "/blocks")
+    if not blocks:
+        raise invalid("/blocks", "nothing to insert: blocks is empty")
+    return {"blocks": blocks, **_placement(payload)}
+
+
+def _plan_insert(
+    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
+) -> Plan:
+    blocks: list[Block] = p["blocks"]
+    existing = ids_in(page.blocks)
+    for block, pointer in walk_pointers(blocks, "/blocks"):
+        if block["id"] in existing:
+            raise invalid(f"{pointer}/id", "block id already on the page", blockId=block["id"])
+    if count_blocks(page.blocks) + count_blocks(blocks) > MAX_BLOCKS:
+        raise invalid("/blocks", f"the page would hold more than {MAX_BLOCKS} blocks")
+    tree = BlockTree(page.blocks)
+    target = _target(tree, p)
+    target.check_fits(blocks, "/blocks")
+    seed = f"{page.workspace_id}/{page.id}@{page.revision}:block.insert"
+    added = assign_ids(blocks, seed, existing | ids_in(blocks))
+    tree.attach(target, added)
+    block_ids = [block["id"] for block, _, _ in walk(added)]
+    return _body_plan(page, tree.blocks, replace_diff(page.blocks, tree.blocks), {"blockIds": block_ids})
+
+
+def _validate_update(payload: Mapping[str, Any]) -> dict[str, Any]:
+    target = block_id(payload.get("blockId"), "/blockId")
+    changes = {
+        name: payload[name] for name in ("type", "text", "props") if payload.get(name) not in (None, {})
+    }
+    if not changes:
+        raise invalid("", "nothing to change: give type, text or props")
+    if "type" in changes and (not isinstance(changes["type"], str) or changes["type"] not in BLOCK_TYPES):
+        normalize_block({"type": changes["type"]})  # raises the block model's own block_type refusal
+    if "text" in changes and not isinstance(changes["text"], str):
+        raise invalid("/text", "must be a string")
+    if "props" in changes and not isinstance(changes["props"], dict):
+        raise invalid("/props", "must be an object")
+    return {"blockId": target, **changes}
+
+
+def _plan_update(
+    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
+) -> Plan:
+    tree = BlockTree(page.blocks)
+    place = tree.find(p["blockId"], "/blockId")
+    block = place.block
+    kind = str(p.get("type", block["type"]))
+    spec = BLOCK_TYPES[kind]
+    if block.get("children") and not spec.has_children:
+        raise invalid(
+            "/type",
+            f"the block has children; a {kind} block has none",
+            typesWithChildren=[name for name, t in BLOCK_TYPES.items() if t.has_children],
+        )
+    props = dict(block.get("props", {}))
+    if kind != block["type"]:  # props the new type does not have go; shared ones stay
+        props = {name: value for name, value in props.items() if name in spec.props}
+    props.update(p.get("props", {}))
+    text = p.get("text", block["text"] if spec.has_text else "")
+    merged = {
+        "id": block["id"],
+        "type": kind,
+        "text": text,
+        "props": {name: value for name, value in props.items() if value is not None},
+        "children": block.get("children", []),
+    }
+    updated = normalize_block(merged, "", place.depth)
+    block.clear()
+    block.update(updated)
+    diff = replace_diff(page.blocks, tree.blocks)
+    return _body_plan(page, tree.blocks, diff, {"blockIds": [p["blockId"]] if diff else []})
+
+
+def _validate_delete(payload: Mapping[str, Any]) -> dict[str, Any]:
+    raw = payload.get("blockIds")
+    if not isinstance(raw, list):
+        raise invalid("/blockIds", "must be an array of block ids")
+    if not raw:
+        raise invalid("/blockIds", "nothing to delete: blockIds is empty")
+    ids: list[str] = []
+    for index, value in enumerate(raw):
+        checked = block_id(value, f"/blockIds/{index}")
+        if checked in ids:
+            raise invalid(f"/blockIds/{index}", "listed twice", blockId=checked)
+        ids.append(checked)
+    return {"blockIds": ids}
+
+
+def _plan_delete(
+    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
+) -> Plan:
+    tree = BlockTree(page.blocks)
+    for index, target in enumerate(p["blockIds"]):
+        tree.find(target, f"/blockIds/{index}")
+    for target in p["blockIds"]:
+        if target in tree.places:  # not already gone with a deleted ancestor
+            tree.detach(target)
+    removed = [block["id"] for block, _, _ in walk(page.blocks) if block["id"] not in tree.places]
+    return _body_plan(page, tree.blocks, replace_diff(page.blocks, tree.blocks), {"blockIds": removed})
+
+
+def _validate_move(payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {"blockId": block_id(payload.get("blockId"), "/blockId"), **_placement(payload)}
+
+
+def _plan_move(
+    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
+) -> Plan:
+    tree = BlockTree(page.blocks)
+    moving = tree.find(p["blockId"], "/blockId").block
+    target = _target(tree, p, moving=p["blockId"])
+    target.check_fits([moving], "/blockId")
+    tree.attach(target, [tree.detach(p["blockId"])])
+    if tree.blocks == page.blocks:
+        return Plan(diff=[], changed=False, data={"blockIds": []})
+    after = tree.previous_sibling(p["blockId"])
+    diff = [placed("move", p["blockId"], tree.places[p["blockId"]].parent_id, after)]
+    return _body_plan(page, tree.blocks, diff, {"blockIds": [p["blockId"]]})
 
 
 # -- artifacts -------------------------------------------------------------------------------
@@ -314,4 +484,8 @@ COMMANDS: dict[str, CommandSpec] = {
         Grant.ARTIFACT_WRITE, _validate_summary, _plan_summary, conflict_reason="summary"
     ),
     CommandName.ARTIFACT_AI_NOTE_CREATE: CommandSpec(Grant.ARTIFACT_WRITE, _validate_note, _plan_note),
+    CommandName.PAGE_BLOCK_INSERT: CommandSpec(Grant.PAGE_WRITE, _validate_insert, _plan_insert),
+    CommandName.PAGE_BLOCK_UPDATE: CommandSpec(Grant.PAGE_WRITE, _validate_update, _plan_update),
+    CommandName.PAGE_BLOCK_DELETE: CommandSpec(Grant.PAGE_WRITE, _validate_delete, _plan_delete),
+    CommandName.PAGE_BLOCK_MOVE: CommandSpec(Grant.PAGE_WRITE, _validate_move, _plan_move),
 }

@@ -10,7 +10,7 @@ rolls back whole, and the idempotency ledger makes the caller's retry safe.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +19,7 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.local.store import LocalStore, StoreBusyError
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery, PageRef
+from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
 
 T = TypeVar("T")
 
@@ -52,6 +52,9 @@ class LocalKernel:
 
     async def list_pages(self, actor_id: str) -> list[PageRef]:
         return await self._run(partial(self.store.list_pages, actor_id))
+
+    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
+        return await self._run(partial(self.store.page_revisions, actor_id, list(pages)))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100

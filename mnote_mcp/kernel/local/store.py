@@ -14,19 +14,20 @@ import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mnote_mcp.kernel.blocks import Block, body_summary
+from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.local.commands import COMMANDS, Plan
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
 from mnote_mcp.kernel.policy import DENIAL_REASON, Grant, effective_role, grants_of
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery, PageRef
+from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.view import check_query, page_view
 
 BUSY_TIMEOUT_SECONDS = 30.0
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
@@ -146,23 +147,14 @@ class LocalStore:
     # -- reads --------------------------------------------------------------------------------
 
     def get_page(self, query: PageQuery, *, wait: bool = True) -> dict[str, Any]:
+        check_query(query)
         with self.transaction(write=False, wait=wait) as conn:
             page = self.authorize(
                 conn, query.workspace_id, query.document_id, query.actor_id, Grant.PAGE_READ
             )
-        view: dict[str, Any] = {
-            "documentId": page.id,
-            "workspaceId": page.workspace_id,
-            "title": page.title,
-            "revision": page.revision,
-        }
-        if query.include_body:
-            view["bodySummary"] = body_summary(page.blocks)
-        if query.include_options:
-            view["pageOptions"] = page.options
-        if query.include_blocks:
-            view["blocks"] = page.blocks
-        return view
+        return page_view(
+            query, title=page.title, options=page.options, blocks=page.blocks, revision=page.revision
+        )
 
     def list_pages(self, actor_id: str, *, wait: bool = True) -> list[PageRef]:
         with self.transaction(write=False, wait=wait) as conn:
@@ -179,6 +171,27 @@ class LocalStore:
             for ws, doc, title, rev, restricted, role, page_role in rows
             if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted)))
         ]
+
+    def page_revisions(self, actor_id: str, pages: Sequence[PageKey], *, wait: bool = True) -> dict[PageKey, int]:
+        if not actor_id:
+            return {}
+        revisions: dict[PageKey, int] = {}
+        with self.transaction(write=False, wait=wait) as conn:
+            for key in dict.fromkeys(pages):
+                row = conn.execute(
+                    "SELECT p.revision, p.restricted, m.role, a.role"
+                    " FROM members m JOIN pages p ON p.workspace_id = m.workspace_id"
+                    " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id"
+                    " AND a.actor_id = m.actor_id"
+                    " WHERE m.actor_id = ? AND p.workspace_id = ? AND p.id = ?",
+                    (actor_id, key.workspace_id, key.document_id),
+                ).fetchone()
+                if row is None:
+                    continue
+                revision, restricted, role, page_role = row
+                if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted))):
+                    revisions[key] = revision
+        return revisions
 
     def audit_trail(
         self,

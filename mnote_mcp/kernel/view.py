@@ -1,0 +1,130 @@
+"""What `get_page` answers: the page as the query asks to see it, the same for every adapter.
+
+A body can be long, so a reader may take a subset (`blockIds`), a format that costs fewer tokens
+(Markdown with block ids) and pieces of at most `maxBlocks` blocks. A piece holds whole top-level
+blocks (each with its children), so a block is never split across pieces, never lost, never repeated.
+The cursor is opaque to the caller and pinned to the page revision it was issued at: the offsets of
+a changed body mean nothing, so a stale cursor is a conflict and the reader starts again.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mnote_mcp.kernel.blocks import MAX_BLOCKS, Block, block_id, body_summary, count_blocks, walk
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.markdown import render_markdown
+from mnote_mcp.kernel.port import PageQuery
+from mnote_mcp.kernel.tree import not_found
+
+FORMATS = ("blocks", "markdown")
+
+
+def check_query(query: PageQuery) -> None:
+    """Refuse a query that could never be answered, before the page is read (no content involved)."""
+    if query.format not in FORMATS:
+        raise invalid("/format", "must be 'blocks' or 'markdown'")
+    if query.block_ids is not None:
+        if not query.block_ids:
+            raise invalid("/blockIds", "name at least one block, or leave blockIds out")
+        for index, value in enumerate(query.block_ids):
+            block_id(value, f"/blockIds/{index}")
+    if query.max_blocks is not None and not 1 <= query.max_blocks <= MAX_BLOCKS:
+        raise invalid("/maxBlocks", f"must be between 1 and {MAX_BLOCKS}")
+
+
+def page_view(
+    query: PageQuery, *, title: str, options: Mapping[str, Any], blocks: list[Block], revision: int
+) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "documentId": query.document_id,
+        "workspaceId": query.workspace_id,
+        "title": title,
+        "revision": revision,
+    }
+    if query.include_body:
+        view["bodySummary"] = body_summary(blocks)
+    if query.include_options:
+        view["pageOptions"] = dict(options)
+    if not query.include_blocks:
+        return view
+    roots = _select(blocks, query.block_ids)
+    start = _decode_cursor(query, revision, len(roots)) if query.cursor is not None else 0
+    end = _piece_end(roots, start, query.max_blocks)
+    piece = roots[start:end]
+    if query.format == "markdown":
+        view["markdown"] = render_markdown(piece, with_ids=True)
+    else:
+        view["blocks"] = piece
+    if end < len(roots):
+        view["nextCursor"] = _encode_cursor(query, revision, end)
+    return view
+
+
+def _select(blocks: list[Block], wanted: tuple[str, ...] | None) -> list[Block]:
+    """The requested blocks in document order, each once: one inside another comes with its ancestor."""
+    if wanted is None:
+        return blocks
+    parents = {block["id"]: (block, parent) for block, parent, _ in walk(blocks)}
+    for index, value in enumerate(wanted):
+        if value not in parents:
+            raise not_found(value, f"/blockIds/{index}")
+    chosen = set(wanted)
+
+    def covered(block_id: str) -> bool:
+        parent = parents[block_id][1]
+        while parent is not None:
+            if parent in chosen:
+                return True
+            parent = parents[parent][1]
+        return False
+
+    return [block for block, _, _ in walk(blocks) if block["id"] in chosen and not covered(block["id"])]
+
+
+def _piece_end(roots: list[Block], start: int, max_blocks: int | None) -> int:
+    if max_blocks is None:
+        return len(roots)
+    end, used = start, 0
+    while end < len(roots):
+        size = count_blocks([roots[end]])
+        if end > start and used + size > max_blocks:
+            break
+        used += size
+        end += 1
+    return end
+
+
+def _query_tag(query: PageQuery) -> str:
+    """Binds a cursor to the page and the selection it walks (not to the size of the pieces)."""
+    material = json.dumps([query.workspace_id, query.document_id, query.block_ids], ensure_ascii=False)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def _encode_cursor(query: PageQuery, revision: int, offset: int) -> str:
+    raw = json.dumps({"r": revision, "o": offset, "q": _query_tag(query)}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(query: PageQuery, revision: int, total: int) -> int:
+    assert query.cursor is not None
+    try:
+        padded = query.cursor + "=" * (-len(query.cursor) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        cursor_revision, offset, tag = int(data["r"]), int(data["o"]), str(data["q"])
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        raise invalid("/cursor", "not a cursor returned by mnote.page.get") from None
+    if tag != _query_tag(query):
+        raise invalid("/cursor", "belongs to another page or another blockIds selection")
+    if cursor_revision != revision:
+        raise MnoteError(
+            ErrorCode.CONFLICT, "cursor", {"currentRevision": revision, "cursorRevision": cursor_revision}
+        )
+    if not 0 < offset < total:
+        raise invalid("/cursor", "not a cursor returned by mnote.page.get")
+    return offset

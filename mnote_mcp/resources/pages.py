@@ -1,0 +1,230 @@
+"""Every page an actor may read, as an MCP resource; reads and subscriptions obey the tools' permissions.
+
+The caller is `identity_for(ctx)`, exactly as for tools, and needs the `page.read` scope. A page that
+is missing, restricted or in another workspace is the same "unknown resource" to everyone, so a
+resource can never tell a caller more than the tools would.
+
+Change notifications work in both protocol eras the SDK speaks: on the 2025-11-25 handshake a client
+sends `resources/subscribe` and gets `notifications/resources/updated` on its session; on 2026-07-28
+it opens a `subscriptions/listen` stream naming the page URIs, and the updates ride that stream. Both
+are fed by one `PageWatcher` per server lifespan, polling revisions from the kernel.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp.shared.exceptions import MCPError
+
+from mnote_mcp.identity import Identity, Scope
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.port import Kernel, PageKey, PageQuery
+from mnote_mcp.mapping import correlate
+from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
+from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
+
+Context = ServerRequestContext[Any, Any]
+IdentityResolver = Callable[[Context], Identity]
+MIME_TYPE = "text/markdown"
+LIST_PAGE_SIZE = 200
+_HIDDEN = frozenset({ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED, ErrorCode.UNAUTHENTICATED})
+
+
+class PageResources:
+    """The resource handlers of one server; `lifespan` runs the watcher the subscriptions share."""
+
+    def __init__(self, kernel: Kernel, identity_for: IdentityResolver, *, watch_interval: float) -> None:
+        self.kernel = kernel
+        self.identity_for = identity_for
+        self.watch_interval = watch_interval
+        self._watchers: set[PageWatcher] = set()
+
+    # -- lifespan and nudges ------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def lifespan(self, _server: Any) -> AsyncIterator[PageWatcher]:
+        watcher = PageWatcher(self.kernel, self.watch_interval)
+        async with anyio.create_task_group() as group:
+            group.start_soon(watcher.run)
+            self._watchers.add(watcher)
+            try:
+                yield watcher
+            finally:
+                self._watchers.discard(watcher)
+                group.cancel_scope.cancel()
+
+    def nudge(self) -> None:
+        """A write went through this process: poll now rather than at the next interval."""
+        for watcher in self._watchers:
+            watcher.nudge()
+
+    # -- who is asking ------------------------------------------------------------------------
+
+    def _reader(self, ctx: Context) -> tuple[Identity, str] | None:
+        """The caller and its actor id, if it may read pages at all (an actor and the page.read scope)."""
+        identity = self.identity_for(ctx)
+        if not identity.actor_id or Scope.PAGE_READ not in identity.scopes:
+            return None
+        return identity, identity.actor_id
+
+    @staticmethod
+    def _allowed(identity: Identity, key: PageKey) -> bool:
+        """A token limited to some workspaces sees nothing of the others (as with the tools)."""
+        return identity.workspaces is None or key.workspace_id in identity.workspaces
+
+    async def _watches(
+        self, ctx: Context, uris: list[str], notify: Callable[[str], Notify]
+    ) -> dict[str, Watch]:
+        """A watch for each of `uris` the caller may read now, keyed by URI; the others are left out."""
+        reader = self._reader(ctx)
+        keys = {uri: key for uri in uris if (key := page_key(uri)) is not None}
+        if reader is None or not keys:
+            return {}
+        keys = {uri: key for uri, key in keys.items() if self._allowed(reader[0], key)}
+        actor_id = reader[1]
+        revisions = await self.kernel.page_revisions(actor_id, list(dict.fromkeys(keys.values())))
+        return {
+            uri: Watch(actor_id, key, revisions[key], notify(uri))
+            for uri, key in keys.items()
+            if key in revisions
+        }
+
+    # -- resources/list, resources/templates/list, resources/read -----------------------------
+
+    async def list_resources(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        reader = self._reader(ctx)
+        pages = await self.kernel.list_pages(reader[1]) if reader else []
+        if reader is not None and reader[0].workspaces is not None:
+            pages = [page for page in pages if page.workspace_id in reader[0].workspaces]
+        start = _offset(params.cursor if params else None, len(pages))
+        chunk = pages[start : start + LIST_PAGE_SIZE]
+        more = start + LIST_PAGE_SIZE < len(pages)
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=page_uri(PageKey(page.workspace_id, page.document_id)),
+                    name=f"{page.workspace_id}/{page.document_id}",
+                    title=page.title,
+                    mime_type=MIME_TYPE,
+                )
+                for page in chunk
+            ],
+            next_cursor=str(start + LIST_PAGE_SIZE) if more else None,
+        )
+
+    async def list_templates(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=PAGE_URI_TEMPLATE,
+                    name="page",
+                    title="mnote page",
+                    description="A page as Markdown; every block ends with its <!-- id -->.",
+                    mime_type=MIME_TYPE,
+                )
+            ]
+        )
+
+    async def read(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        key, reader = page_key(uri), self._reader(ctx)
+        if key is None or reader is None or not self._allowed(reader[0], key):
+            raise _unknown(uri)
+        identity, actor_id = reader
+        query = PageQuery(
+            workspace_id=key.workspace_id,
+            document_id=key.document_id,
+            actor_id=actor_id,
+            correlation=correlate({}, ctx.meta, identity, ctx.request_id),
+            include_body=False,
+            include_options=False,
+            format="markdown",
+        )
+        try:
+            view = await self.kernel.get_page(query)
+        except MnoteError as error:
+            if error.code in _HIDDEN:
+                raise _unknown(uri) from None
+            raise MCPError(types.INTERNAL_ERROR, f"{error.code.value}: cannot read {uri}") from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=_document(view))]
+        )
+
+    # -- 2025-11-25: resources/subscribe, resources/unsubscribe -------------------------------
+
+    async def subscribe(self, ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        uri = str(params.uri)
+        session = ctx.session
+        watches = await self._watches(ctx, [uri], lambda u: partial(session.send_resource_updated, u))
+        if uri not in watches:
+            raise _unknown(uri)
+        watcher: PageWatcher = ctx.lifespan_context
+        watcher.add((_connection_id(ctx), uri), watches[uri])
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        watcher: PageWatcher = ctx.lifespan_context
+        watcher.remove((_connection_id(ctx), str(params.uri)))
+        return types.EmptyResult()
+
+    # -- 2026-07-28: subscriptions/listen -----------------------------------------------------
+
+    async def listen(
+        self, ctx: Context, params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        """One listen stream; it honours only the page URIs the caller may read (the ack says which)."""
+        bus = InMemorySubscriptionBus()
+        requested = list(params.notifications.resource_subscriptions or [])
+        watches = await self._watches(ctx, requested, lambda uri: partial(bus.publish, ResourceUpdated(uri)))
+        honored = [uri for uri in dict.fromkeys(requested) if uri in watches]
+        notifications = params.notifications.model_copy(update={"resource_subscriptions": honored or None})
+        watcher: PageWatcher = ctx.lifespan_context
+        tokens = {uri: object() for uri in honored}
+        for uri, token in tokens.items():
+            watcher.add(token, watches[uri])
+        try:
+            return await ListenHandler(bus)(ctx, params.model_copy(update={"notifications": notifications}))
+        finally:
+            for token in tokens.values():
+                watcher.remove(token)
+
+
+def _connection_id(ctx: Context) -> int:
+    """The client connection a handshake-era subscription belongs to.
+
+    The SDK builds a new `ServerSession` for every request and keeps the connection it wraps private;
+    the connection is what a subscription (and its later unsubscribe) must be keyed by. The watch's
+    `notify` holds the session, hence the connection, so the id cannot be reused while it is watched.
+    """
+    return id(ctx.session._connection)
+
+
+def _unknown(uri: str) -> MCPError:
+    return MCPError(types.INVALID_PARAMS, f"Unknown resource or not readable: {uri}")
+
+
+def _offset(cursor: str | None, total: int) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit() or int(cursor) > total:
+        raise MCPError(types.INVALID_PARAMS, "Invalid cursor")
+    return int(cursor)
+
+
+def _document(view: dict[str, Any]) -> str:
+    """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the body."""
+    fields = ("title", "workspaceId", "documentId", "revision")
+    head = "\n".join(f"{name}: {json.dumps(view[name], ensure_ascii=False)}" for name in fields)
+    return f"---\n{head}\n---\n\n{view['markdown']}"

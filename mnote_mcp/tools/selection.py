@@ -1,0 +1,53 @@
+"""Which tools a server exposes: toolsets and name globs, decided once from the static configuration.
+
+The selection is an upper bound: tools outside it are not in the registry at all, so no request can
+reach them (a call is an unknown tool). Read-only mode is applied after it, by the dispatcher, and
+still hides every write tool that the selection kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from mnote_mcp.tools.registry import ToolSpec
+
+TOOLSETS: tuple[str, ...] = ("page", "block", "artifact")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSelection:
+    """`toolsets` and `tools` (globs) each add tools; with neither, every tool. `exclude` removes.
+
+    Globs match either spelling of a name (`mnote.page.*` or `mnote_page_*`), case-sensitively.
+    """
+
+    toolsets: frozenset[str] = frozenset()
+    tools: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def select(self, specs: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
+        """The selected specs, in declaration order; raises ValueError for a name that selects nothing."""
+        unknown = sorted(self.toolsets - set(TOOLSETS))
+        if unknown:
+            raise ValueError(f"unknown toolset {unknown[0]!r}; toolsets: {', '.join(TOOLSETS)}")
+        for pattern in (*self.tools, *self.exclude):
+            if not any(_matches(spec, pattern) for spec in specs):
+                names = ", ".join(spec.name for spec in specs)
+                raise ValueError(f"tool pattern {pattern!r} matches no tool; tools: {names}")
+        everything = not self.toolsets and not self.tools
+        return tuple(
+            spec
+            for spec in specs
+            if (everything or spec.toolset in self.toolsets or _any(spec, self.tools))
+            and not _any(spec, self.exclude)
+        )
+
+
+def _matches(spec: ToolSpec, pattern: str) -> bool:
+    return fnmatchcase(spec.name, pattern) or fnmatchcase(spec.underscore_name, pattern)
+
+
+def _any(spec: ToolSpec, patterns: Iterable[str]) -> bool:
+    return any(_matches(spec, pattern) for pattern in patterns)

@@ -1,0 +1,115 @@
+"""Tool selection: toolsets and name globs (either spelling) decide what exists; nothing a request
+sends can reach a tool left out; read-only mode still hides every write tool; flags have env twins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import MCPError
+
+from mnote_mcp.cli import build_parser, config_from_args, main
+from mnote_mcp.tools import ALL_TOOLS, ToolSelection
+from tests.helpers import MODES, call, connect, page_args, write_args
+
+pytestmark = pytest.mark.anyio
+PAGE = {"mnote.page.get", "mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"}
+BLOCK = {"mnote.block.insert", "mnote.block.update", "mnote.block.delete", "mnote.block.move"}
+ARTIFACT = {"mnote.artifact.create_summary", "mnote.artifact.create_ai_note"}
+
+
+async def _listed(db: Path, mode: str = "legacy", **config: Any) -> set[str]:
+    async with connect(db, mode, **config) as client:
+        return {tool.name for tool in (await client.list_tools()).tools}
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({}, PAGE | BLOCK | ARTIFACT),
+        ({"toolsets": frozenset({"block"})}, BLOCK),
+        ({"toolsets": frozenset({"page", "artifact"})}, PAGE | ARTIFACT),
+        ({"tools": ("mnote.page.*",)}, PAGE),
+        ({"tools": ("mnote_block_*", "mnote.page.get")}, BLOCK | {"mnote.page.get"}),
+        ({"toolsets": frozenset({"artifact"}), "tools": ("mnote.page.get",)}, ARTIFACT | {"mnote.page.get"}),
+        (
+            {"exclude_tools": ("mnote.block.delete", "mnote_page_save")},
+            (PAGE | BLOCK | ARTIFACT) - {"mnote.block.delete", "mnote.page.save"},
+        ),
+        ({"toolsets": frozenset({"block"}), "exclude_tools": ("*.delete",)}, BLOCK - {"mnote.block.delete"}),
+        ({"exclude_tools": ("*",)}, set()),
+        ({"read_only": True}, {"mnote.page.get"}),
+        ({"read_only": True, "toolsets": frozenset({"block"})}, set()),
+        ({"read_only": True, "tools": ("mnote.block.*", "mnote.page.get")}, {"mnote.page.get"}),
+    ],
+)
+async def test_selection_decides_the_listing(db: Path, config: dict[str, Any], expected: set[str]) -> None:
+    assert await _listed(db, **config) == expected
+
+
+async def test_underscore_names_select_the_same_tools(db: Path) -> None:
+    listed = await _listed(db, tools=("mnote.block.*",), tool_names="underscore")
+    assert listed == {name.replace(".", "_") for name in BLOCK}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_tool_left_out_is_unknown_under_either_name(db: Path, mode: str) -> None:
+    async with connect(db, mode, toolsets=frozenset({"page"})) as client:
+        for name in ("mnote.block.delete", "mnote_block_delete"):
+            with pytest.raises(MCPError, match="Unknown tool"):
+                await client.call_tool(name, write_args("k", blockIds=["p_1"]))
+        kept = await call(client, "mnote.page.get", **page_args())
+    assert kept["ok"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_read_only_still_refuses_a_selected_write_tool_with_an_envelope(db: Path, mode: str) -> None:
+    async with connect(db, mode, read_only=True, toolsets=frozenset({"block"})) as client:
+        envelope = await call(client, "mnote.block.update", **write_args("k", blockId="p_1", text="x"))
+    assert envelope["error"]["code"] == "mnote_tool_permission_denied"
+    assert envelope["error"]["message"] == "the server is in read-only mode: write tools are disabled"
+
+
+def test_flags_and_their_environment_twins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNOTE_TOOLSETS", "page,artifact")
+    monkeypatch.setenv("MNOTE_EXCLUDE_TOOLS", "mnote.page.save")
+    monkeypatch.setenv("MNOTE_WATCH_INTERVAL", "0.25")
+    from_env = config_from_args(build_parser().parse_args(["serve"]))
+    assert from_env.toolsets == {"page", "artifact"}
+    assert from_env.exclude_tools == ("mnote.page.save",)
+    assert from_env.watch_interval == 0.25
+    flags = config_from_args(
+        build_parser().parse_args(
+            ["serve", "--toolsets", "block", "--tools", "mnote.page.get, mnote_artifact_*"]
+        )
+    )
+    assert flags.toolsets == {"block"}, "the flag wins over the environment"
+    assert flags.tools == ("mnote.page.get", "mnote_artifact_*")
+    selected = {spec.name for spec in flags.tool_selection.select(ALL_TOOLS)}
+    assert selected == BLOCK | ARTIFACT | {"mnote.page.get"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--toolsets", "pages"], "unknown toolset 'pages'"),
+        (["--tools", "mnote.pgae.*"], "tool pattern 'mnote.pgae.*' matches no tool"),
+        (["--exclude-tools", "mnote.block.remove"], "tool pattern 'mnote.block.remove' matches no tool"),
+        (["--watch-interval", "0"], "--watch-interval must be a positive number"),
+    ],
+)
+def test_a_selection_that_names_nothing_is_a_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_selection_keeps_declaration_order() -> None:
+    selected = ToolSelection(tools=("mnote.artifact.*", "mnote.page.get")).select(ALL_TOOLS)
+    assert [spec.name for spec in selected] == [
+        "mnote.page.get",
+        "mnote.artifact.create_summary",
+        "mnote.artifact.create_ai_note",
+    ]
