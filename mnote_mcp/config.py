@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mnote_mcp.identity import ALL_SCOPES, READ_ONLY_SCOPES, Identity, Scope
 from mnote_mcp.logs import LogFormat
 from mnote_mcp.messages import Locale
-from mnote_mcp.tools.registry import ToolNames
+
+if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
+    from mnote_mcp.tools.registry import ToolNames
 
 Transport = Literal["stdio", "sse", "http"]
 DEFAULT_ACTOR = "user_1"
@@ -41,6 +43,10 @@ class ServerConfig:
     log_level: str = "info"
     log_format: LogFormat = "text"
     bindings: Mapping[str, str] = field(default_factory=dict)
+    # Relay adapters (--kernel http://… | cli:…); the token comes from MNOTE_RUNTIME_TOKEN only.
+    runtime_token: str | None = field(default=None, repr=False)
+    runtime_timeout: float = 10.0
+    runtime_retries: int = 2
 
     @property
     def store_path(self) -> Path:

@@ -183,6 +183,23 @@ class PageRef:
     title: str
     revision: int
 
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "workspaceId": self.workspace_id,
+            "documentId": self.document_id,
+            "title": self.title,
+            "revision": self.revision,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> PageRef:
+        return cls(
+            workspace_id=str(data["workspaceId"]),
+            document_id=str(data["documentId"]),
+            title=str(data["title"]),
+            revision=int(data["revision"]),
+        )
+
 
 @runtime_checkable
 class Kernel(Protocol):

@@ -6,6 +6,7 @@ the event loop (and with it every other call on the connection).
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from anyio import CapacityLimiter
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery, PageRef
 
+logger = logging.getLogger(__name__)
+
 
 class LocalKernel:
     def __init__(self, store: LocalStore, *, max_threads: int = 8) -> None:
@@ -25,6 +28,26 @@ class LocalKernel:
     @classmethod
     def open(cls, path: str | Path) -> LocalKernel:
         return cls(LocalStore(path))
+
+    @classmethod
+    def open_seeded(cls, path: str | Path, *, seed: Path | None = None, demo: bool = True) -> LocalKernel:
+        """Open a store, loading `seed` into it, or the demo workspace if the store is new.
+
+        What `serve` and `runtime serve` both do, so a first run of either has something to show.
+        """
+        from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
+
+        kernel = cls.open(path)
+        try:
+            if seed is not None:
+                load_fixture(kernel.store, read_fixture(seed))
+            elif kernel.store.created and demo:
+                load_fixture(kernel.store, demo_fixture())
+                logger.info("new store %s seeded with the demo workspace", path)
+        except BaseException:
+            kernel.store.close()
+            raise
+        return kernel
 
     async def get_page(self, query: PageQuery) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(self.store.get_page, query, limiter=self._limiter)
