@@ -31,11 +31,11 @@ TIMEOUT = 60
 _COMMAND_ID = re.compile(r"((?:page|artifact)_[a-z_]+_trace_demo)_[0-9a-f]{8}")
 
 
-def params(*args: str) -> StdioServerParameters:
+def params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "mnote_mcp", "serve", "--locale", "en", "--log-level", "warning", *args],
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         cwd=str(ROOT),
     )
 
@@ -59,8 +59,9 @@ async def test_http_relay_gives_the_local_envelopes(
     tmp_path: Path, local_envelopes: list[dict[str, Any]]
 ) -> None:
     db = tmp_path / "runtime.db"
-    with reference_runtime(db, tmp_path, demo=True) as runtime:
-        relayed = await run_tour(params("--kernel", runtime.url), db)
+    with reference_runtime(db, tmp_path, demo=True, token="tok-e2e") as runtime:
+        server = params("--kernel", runtime.url, env={"MNOTE_RUNTIME_TOKEN": "tok-e2e\n"})
+        relayed = await run_tour(server, db)
         records = runtime.records()
     assert len(relayed) == len(local_envelopes) == 9
     assert without_nonces(relayed) == without_nonces(local_envelopes)
@@ -79,6 +80,7 @@ async def test_http_relay_gives_the_local_envelopes(
         "demo_summary",
         "demo_note",
     ]
+    assert all(r["authorization"] for r in records if r["path"] != "/v1/health")
     traced = [r for r in records if r["path"] in ("/v1/commands", "/v1/pages/query")]
     assert len(traced) == 9
     assert {trace_id_of(r["traceparent"]) for r in traced} == {w3c_trace_id("trace_demo")}

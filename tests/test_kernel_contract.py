@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mnote_mcp.kernel.cli import CliKernel
@@ -353,6 +354,21 @@ async def test_same_key_same_arguments_replays_and_writes_once(kit: Kit) -> None
     assert (retry.command_id, retry.revision, retry.diff) == (first.command_id, first.revision, first.diff)
     assert await kit.revision() == 2
     assert [r["commandId"] for r in await kit.audit_trail(trace_id=kit.trace)] == [first.command_id]
+
+
+async def test_concurrent_duplicates_write_once(kit: Kit) -> None:
+    command = kit.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "once"}, "k_race")
+    outcomes: list[CommandOutcome] = []
+
+    async def fire() -> None:
+        outcomes.append(await kit.kernel.execute(command))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(10):
+            group.start_soon(fire)
+    assert len({o.command_id for o in outcomes}) == 1
+    assert sum(not o.replayed for o in outcomes) == 1
+    assert len(await kit.kernel.audit_trail(trace_id=kit.trace)) == 1
 
 
 async def test_same_key_different_arguments_is_an_idempotency_conflict(kit: Kit) -> None:

@@ -306,6 +306,7 @@ async def test_a_path_prefix_in_the_runtime_url_is_kept() -> None:
         ("grpc://runtime:1", "unknown kernel"),
         ("cli:", "needs the adapter's executable"),
         ("http://", "expected http://HOST:PORT"),
+        ("http://[::1", "--kernel"),
     ],
 )
 def test_bad_kernel_specs_are_usage_errors(tmp_path: Path, kernel: str, message: str) -> None:

@@ -75,7 +75,10 @@ class HttpKernel:
         retries: int = DEFAULT_RETRIES,
         transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
-        url = httpx2.URL(base_url)
+        try:
+            url = httpx2.URL(base_url)
+        except httpx2.InvalidURL as exc:
+            raise ValueError(f"--kernel {base_url!r}: {exc}") from None
         if url.scheme not in ("http", "https") or not url.host:
             raise ValueError(f"--kernel {base_url!r}: expected http://HOST:PORT or https://HOST:PORT")
         if timeout <= 0 or retries < 0:
@@ -83,8 +86,8 @@ class HttpKernel:
         self.base_url = base_url.rstrip("/")
         self.retries = retries
         headers = {"User-Agent": f"mnote-mcp/{__version__}", "Accept": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
+        if token and token.strip():  # a token read from a file often ends in a newline
+            headers["Authorization"] = f"Bearer {token.strip()}"
         self._client = httpx2.AsyncClient(
             base_url=self.base_url,
             headers=headers,

@@ -11,6 +11,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -107,28 +108,42 @@ async def health(request: Request, kernel: Kernel) -> dict[str, Any]:
 class _Runtime:
     def __init__(self, kernel: Kernel, token: str | None, record: Path | None) -> None:
         self.kernel = kernel
-        self._token = token.encode("utf-8") if token else None
+        self._token = token.strip().encode("utf-8") if token and token.strip() else None
         self._record = record
 
     def route(self, path: str, method: str, endpoint: Endpoint, *, public: bool = False) -> Route:
         async def handle(request: Request) -> Response:
             self._write_record(request)
-            if not public and not self._authorized(request):
-                return JSONResponse(
-                    {"error": MnoteError(ErrorCode.UNAUTHENTICATED, "service_token").to_wire()},
-                    status_code=SERVICE_TOKEN_STATUS,
-                    headers={"WWW-Authenticate": 'Bearer realm="mnote-runtime"'},
+            started = time.perf_counter()
+            response = await self._answer(request, endpoint, public)
+            if not public:
+                logger.info(
+                    "%s %s %d %.1fms%s",
+                    method,
+                    path,
+                    response.status_code,
+                    (time.perf_counter() - started) * 1000,
+                    f" trace={trace}" if (trace := _traceparent(request)) else "",
                 )
-            try:
-                return JSONResponse(await endpoint(request, self.kernel))
-            except MnoteError as error:
-                return JSONResponse({"error": error.to_wire()}, status_code=STATUS_OF[error.code])
-            except Exception:
-                logger.exception("runtime %s %s failed unexpectedly", method, path)
-                internal = MnoteError(ErrorCode.INTERNAL, "unexpected")
-                return JSONResponse({"error": internal.to_wire()}, status_code=STATUS_OF[internal.code])
+            return response
 
         return Route(path, handle, methods=[method])
+
+    async def _answer(self, request: Request, endpoint: Endpoint, public: bool) -> Response:
+        if not public and not self._authorized(request):
+            return JSONResponse(
+                {"error": MnoteError(ErrorCode.UNAUTHENTICATED, "service_token").to_wire()},
+                status_code=SERVICE_TOKEN_STATUS,
+                headers={"WWW-Authenticate": 'Bearer realm="mnote-runtime"'},
+            )
+        try:
+            return JSONResponse(await endpoint(request, self.kernel))
+        except MnoteError as error:
+            return JSONResponse({"error": error.to_wire()}, status_code=STATUS_OF[error.code])
+        except Exception:
+            logger.exception("runtime %s %s failed unexpectedly", request.method, request.url.path)
+            internal = MnoteError(ErrorCode.INTERNAL, "unexpected")
+            return JSONResponse({"error": internal.to_wire()}, status_code=STATUS_OF[internal.code])
 
     def _authorized(self, request: Request) -> bool:
         if self._token is None:
@@ -195,6 +210,7 @@ def serve_runtime(
     """Serve until SIGINT/SIGTERM; uvicorn shuts down gracefully and the lifespan closes the kernel."""
     import uvicorn
 
+    token = (token or "").strip() or None
     if not token and not is_loopback(host):
         raise ValueError(
             f"binding the runtime to {host} needs a service token (--token or MNOTE_RUNTIME_TOKEN)"
