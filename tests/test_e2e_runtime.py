@@ -154,3 +154,13 @@ def test_the_stdio_server_on_the_local_kernel_loads_no_relay_code() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_cli_adapter_starts_without_the_mcp_sdk() -> None:
+    """`runtime cli` runs once per call: it must not pay for importing the MCP SDK."""
+    code = "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter; print('mcp' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
