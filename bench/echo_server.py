@@ -1,7 +1,8 @@
 """The floor: a minimal low-level MCP server on the same SDK with one echo tool, over stdio or HTTP.
 
 Written the way a minimal server is usually written (the SDK's own examples), so that the ratios in
-docs/performance.md compare mnote-mcp with what any Python MCP server on this SDK pays.
+docs/performance.md compare mnote-mcp with what any Python MCP server on this SDK pays. With `size`,
+it answers as many characters as mnote-mcp's read answer holds, so both move the same bytes.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from mcp.server import Server
 ECHO = types.Tool(
     name="echo",
     title="Echo",
-    description="Return the text it is given.",
-    input_schema={"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}},
+    description="Return `text`, or a text of `size` characters.",
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "size": {"type": "integer", "minimum": 0}},
+    },
     annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
 )
 
@@ -27,7 +31,8 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    text = str((params.arguments or {}).get("text", ""))
+    arguments = params.arguments or {}
+    text = str(arguments["text"]) if "text" in arguments else "x" * int(arguments.get("size", 0))
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 

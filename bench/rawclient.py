@@ -100,12 +100,16 @@ async def cold_start(
 class HttpPeer:
     """One streamable HTTP session, driven with plain POSTs."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
         import httpx2
 
         self.url = url
         self._http = httpx2.AsyncClient(timeout=60, limits=httpx2.Limits(max_connections=64))
-        self._headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        self._headers = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        }
         self._next_id = 0
 
     async def _post(self, message: Mapping[str, Any]) -> dict[str, Any] | None:

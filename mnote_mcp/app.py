@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -40,19 +41,42 @@ def build_registry(config: ServerConfig) -> Registry:
 
 
 def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
-    """The kernel adapter `--kernel` names, and a one-line description of where its data lives."""
-    if config.kernel != "local":
-        raise ValueError(f"unknown kernel {config.kernel!r}; use 'local'")
-    from mnote_mcp.kernel.local import LocalKernel
-    from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
+    """The kernel adapter `--kernel` names, and a one-line description of where its data lives.
 
-    kernel = LocalKernel.open(config.store_path)
+    Only the embedded kernel has a store here; with a relay adapter the data (and its seeding) belongs
+    to the runtime, so `--seed` is refused rather than quietly loading a store nobody reads.
+    """
+    spec = config.kernel.strip()
+    if spec == "local":
+        from mnote_mcp.kernel.local import LocalKernel
+
+        kernel = LocalKernel.open_seeded(config.store_path, seed=config.seed, demo=config.demo)
+        return kernel, f"sqlite:{config.store_path}"
+    if not spec.startswith(("http://", "https://", "cli:")):
+        raise ValueError(
+            f"unknown kernel {config.kernel!r}; use local, http://HOST:PORT or cli:PATH [ARGS...]"
+        )
     if config.seed is not None:
-        load_fixture(kernel.store, read_fixture(config.seed))
-    elif kernel.store.created and config.demo:
-        load_fixture(kernel.store, demo_fixture())
-        logger.info("new store %s seeded with the demo workspace", config.store_path)
-    return kernel, f"sqlite:{config.store_path}"
+        raise ValueError(
+            f"--seed loads the embedded store, but --kernel is {spec}: seed the runtime instead"
+            " (mnote-mcp runtime serve --seed FILE, or mnote-mcp seed --db PATH FILE)"
+        )
+    if spec.startswith("cli:"):
+        from mnote_mcp.kernel.cli import CliKernel, parse_command_line
+
+        cli = CliKernel(parse_command_line(spec[len("cli:") :]), timeout=config.runtime_timeout)
+        return cli, f"cli:{shlex.join(cli.argv)}"
+    from mnote_mcp.kernel.http import HttpKernel
+
+    http = HttpKernel(
+        spec, token=config.runtime_token, timeout=config.runtime_timeout, retries=config.runtime_retries
+    )
+    return http, f"{http.base_url} ({'token' if config.runtime_token else 'no token'})"
+
+
+def kernel_adapter(config: ServerConfig) -> str:
+    """The adapter's name for the startup line: local, http, https or cli."""
+    return config.kernel.strip().split(":", 1)[0]
 
 
 @asynccontextmanager

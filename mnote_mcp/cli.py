@@ -1,4 +1,4 @@
-"""The `mnote-mcp` command: serve (the default), seed, audit, demo.
+"""The `mnote-mcp` command: serve (the default), seed, audit, demo, runtime.
 
 Every serve flag has an `MNOTE_*` environment twin (flag wins), because MCP hosts such as Hermes
 configure servers through `env:` as often as through `args:`.
@@ -23,7 +23,7 @@ from mnote_mcp.identity import parse_scopes
 from mnote_mcp.logs import configure_logging
 
 logger = logging.getLogger("mnote_mcp")
-SUBCOMMANDS = ("serve", "seed", "audit", "demo", "token")
+SUBCOMMANDS = ("serve", "seed", "audit", "demo", "token", "runtime")
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -42,7 +42,21 @@ def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
         "--db", type=Path, default=_env("DB"), help="embedded kernel store (default: per-user)"
     )
     parser.add_argument(
-        "--kernel", default=_env("KERNEL", "local"), help="local | http://HOST:PORT | cli:PATH"
+        "--kernel",
+        default=_env("KERNEL", "local"),
+        help="local | http://HOST:PORT (token: MNOTE_RUNTIME_TOKEN) | 'cli:PATH [ARGS...]'",
+    )
+    parser.add_argument(
+        "--runtime-timeout",
+        type=float,
+        default=float(_env("RUNTIME_TIMEOUT", "10") or 10),
+        help="seconds per runtime request (http, cli kernels)",
+    )
+    parser.add_argument(
+        "--runtime-retries",
+        type=int,
+        default=int(_env("RUNTIME_RETRIES", "2") or 2),
+        help="retries of a failed runtime request where safe (http kernel)",
     )
     parser.add_argument("--actor", default=_env("ACTOR", DEFAULT_ACTOR), help="the identity on stdio")
     parser.add_argument("--scope", default=_env("SCOPE", "page.read,page.write,artifact.write"))
@@ -135,7 +149,30 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a scripted tour of every tool over a real stdio MCP session")
     demo.add_argument("--locale", choices=["zh-CN", "en"], default=_env("LOCALE", "en"))
     _add_log_flags(demo)
+    _add_runtime_commands(sub.add_parser("runtime", help="the reference runtime (the embedded kernel)"))
     return parser
+
+
+def _add_runtime_commands(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="runtime_command", required=True)
+    http = sub.add_parser("serve", help="serve the embedded kernel over the runtime protocol v1 (HTTP)")
+    http.add_argument("--db", type=Path, default=_env("DB"), help="the kernel store (default: per-user)")
+    http.add_argument("--host", default=_env("RUNTIME_HOST", "127.0.0.1"))
+    http.add_argument("--port", type=int, default=int(_env("RUNTIME_PORT", "8766") or 8766))
+    http.add_argument(
+        "--token", default=_env("RUNTIME_TOKEN"), help="service token to require (MNOTE_RUNTIME_TOKEN)"
+    )
+    http.add_argument("--seed", type=Path, default=_env("SEED"), help="load this fixture before serving")
+    http.add_argument("--no-demo", action="store_true", default=_env_flag("NO_DEMO"))
+    http.add_argument("--record", type=Path, help="append each request's headers here (JSON lines; tests)")
+    _add_log_flags(http)
+    cli = sub.add_parser("cli", help="answer one mnote-cli JSON request from stdin on stdout")
+    cli.add_argument("--db", type=Path, default=_env("DB"), help="the kernel store (default: per-user)")
+    cli.add_argument("--no-demo", action="store_true", default=_env_flag("NO_DEMO"))
+    cli.add_argument(
+        "--log-level", default=_env("LOG_LEVEL", "warning"), choices=["debug", "info", "warning", "error"]
+    )
+    cli.add_argument("--log-format", default=_env("LOG_FORMAT", "text"), choices=["text", "json"])
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -184,6 +221,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         tools=_csv(args.tools),
         exclude_tools=_csv(args.exclude_tools),
         watch_interval=args.watch_interval,
+        runtime_token=os.environ.get("MNOTE_RUNTIME_TOKEN") or None,
+        runtime_timeout=args.runtime_timeout,
+        runtime_retries=args.runtime_retries,
     )
     from mnote_mcp.tools import ALL_TOOLS
 
@@ -217,11 +257,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             from mnote_mcp.demo import run_demo
 
             return anyio.run(run_demo, args.locale)
+        elif args.command == "runtime":
+            return _runtime(args)
     except KeyboardInterrupt:
         return 130
     except (ValueError, OSError) as exc:  # configuration errors, AuthConfigError included
         print(f"mnote-mcp: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _runtime(args: argparse.Namespace) -> int:
+    from mnote_mcp.kernel.local import LocalKernel
+
+    db = args.db if args.db is not None else default_store_path()
+    if args.runtime_command == "cli":
+        from mnote_mcp.runtime.cli_adapter import main as answer_one
+
+        return answer_one(lambda: LocalKernel.open_seeded(db, demo=not args.no_demo))
+    from mnote_mcp.runtime.http_app import serve_runtime
+
+    serve_runtime(
+        lambda: LocalKernel.open_seeded(db, seed=args.seed, demo=not args.no_demo),
+        host=args.host,
+        port=args.port,
+        token=args.token or None,
+        record=args.record,
+        description=f"sqlite:{db}",
+    )
     return 0
 
 

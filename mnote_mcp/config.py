@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mnote_mcp.identity import ALL_SCOPES, READ_ONLY_SCOPES, Identity, Scope
 from mnote_mcp.logs import LogFormat
 from mnote_mcp.messages import Locale
-from mnote_mcp.tools.registry import ToolNames
-from mnote_mcp.tools.selection import ToolSelection
+
+if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
+    from mnote_mcp.tools.registry import ToolNames
+    from mnote_mcp.tools.selection import ToolSelection
+
 
 Transport = Literal["stdio", "sse", "http"]
 DEFAULT_ACTOR = "user_1"
@@ -59,6 +62,10 @@ class ServerConfig:
     tools: tuple[str, ...] = ()
     exclude_tools: tuple[str, ...] = ()
     watch_interval: float = 1.0
+    # Relay adapters (--kernel http://… | cli:…); the token comes from MNOTE_RUNTIME_TOKEN only.
+    runtime_token: str | None = field(default=None, repr=False)
+    runtime_timeout: float = 10.0
+    runtime_retries: int = 2
 
     @property
     def store_path(self) -> Path:
@@ -71,6 +78,8 @@ class ServerConfig:
 
     @property
     def tool_selection(self) -> ToolSelection:
+        from mnote_mcp.tools.selection import ToolSelection
+
         return ToolSelection(toolsets=self.toolsets, tools=self.tools, exclude=self.exclude_tools)
 
     def stdio_identity(self) -> Identity:

@@ -6,9 +6,10 @@ import logging
 from typing import Any
 
 from mnote_mcp import __version__
-from mnote_mcp.app import App, open_app
+from mnote_mcp.app import App, kernel_adapter, open_app
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.drain import DrainingReadStream
+from mnote_mcp.kernel.errors import MnoteError
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -17,17 +18,25 @@ async def announce(app: App, auth: str | None = None) -> None:
     config = app.config
     actor = config.actor or "(none: calls will be refused as unauthenticated)"
     workspaces: dict[str, int] = {}
+    served = ""
     if config.actor:
-        for page in await app.kernel.list_pages(config.actor):
-            workspaces[page.workspace_id] = workspaces.get(page.workspace_id, 0) + 1
-    served = ", ".join(f"{ws} ({n} pages)" for ws, n in sorted(workspaces.items())) or "none readable"
+        try:
+            for page in await app.kernel.list_pages(config.actor):
+                workspaces[page.workspace_id] = workspaces.get(page.workspace_id, 0) + 1
+        except MnoteError as error:
+            # A relay's runtime may come up after us; the tools answer runtime_unavailable meanwhile.
+            served = f"unknown (kernel: {error.code.value} {error.reason})"
+    served = (
+        served or ", ".join(f"{ws} ({n} pages)" for ws, n in sorted(workspaces.items())) or "none readable"
+    )
     logger.info(
-        "mnote-mcp %s on %s: actor=%s scopes=%s%s store=%s workspaces=%s%s",
+        "mnote-mcp %s on %s: actor=%s scopes=%s%s kernel=%s store=%s workspaces=%s%s",
         __version__,
         config.transport,
         actor,
         ",".join(sorted(scope.value for scope in config.granted_scopes)),
         " read-only" if config.read_only else "",
+        kernel_adapter(config),
         app.store_description,
         served,
         f" auth={auth}" if auth else "",

@@ -192,7 +192,7 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
 def test_inspector_reads_a_page_resource_over_stdio(tmp_path: Path) -> None:
     server = [console_script(), "--db", str(tmp_path / "inspector.db")]
     uri = "mnote://workspaces/ws_1/pages/doc_1"
-    read = _inspector(*server, "--method", "resources/read", "--uri", uri, home=tmp_path)
+    read = inspector(*server, "--method", "resources/read", "--uri", uri, home=tmp_path)
     assert read.returncode == 0, read.stderr
     (content,) = json.loads(read.stdout)["contents"]
     assert content["uri"] == uri and content["mimeType"] == "text/markdown"

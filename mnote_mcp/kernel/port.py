@@ -210,6 +210,23 @@ class PageRef:
     title: str
     revision: int
 
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "workspaceId": self.workspace_id,
+            "documentId": self.document_id,
+            "title": self.title,
+            "revision": self.revision,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> PageRef:
+        return cls(
+            workspace_id=str(data["workspaceId"]),
+            document_id=str(data["documentId"]),
+            title=str(data["title"]),
+            revision=int(data["revision"]),
+        )
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class PageKey:

@@ -65,6 +65,7 @@ BLOCK_INSERT = ToolSpec(
         | _PLACEMENT,
     ),
     extensions=WRITE_EXTENSIONS,
+    kernel_validated=frozenset({"blocks"}),
     handler=command_handler(
         CommandName.PAGE_BLOCK_INSERT, _fields("blocks", "afterBlockId", "parentId", "position")
     ),

@@ -10,6 +10,7 @@ rolls back whole, and the idempotency ledger makes the caller's retry safe.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -23,6 +24,8 @@ from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, P
 
 T = TypeVar("T")
 
+logger = logging.getLogger(__name__)
+
 
 class LocalKernel:
     def __init__(self, store: LocalStore, *, max_threads: int = 8) -> None:
@@ -33,6 +36,26 @@ class LocalKernel:
     @classmethod
     def open(cls, path: str | Path) -> LocalKernel:
         return cls(LocalStore(path))
+
+    @classmethod
+    def open_seeded(cls, path: str | Path, *, seed: Path | None = None, demo: bool = True) -> LocalKernel:
+        """Open a store, loading `seed` into it, or the demo workspace if the store is new.
+
+        What `serve` and `runtime serve` both do, so a first run of either has something to show.
+        """
+        from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
+
+        kernel = cls.open(path)
+        try:
+            if seed is not None:
+                load_fixture(kernel.store, read_fixture(seed))
+            elif kernel.store.created and demo:
+                load_fixture(kernel.store, demo_fixture())
+                logger.info("new store %s seeded with the demo workspace", path)
+        except BaseException:
+            kernel.store.close()
+            raise
+        return kernel
 
     async def _run(self, call: Callable[..., T]) -> T:
         try:

@@ -172,7 +172,9 @@ class LocalStore:
             if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted)))
         ]
 
-    def page_revisions(self, actor_id: str, pages: Sequence[PageKey], *, wait: bool = True) -> dict[PageKey, int]:
+    def page_revisions(
+        self, actor_id: str, pages: Sequence[PageKey], *, wait: bool = True
+    ) -> dict[PageKey, int]:
         if not actor_id:
             return {}
         revisions: dict[PageKey, int] = {}

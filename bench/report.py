@@ -1,0 +1,92 @@
+"""The report: a table on stdout, a JSON file, and a PNG of latency distributions and scaling."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [f"mnote-mcp benchmarks ({results['mode']}, {results['machine']})", ""]
+    lines.append(
+        f"{'stdio, raw client':28} {'cold ms':>8} {'read p50':>9} {'p90':>7} {'p99':>7} "
+        f"{'write p50':>10} {'p90':>7} {'p99':>7} {'32-wide/s':>10} {'cpu r/w us':>12}"
+    )
+    for name, t in results["stdio"].items():
+        r, w = t["read"], t["write"]
+        lines.append(
+            f"{name:28} {t['cold_start_ms']:8.0f} {r['p50']:9.0f} {r['p90']:7.0f} {r['p99']:7.0f} "
+            f"{w['p50']:10.0f} {w['p90']:7.0f} {w['p99']:7.0f} {t['throughput']:10.0f} "
+            f"{t['cpu_read_us']:5.0f}/{t['cpu_write_us']:<5.0f}"
+        )
+    lines += ["", f"{'stdio, SDK client':28} {'read p50':>9} {'write p50':>10}"]
+    for name, t in results["sdk"].items():
+        lines.append(f"{name:28} {t['read']['p50']:9.0f} {t['write']['p50']:10.0f}")
+    if results.get("http"):
+        lines += ["", f"{'streamable HTTP, raw':28} {'read p50':>9} {'write p50':>10} {'32-wide/s':>10}"]
+        for name, t in results["http"].items():
+            lines.append(
+                f"{name:28} {t['read']['p50']:9.0f} {t['write']['p50']:10.0f} {t['throughput']:10.0f}"
+            )
+    lines += [
+        "",
+        f"{'kernel scaling (ms/call)':28} "
+        + " ".join(f"{n:>9}" for n in results["scaling"]["sizes"])
+        + f" {'t10k/t1k':>9}",
+    ]
+    for op, row in results["scaling"]["ms"].items():
+        ratio = results["scaling"]["ratio"].get(op)
+        lines.append(f"{op:28} " + " ".join(f"{v:9.2f}" for v in row) + (f" {ratio:9.2f}" if ratio else ""))
+    v = results["validation"]
+    lines += [
+        "",
+        f"outputSchema validation by the SDK client: {v['us']:.0f} us per read "
+        f"= {v['share']:.1%} of an SDK-client read",
+    ]
+    lines += ["", "targets (ratios measured in this run):"]
+    for check in results["targets"]:
+        mark = "ok  " if check["met"] else "MISS"
+        lines.append(f"  {mark} {check['name']}: {check['value']:.2f} (target {check['target']})")
+    return "\n".join(lines)
+
+
+def save(results: dict[str, Any], out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "latest.json"
+    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def plot(results: dict[str, Any], samples: dict[str, dict[str, list[float]]], out: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, (dist, scale) = plt.subplots(1, 2, figsize=(12, 4.5))
+    labels, data = [], []
+    for name, kinds in samples.items():
+        for kind, values in kinds.items():
+            labels.append(f"{name}\n{kind}")
+            data.append([v * 1e6 for v in values])
+    dist.boxplot(data, showfliers=False)
+    dist.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
+    dist.set_ylabel("latency per call (us), raw client over stdio")
+    dist.set_title("Sequential call latency")
+    sizes = results["scaling"]["sizes"]
+    for op, row in results["scaling"]["ms"].items():
+        scale.plot(sizes, row, marker="o", label=op)
+    scale.set_xscale("log")
+    scale.set_yscale("log")
+    scale.set_xlabel("blocks on the page")
+    scale.set_ylabel("ms per call")
+    scale.set_title("Kernel scaling")
+    scale.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / "latest.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,361 @@
+"""`python -m bench [--quick]`: mnote-mcp against the floor (an echo server on the same SDK) and the
+official Node reference server (server-memory), in one run, targets interleaved (A B C A B C ...),
+medians reported. Writes bench/results/latest.json and latest.png, prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import fixtures
+from bench.fixtures import ACTOR, SCALING, WORKSPACE, page_id
+from bench.measure import checked, cpu_per_call, in_flight, median, percentiles, sequential
+from bench.rawclient import HttpPeer, StdioPeer, cold_start
+from bench.report import plot, save, table
+from bench.targets import ROOT, Target, echo, memory, mnote
+
+TOKEN = "bench-token"
+
+
+class Plan:
+    def __init__(self, quick: bool) -> None:
+        self.quick = quick
+        self.cold_rounds = 3 if quick else 10
+        self.rounds = 2 if quick else 5
+        self.calls = 60 if quick else 300
+        self.throughput_calls = 320 if quick else 3200
+        self.sdk_calls = 40 if quick else 200
+        self.scaling_calls = {100: 5, 1_000: 3, 10_000: 2} if quick else {100: 30, 1_000: 15, 10_000: 5}
+
+
+async def spawn(target: Target) -> StdioPeer:
+    peer = await StdioPeer.spawn(target.argv, target.env, str(ROOT))
+    await peer.initialize()
+    await peer.request("tools/list")
+    return peer
+
+
+def call_of(peer: StdioPeer | HttpPeer, spec: tuple[str, Any]) -> Any:
+    tool, args = spec
+    return lambda n: checked(peer.call(tool, args(n)))
+
+
+async def stdio_suite(
+    plan: Plan, targets: list[Target], samples: dict[str, dict[str, list[float]]]
+) -> dict[str, Any]:
+    cold: dict[str, list[float]] = {t.name: [] for t in targets}
+    for _ in range(plan.cold_rounds):
+        for target in targets:
+            cold[target.name].append(await cold_start(target.argv, target.env, str(ROOT)))
+    peers = {t.name: await spawn(t) for t in targets}
+    try:
+        for target in targets:  # warm up: first calls compile, cache, page in
+            await sequential(call_of(peers[target.name], target.read), 30)
+            await sequential(call_of(peers[target.name], target.write), 30)
+        for target in targets:
+            samples[target.name] = {"read": [], "write": []}
+        for _ in range(plan.rounds):
+            for target in targets:
+                peer = peers[target.name]
+                samples[target.name]["read"] += await sequential(call_of(peer, target.read), plan.calls)
+                samples[target.name]["write"] += await sequential(call_of(peer, target.write), plan.calls)
+        throughput: dict[str, list[float]] = {t.name: [] for t in targets}
+        for _ in range(max(1, plan.rounds // 2)):
+            for target in targets:
+                throughput[target.name].append(
+                    await in_flight(call_of(peers[target.name], target.read), plan.throughput_calls)
+                )
+        out: dict[str, Any] = {}
+        for target in targets:
+            peer = peers[target.name]
+            out[target.name] = {
+                "cold_start_ms": median(cold[target.name]) * 1e3,
+                "read": percentiles(samples[target.name]["read"]),
+                "write": percentiles(samples[target.name]["write"]),
+                "throughput": median(throughput[target.name]),
+                "cpu_read_us": await cpu_per_call(peer, *target.read, plan.calls * 2),
+                "cpu_write_us": await cpu_per_call(peer, *target.write, plan.calls * 2),
+            }
+        return out
+    finally:
+        for peer in peers.values():
+            await peer.close()
+
+
+def sdk_call(client: Any, spec: tuple[str, Any]) -> Any:
+    tool, args = spec
+    return lambda n: client.call_tool(tool, args(n))
+
+
+async def sdk_suite(plan: Plan, targets: list[Target]) -> dict[str, Any]:
+    from contextlib import AsyncExitStack
+
+    from mcp import Client, StdioServerParameters
+
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for target in targets:
+            params = StdioServerParameters(
+                command=target.argv[0], args=target.argv[1:], env={**os.environ, **target.env}, cwd=str(ROOT)
+            )
+            client = await stack.enter_async_context(Client(params, mode="legacy", read_timeout_seconds=60))
+            await client.list_tools()
+            clients[target.name] = client
+        reads: dict[str, list[float]] = {t.name: [] for t in targets}
+        writes: dict[str, list[float]] = {t.name: [] for t in targets}
+        for _ in range(plan.rounds):
+            for target in targets:
+                client = clients[target.name]
+                reads[target.name] += await sequential(sdk_call(client, target.read), plan.sdk_calls)
+                writes[target.name] += await sequential(sdk_call(client, target.write), plan.sdk_calls)
+        return {
+            t.name: {"read": percentiles(reads[t.name]), "write": percentiles(writes[t.name])}
+            for t in targets
+        }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _wait_for_port(port: int, process: asyncio.subprocess.Process, within: float = 30) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if process.returncode is not None:
+            raise RuntimeError("the HTTP server exited at start")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+async def http_suite(plan: Plan, db: Path, size: int) -> dict[str, Any]:
+    mnote_port, echo_port = _free_port(), _free_port()
+    quiet = {"stdout": asyncio.subprocess.DEVNULL, "stderr": asyncio.subprocess.DEVNULL, "cwd": ROOT}
+    servers = {
+        "mnote": await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "mnote_mcp",
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(mnote_port),
+            "--db",
+            str(db),
+            "--actor",
+            ACTOR,
+            "--stateless",
+            env={**os.environ, "MNOTE_TOKEN": TOKEN},
+            **quiet,
+        ),
+        "echo": await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "bench" / "echo_server.py"), "http", str(echo_port), **quiet
+        ),
+    }
+    try:
+        await _wait_for_port(mnote_port, servers["mnote"])
+        await _wait_for_port(echo_port, servers["echo"])
+        peers = {
+            "mnote": HttpPeer(f"http://127.0.0.1:{mnote_port}/mcp", {"Authorization": f"Bearer {TOKEN}"}),
+            "echo": HttpPeer(f"http://127.0.0.1:{echo_port}/mcp"),
+        }
+        calls = {
+            "mnote": (mnote(db).read, mnote(db).write),
+            "echo": (echo(size).read, echo(size).write),
+        }
+        for peer in peers.values():
+            await peer.initialize()
+        samples: dict[str, dict[str, list[float]]] = {
+            name: {"read": [], "write": [], "tp": []} for name in peers
+        }
+        for name, peer in peers.items():
+            await sequential(call_of(peer, calls[name][0]), 20)
+        for _ in range(plan.rounds):
+            for name, peer in peers.items():
+                read, write = calls[name]
+                samples[name]["read"] += await sequential(call_of(peer, read), plan.calls // 2)
+                samples[name]["write"] += await sequential(call_of(peer, write), plan.calls // 2)
+        for _ in range(max(1, plan.rounds // 2)):
+            for name, peer in peers.items():
+                samples[name]["tp"].append(
+                    await in_flight(call_of(peer, calls[name][0]), plan.throughput_calls // 2)
+                )
+        for peer in peers.values():
+            await peer.close()
+        return {
+            name: {
+                "read": percentiles(s["read"]),
+                "write": percentiles(s["write"]),
+                "throughput": median(s["tp"]),
+            }
+            for name, s in samples.items()
+        }
+    finally:
+        for process in servers.values():
+            process.terminate()
+            await asyncio.wait_for(process.wait(), 20)
+
+
+async def scaling_suite(plan: Plan, db: Path) -> dict[str, Any]:
+    peer = await spawn(mnote(db))
+    ms: dict[str, list[float]] = {"page.get": [], "page.save dryRun replace": [], "page.save replace": []}
+    try:
+        for size in SCALING:
+            doc = page_id(size)
+            base = fixtures.blocks(size)
+            count = plan.scaling_calls[size]
+
+            def content(n: int, base: list[dict[str, Any]] = base) -> list[dict[str, Any]]:
+                changed = dict(base[1], text=f"changed {n} {time.monotonic_ns()}")
+                return [base[0], changed, *base[2:]]
+
+            get = lambda n, doc=doc: {"workspaceId": WORKSPACE, "documentId": doc}  # noqa: E731
+            plan_save = lambda n, doc=doc: {  # noqa: E731
+                "workspaceId": WORKSPACE,
+                "documentId": doc,
+                "content": content(n),
+                "idempotencyKey": f"d{n}",
+                "dryRun": True,
+            }
+            save_ = lambda n, doc=doc, size=size: {  # noqa: E731
+                "workspaceId": WORKSPACE,
+                "documentId": doc,
+                "content": content(n),
+                "idempotencyKey": f"s{size}_{n}_{time.monotonic_ns()}",
+                "dryRun": False,
+            }
+            for op, spec in (
+                ("page.get", ("mnote.page.get", get)),
+                ("page.save dryRun replace", ("mnote.page.save", plan_save)),
+                ("page.save replace", ("mnote.page.save", save_)),
+            ):
+                await sequential(call_of(peer, spec), 1)  # warm
+                ms[op].append(median(await sequential(call_of(peer, spec), count)) * 1e3)
+    finally:
+        await peer.close()
+    ratio = {op: row[2] / row[1] for op, row in ms.items()}
+    return {"sizes": list(SCALING), "ms": ms, "ratio": ratio}
+
+
+async def validation_cost(db: Path) -> float:
+    """Microseconds the SDK client spends validating one read's structuredContent (its own validator)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    from mnote_mcp.envelope import OUTPUT_SCHEMA
+
+    peer = await spawn(mnote(db))
+    try:
+        result = await call_of(peer, mnote(db).read)(0)
+    finally:
+        await peer.close()
+    validator = Draft202012Validator(OUTPUT_SCHEMA)
+    envelope = result["structuredContent"]
+    started, n = time.perf_counter(), 2000
+    for _ in range(n):
+        best_match(validator.iter_errors(envelope))
+    return (time.perf_counter() - started) / n * 1e6
+
+
+def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
+    stdio, http = results["stdio"], results.get("http") or {}
+    m, e = stdio["mnote"], stdio["echo"]
+    mem = stdio.get("server-memory")
+    checks = [
+        ("read p50 mnote/echo (raw, stdio)", m["read"]["p50"] / e["read"]["p50"], "<= 1.2", 1.2, True),
+        ("write p50 mnote/echo (raw, stdio)", m["write"]["p50"] / e["write"]["p50"], "<= 1.5", 1.5, True),
+        ("cold start mnote/echo", m["cold_start_ms"] / e["cold_start_ms"], "<= 1.0", 1.0, True),
+        (
+            "throughput 32 in flight mnote/echo (stdio)",
+            m["throughput"] / e["throughput"],
+            ">= 0.8",
+            0.8,
+            False,
+        ),
+    ]
+    if mem:
+        checks += [
+            ("read p50 mnote/server-memory", m["read"]["p50"] / mem["read"]["p50"], "< 1.0", 1.0, True),
+            ("write p50 mnote/server-memory", m["write"]["p50"] / mem["write"]["p50"], "<= 0.8", 0.8, True),
+        ]
+    if http:
+        checks.append(
+            (
+                "throughput 32 in flight mnote/echo (HTTP)",
+                http["mnote"]["throughput"] / http["echo"]["throughput"],
+                ">= 0.8",
+                0.8,
+                False,
+            )
+        )
+    for op, ratio in results["scaling"]["ratio"].items():
+        checks.append((f"scaling t(10k)/t(1k) {op}", ratio, "<= 12", 12.0, True))
+    checks.append(
+        ("outputSchema validation / SDK read", results["validation"]["share"], "< 0.10", 0.10, True)
+    )
+    return [
+        {"name": name, "value": value, "target": text, "met": value <= bound if upper else value >= bound}
+        for name, value, text, bound, upper in checks
+    ]
+
+
+async def run(quick: bool, out: Path) -> dict[str, Any]:
+    plan = Plan(quick)
+    with tempfile.TemporaryDirectory(prefix="mnote-bench-") as tmp:
+        db = Path(tmp) / "bench.db"
+        fixtures.seed_mnote(db, (50, *SCALING))
+        probe = await spawn(mnote(db))
+        answer = await call_of(probe, mnote(db).read)(0)
+        await probe.close()
+        size = len(answer["content"][0]["text"])
+        memory_data = Path(tmp) / "memory.jsonl"
+        fixtures.seed_memory(memory_data, size)
+        targets = [t for t in (echo(size), memory(memory_data), mnote(db)) if t is not None]
+        samples: dict[str, dict[str, list[float]]] = {}
+        results: dict[str, Any] = {
+            "mode": "quick" if quick else "full",
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "read_answer_chars": size,
+        }
+        results["stdio"] = await stdio_suite(plan, targets, samples)
+        results["sdk"] = await sdk_suite(plan, targets)
+        results["http"] = await http_suite(plan, db, size)
+        results["scaling"] = await scaling_suite(plan, db)
+        validation_us = await validation_cost(db)
+        results["validation"] = {
+            "us": validation_us,
+            "share": validation_us / results["sdk"]["mnote"]["read"]["p50"],
+        }
+        results["targets"] = evaluate(results)
+        save(results, out)
+        plot(results, samples, out)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a smoke run of under a minute (CI)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    results = asyncio.run(run(args.quick, args.out))
+    print(table(results))
+    print(f"\n{time.perf_counter() - started:.0f} s; results in {args.out}/latest.json")
+    return 0

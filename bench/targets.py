@@ -1,0 +1,88 @@
+"""How to start each server under test, and what a read and a write call to it are."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.fixtures import ACTOR, PAGE, WORKSPACE
+
+ROOT = Path(__file__).resolve().parent.parent
+MEMORY_SERVER = (
+    ROOT / "bench" / "node" / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+)
+Args = Callable[[int], dict[str, Any]]
+_unique = itertools.count()
+
+
+@dataclass
+class Target:
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    read: tuple[str, Args] = ("", lambda n: {})
+    write: tuple[str, Args] = ("", lambda n: {})
+
+
+def mnote(db: Path) -> Target:
+    return Target(
+        name="mnote",
+        argv=[
+            sys.executable,
+            "-m",
+            "mnote_mcp",
+            "serve",
+            "--db",
+            str(db),
+            "--actor",
+            ACTOR,
+            "--log-level",
+            "warning",
+        ],
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
+        read=("mnote.page.get", lambda n: {"workspaceId": WORKSPACE, "documentId": PAGE}),
+        write=(
+            "mnote.artifact.create_ai_note",
+            lambda n: {
+                "workspaceId": WORKSPACE,
+                "documentId": PAGE,
+                "content": f"note {n}",
+                "idempotencyKey": f"bench_{os.getpid()}_{next(_unique)}",
+                "dryRun": False,
+            },
+        ),
+    )
+
+
+def echo(size: int) -> Target:
+    call: Args = lambda n: {"size": size}  # noqa: E731 - one expression, named for the table
+    return Target(
+        name="echo",
+        argv=[sys.executable, str(ROOT / "bench" / "echo_server.py")],
+        read=("echo", call),
+        write=("echo", call),
+    )
+
+
+def memory(data: Path) -> Target | None:
+    if not MEMORY_SERVER.exists():
+        return None
+    return Target(
+        name="server-memory",
+        argv=["node", str(MEMORY_SERVER)],
+        env={"MEMORY_FILE_PATH": str(data)},
+        read=("read_graph", lambda n: {}),
+        write=(
+            "add_observations",
+            lambda n: {
+                "observations": [
+                    {"entityName": "entity_0", "contents": [f"bench {os.getpid()} {next(_unique)}"]}
+                ]
+            },
+        ),
+    )

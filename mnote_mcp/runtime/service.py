@@ -1,0 +1,86 @@
+"""Wire values in, kernel calls, wire values out: the part both reference runtimes share.
+
+The HTTP app and the CLI adapter only differ in how a request arrives (a route and headers, or one
+JSON document on stdin); what a request means is decided here, once, over any `Kernel`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.port import Command, Kernel, PageKey, PageQuery, revisions_to_wire
+from mnote_mcp.kernel.protocol import (
+    AUDIT_QUERY,
+    COMMAND,
+    PAGE_QUERY,
+    PAGE_REVISIONS_QUERY,
+    check_request,
+    w3c_trace_id,
+)
+from mnote_mcp.runtime import faults
+
+logger = logging.getLogger(__name__)
+
+
+def _check_trace(traceparent_trace_id: str | None, trace_id: str) -> None:
+    """Tracing never refuses a command; a traceparent that disagrees with the envelope is logged."""
+    if traceparent_trace_id is not None and traceparent_trace_id != w3c_trace_id(trace_id):
+        logger.warning(
+            "traceparent trace %s does not match envelope trace %s", traceparent_trace_id, trace_id
+        )
+
+
+async def execute(
+    kernel: Kernel,
+    envelope: Any,
+    *,
+    idempotency_key: str | None = None,
+    traceparent_trace_id: str | None = None,
+    where: str = "",
+) -> dict[str, Any]:
+    """`where` is the JSON pointer of the envelope in the request, for the refusal's pointer."""
+    check_request(COMMAND, envelope, where)
+    command = Command.from_wire(envelope)
+    if idempotency_key is not None and idempotency_key != command.idempotency_key:
+        raise MnoteError(
+            ErrorCode.INVALID_ARGUMENT,
+            "envelope",
+            {"pointer": "/idempotencyKey", "reason": "differs from the Idempotency-Key header"},
+        )
+    _check_trace(traceparent_trace_id, command.correlation.trace_id)
+    outcome = await kernel.execute(command)
+    if not command.dry_run and not outcome.replayed:
+        faults.after_commit(command.name)
+    return outcome.to_wire()
+
+
+async def get_page(
+    kernel: Kernel, query: Any, *, traceparent_trace_id: str | None = None, where: str = ""
+) -> dict[str, Any]:
+    check_request(PAGE_QUERY, query, where)
+    page_query = PageQuery.from_wire(query)
+    _check_trace(traceparent_trace_id, page_query.correlation.trace_id)
+    return await kernel.get_page(page_query)
+
+
+async def list_pages(kernel: Kernel, actor_id: Any) -> list[dict[str, Any]]:
+    if not isinstance(actor_id, str):
+        raise MnoteError(
+            ErrorCode.INVALID_ARGUMENT, "envelope", {"pointer": "/actorId", "reason": "required"}
+        )
+    return [ref.to_wire() for ref in await kernel.list_pages(actor_id)]
+
+
+async def page_revisions(kernel: Kernel, query: Any, *, where: str = "") -> list[dict[str, Any]]:
+    check_request(PAGE_REVISIONS_QUERY, query, where)
+    keys = [PageKey.from_wire(item) for item in query["pages"]]
+    return revisions_to_wire(await kernel.page_revisions(query["actorId"], keys))
+
+
+async def audit_trail(kernel: Kernel, query: dict[str, Any]) -> list[dict[str, Any]]:
+    check_request(AUDIT_QUERY, query)
+    return await kernel.audit_trail(
+        trace_id=query.get("traceId"), command_id=query.get("commandId"), limit=query.get("limit", 100)
+    )
