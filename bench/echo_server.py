@@ -1,12 +1,18 @@
-"""The floor: a minimal low-level MCP server on the same SDK with one echo tool, over stdio or HTTP.
+"""The floor: a minimal low-level MCP server on the same SDK, over stdio or HTTP.
 
-Written the way a minimal server is usually written (the SDK's own examples), so that the ratios in
-docs/performance.md compare mnote-mcp with what any Python MCP server on this SDK pays. With `size`,
-it answers as many characters as mnote-mcp's read answer holds, so both move the same bytes.
+Written the way a minimal server is usually written (the SDK's own examples, the standard json
+module), so that the ratios in docs/performance.md compare mnote-mcp with what any Python MCP server
+on this SDK pays. Two tools:
+
+- `echo_page {blocks}` answers a page-like JSON object of that many blocks the way a tool with an
+  `outputSchema` must (structuredContent plus the same JSON as text): the same protocol work mnote's
+  envelope costs, without any of mnote's own work. This is the floor the targets compare with.
+- `echo {size}` answers plain text of that many characters: the bare minimum, reported alongside.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -14,26 +20,49 @@ import anyio
 import mcp.types as types
 from mcp.server import Server
 
-ECHO = types.Tool(
-    name="echo",
-    title="Echo",
-    description="Return `text`, or a text of `size` characters.",
-    input_schema={
-        "type": "object",
-        "properties": {"text": {"type": "string"}, "size": {"type": "integer", "minimum": 0}},
-    },
-    annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
+_HINTS = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+TOOLS = [
+    types.Tool(
+        name="echo",
+        description="Return a text of `size` characters.",
+        input_schema={"type": "object", "properties": {"size": {"type": "integer", "minimum": 0}}},
+        annotations=_HINTS,
+    ),
+    types.Tool(
+        name="echo_page",
+        description="Return a page-like object of `blocks` blocks, as structured content and as text.",
+        input_schema={"type": "object", "properties": {"blocks": {"type": "integer", "minimum": 0}}},
+        output_schema={"type": "object", "required": ["ok", "result"]},
+        annotations=_HINTS,
+    ),
+]
+
+
+def page(blocks: int) -> dict[str, Any]:
+    body = [
+        {"id": f"b{n}", "type": "paragraph", "text": f"Block {n}: the plan for step {n} of the project."}
+        for n in range(blocks)
+    ]
+    return {"ok": True, "toolName": "echo_page", "result": {"title": "Echo", "revision": 1, "blocks": body}}
 
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[ECHO])
+    return types.ListToolsResult(tools=TOOLS)
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     arguments = params.arguments or {}
-    text = str(arguments["text"]) if "text" in arguments else "x" * int(arguments.get("size", 0))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    if params.name == "echo_page":
+        structured = page(int(arguments.get("blocks", 0)))
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=structured
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="x" * int(arguments.get("size", 0)))]
+    )
 
 
 server: Server[Any] = Server("echo", version="1", on_list_tools=list_tools, on_call_tool=call_tool)

@@ -21,7 +21,7 @@ from bench.fixtures import ACTOR, SCALING, WORKSPACE, page_id
 from bench.measure import checked, cpu_per_call, in_flight, median, percentiles, sequential
 from bench.rawclient import HttpPeer, StdioPeer, cold_start
 from bench.report import plot, save, table
-from bench.targets import ROOT, Target, echo, memory, mnote
+from bench.targets import ROOT, Target, echo, echo_text, memory, mnote
 
 TOKEN = "bench-token"
 
@@ -143,42 +143,43 @@ async def _wait_for_port(port: int, process: asyncio.subprocess.Process, within:
     raise RuntimeError(f"nothing listens on {port}")
 
 
-async def http_suite(plan: Plan, db: Path, size: int) -> dict[str, Any]:
-    mnote_port, echo_port = _free_port(), _free_port()
+async def http_suite(plan: Plan, db: Path) -> dict[str, Any]:
+    """mnote (stateful sessions, as the echo's SDK app, with a bearer token) and mnote --stateless."""
     quiet = {"stdout": asyncio.subprocess.DEVNULL, "stderr": asyncio.subprocess.DEVNULL, "cwd": ROOT}
+    mnote_argv = [
+        sys.executable,
+        "-m",
+        "mnote_mcp",
+        "serve",
+        "--transport",
+        "http",
+        "--db",
+        str(db),
+        "--actor",
+        ACTOR,
+    ]
+    commands = {
+        "mnote": [*mnote_argv, "--port"],
+        "mnote --stateless": [*mnote_argv, "--stateless", "--port"],
+        "echo": [sys.executable, str(ROOT / "bench" / "echo_server.py"), "http"],
+    }
+    ports = {name: _free_port() for name in commands}
     servers = {
-        "mnote": await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "mnote_mcp",
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            str(mnote_port),
-            "--db",
-            str(db),
-            "--actor",
-            ACTOR,
-            "--stateless",
-            env={**os.environ, "MNOTE_TOKEN": TOKEN},
-            **quiet,
-        ),
-        "echo": await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "bench" / "echo_server.py"), "http", str(echo_port), **quiet
-        ),
+        name: await asyncio.create_subprocess_exec(
+            *argv, str(ports[name]), env={**os.environ, "MNOTE_TOKEN": TOKEN}, **quiet
+        )
+        for name, argv in commands.items()
     }
     try:
-        await _wait_for_port(mnote_port, servers["mnote"])
-        await _wait_for_port(echo_port, servers["echo"])
+        for name, process in servers.items():
+            await _wait_for_port(ports[name], process)
+        auth = {"Authorization": f"Bearer {TOKEN}"}
         peers = {
-            "mnote": HttpPeer(f"http://127.0.0.1:{mnote_port}/mcp", {"Authorization": f"Bearer {TOKEN}"}),
-            "echo": HttpPeer(f"http://127.0.0.1:{echo_port}/mcp"),
+            name: HttpPeer(f"http://127.0.0.1:{ports[name]}/mcp", auth if name.startswith("mnote") else None)
+            for name in commands
         }
-        calls = {
-            "mnote": (mnote(db).read, mnote(db).write),
-            "echo": (echo(size).read, echo(size).write),
-        }
+        calls = {name: (mnote(db).read, mnote(db).write) for name in commands}
+        calls["echo"] = (echo().read, echo().write)
         for peer in peers.values():
             await peer.initialize()
         samples: dict[str, dict[str, list[float]]] = {
@@ -326,7 +327,7 @@ async def run(quick: bool, out: Path) -> dict[str, Any]:
         size = len(answer["content"][0]["text"])
         memory_data = Path(tmp) / "memory.jsonl"
         fixtures.seed_memory(memory_data, size)
-        targets = [t for t in (echo(size), memory(memory_data), mnote(db)) if t is not None]
+        targets = [t for t in (echo(), echo_text(size), memory(memory_data), mnote(db)) if t is not None]
         samples: dict[str, dict[str, list[float]]] = {}
         results: dict[str, Any] = {
             "mode": "quick" if quick else "full",
@@ -336,7 +337,7 @@ async def run(quick: bool, out: Path) -> dict[str, Any]:
         }
         results["stdio"] = await stdio_suite(plan, targets, samples)
         results["sdk"] = await sdk_suite(plan, targets)
-        results["http"] = await http_suite(plan, db, size)
+        results["http"] = await http_suite(plan, db)
         results["scaling"] = await scaling_suite(plan, db)
         validation_us = await validation_cost(db)
         results["validation"] = {

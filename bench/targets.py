@@ -59,10 +59,22 @@ def mnote(db: Path) -> Target:
     )
 
 
-def echo(size: int) -> Target:
-    call: Args = lambda n: {"size": size}  # noqa: E731 - one expression, named for the table
+def echo(blocks: int = 50) -> Target:
+    """The floor: a page-like answer of as many blocks, structured content plus text, as mnote's."""
+    call: Args = lambda n: {"blocks": blocks}  # noqa: E731 - one expression, named for the table
     return Target(
         name="echo",
+        argv=[sys.executable, str(ROOT / "bench" / "echo_server.py")],
+        read=("echo_page", call),
+        write=("echo_page", call),
+    )
+
+
+def echo_text(size: int) -> Target:
+    """The bare minimum: plain text of as many characters as mnote's read answer."""
+    call: Args = lambda n: {"size": size}  # noqa: E731
+    return Target(
+        name="echo-text",
         argv=[sys.executable, str(ROOT / "bench" / "echo_server.py")],
         read=("echo", call),
         write=("echo", call),

@@ -7,6 +7,7 @@ configure servers through `env:` as often as through `args:`.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -237,6 +238,17 @@ def _csv(value: str) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Start-up creates hundreds of thousands of objects (the SDK's models and schemas) and none of
+    # them is garbage: collecting while importing only costs time. `serve` freezes them and turns
+    # the collector back on once it is ready (mnote_mcp.serve.settle_memory); so does the `finally`.
+    gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        gc.enable()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")

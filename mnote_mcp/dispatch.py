@@ -87,14 +87,13 @@ class Dispatcher:
             )
             if spec.scope not in request.capability_scope:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, "scope", {"scope": spec.scope.value})
-            try:
-                with anyio.fail_after(self.call_timeout):
-                    outcome = await spec.handler(request, self.kernel)
-            except TimeoutError:
+            with anyio.CancelScope(deadline=anyio.current_time() + self.call_timeout) as scope:
+                outcome = await spec.handler(request, self.kernel)
+            if scope.cancelled_caught:
                 # A write may still commit after this; its idempotency key makes the retry safe.
                 raise MnoteError(
                     ErrorCode.RUNTIME_UNAVAILABLE, "timeout", {"timeoutSeconds": self.call_timeout}
-                ) from None
+                )
             envelope = success(spec.name, correlation, request.workspace_id, request.document_id, outcome)
             label = "ok"
         except MnoteError as error:

@@ -7,9 +7,10 @@ Every `tools/call` answer is one response envelope, success or failure; the MCP 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import orjson
 
 from mnote_mcp.identity import Scope
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
@@ -97,7 +98,8 @@ def failure(
 
 
 def to_json(envelope: dict[str, Any]) -> str:
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    """Compact UTF-8 JSON (orjson: the text block is built on every call, ten times faster than json)."""
+    return orjson.dumps(envelope).decode("utf-8")
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:

@@ -53,7 +53,9 @@ def create_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
+        """Answers the wire form directly: the SDK copies a dict result instead of walking a model, one
+        pass less over an envelope that may hold thousands of blocks."""
         meta = ctx.meta if ctx.meta is not None else params.meta
         try:
             envelope = await dispatcher.call(
@@ -63,20 +65,20 @@ def create_server(
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
         if envelope["ok"] and envelope["audit"]["effect"] == "write":
             pages.nudge()
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=to_json(envelope))],
-            structured_content=envelope,
-            is_error=not envelope["ok"],
-        )
+        return {
+            "content": [{"type": "text", "text": to_json(envelope)}],
+            "structuredContent": envelope,
+            "isError": not envelope["ok"],
+            "resultType": "complete",  # required by 2026-07-28; the handshake-era sieve drops it
+        }
 
-    return Server(
+    server: Server[Any] = Server(
         "mnote-mcp",
         version=__version__,
         title="mnote",
         instructions=INSTRUCTIONS + (BLOCK_INSTRUCTIONS if block_tools else ""),
         lifespan=pages.lifespan,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
         on_list_resources=pages.list_resources,
         on_list_resource_templates=pages.list_templates,
         on_read_resource=pages.read,
@@ -84,3 +86,5 @@ def create_server(
         on_unsubscribe_resource=pages.unsubscribe,
         on_subscriptions_listen=pages.listen,
     )
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    return server

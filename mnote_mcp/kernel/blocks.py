@@ -239,5 +239,14 @@ def plain_text(blocks: list[Block]) -> str:
 
 def body_summary(blocks: list[Block], limit: int = 200) -> str:
     """The opening of the body as one line of plain text, cut at `limit` characters with an ellipsis."""
-    text = " ".join(" ".join(block["text"].split()) for block, _, _ in walk(blocks) if block["text"].strip())
+    parts: list[str] = []
+    size = 0
+    for block, _, _ in walk(blocks):  # stop once the summary is full: a long page costs no more
+        words = " ".join(block["text"].split())
+        if words:
+            parts.append(words)
+            size += len(words) + 1
+            if size > limit:
+                break
+    text = " ".join(parts)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,4 +1,9 @@
-"""The store's tables. The audit log is append-only, enforced by the database itself."""
+"""The store's tables. The audit log is append-only, enforced by the database itself.
+
+Every write commits a page per B-tree it touches, so tables are laid out to touch few: edges are keyed
+by what identifies them (no rowid table plus index), and the audit sequence is the rowid (an
+append-only table never reuses one, so AUTOINCREMENT's extra bookkeeping table buys nothing).
+"""
 
 from __future__ import annotations
 
@@ -58,14 +63,14 @@ CREATE TABLE IF NOT EXISTS artifacts (
 CREATE UNIQUE INDEX IF NOT EXISTS artifacts_one_summary_per_page
     ON artifacts (workspace_id, page_id) WHERE kind = 'summary';
 CREATE TABLE IF NOT EXISTS edges (
-    id           TEXT PRIMARY KEY,
-    workspace_id TEXT NOT NULL,
     from_id      TEXT NOT NULL REFERENCES artifacts(id),
     to_page_id   TEXT NOT NULL,
     kind         TEXT NOT NULL,
+    id           TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
     created_at   TEXT NOT NULL,
-    UNIQUE (from_id, to_page_id, kind)
-);
+    PRIMARY KEY (from_id, to_page_id, kind)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS idempotency (
     workspace_id TEXT NOT NULL,
     actor_id     TEXT NOT NULL,
@@ -78,7 +83,7 @@ CREATE TABLE IF NOT EXISTS idempotency (
     PRIMARY KEY (workspace_id, actor_id, command_name, idem_key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
-    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq             INTEGER PRIMARY KEY,  -- never reused: the log is append-only
     command_id      TEXT NOT NULL UNIQUE,
     command_name    TEXT NOT NULL,
     workspace_id    TEXT NOT NULL,

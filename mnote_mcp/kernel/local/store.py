@@ -234,23 +234,24 @@ class LocalStore:
         """
         if not actor_id:
             raise MnoteError(ErrorCode.UNAUTHENTICATED, "no_actor")
-        member = conn.execute(
-            "SELECT role FROM members WHERE workspace_id = ? AND actor_id = ?", (workspace_id, actor_id)
-        ).fetchone()
-        if member is None:
-            raise MnoteError(ErrorCode.PERMISSION_DENIED, "not_member", {"workspaceId": workspace_id})
+        # One query for both checkpoints; which of them fails is read from the row, in order.
         row = conn.execute(
-            "SELECT p.title, p.options, p.blocks, p.revision, p.restricted, a.role FROM pages p"
-            " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id AND a.actor_id = ?"
-            " WHERE p.workspace_id = ? AND p.id = ?",
-            (actor_id, workspace_id, document_id),
+            "SELECT m.role, p.id, p.title, p.options, p.blocks, p.revision, p.restricted, a.role"
+            " FROM members m"
+            " LEFT JOIN pages p ON p.workspace_id = m.workspace_id AND p.id = ?"
+            " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id"
+            " AND a.actor_id = m.actor_id"
+            " WHERE m.workspace_id = ? AND m.actor_id = ?",
+            (document_id, workspace_id, actor_id),
         ).fetchone()
         if row is None:
+            raise MnoteError(ErrorCode.PERMISSION_DENIED, "not_member", {"workspaceId": workspace_id})
+        role, found, title, options, blocks, revision, restricted, page_role = row
+        if found is None:
             raise MnoteError(
                 ErrorCode.NOT_FOUND, "page", {"workspaceId": workspace_id, "documentId": document_id}
             )
-        title, options, blocks, revision, restricted, page_role = row
-        grants = grants_of(effective_role(member[0], page_role, bool(restricted)))
+        grants = grants_of(effective_role(role, page_role, bool(restricted)))
         for grant in (Grant.PAGE_READ, need):
             if grant not in grants:
                 raise MnoteError(
