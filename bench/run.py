@@ -34,7 +34,8 @@ class Plan:
         self.calls = 60 if quick else 300
         self.throughput_calls = 320 if quick else 3200
         self.sdk_calls = 40 if quick else 200
-        self.scaling_calls = {100: 5, 1_000: 3, 10_000: 2} if quick else {100: 30, 1_000: 15, 10_000: 5}
+        self.scaling_rounds = 2 if quick else 7
+        self.scaling_calls = {100: 3, 1_000: 2, 10_000: 1} if quick else {100: 6, 1_000: 3, 10_000: 1}
 
 
 async def spawn(target: Target) -> StdioPeer:
@@ -214,42 +215,47 @@ async def http_suite(plan: Plan, db: Path) -> dict[str, Any]:
 
 
 async def scaling_suite(plan: Plan, db: Path) -> dict[str, Any]:
+    """Time per call on pages of 100, 1,000 and 10,000 blocks, the sizes interleaved round by round."""
     peer = await spawn(mnote(db))
-    ms: dict[str, list[float]] = {"page.get": [], "page.save dryRun replace": [], "page.save replace": []}
+    unique = iter(range(10**9))
+    bodies = {size: fixtures.blocks(size) for size in SCALING}
+
+    def content(size: int) -> list[dict[str, Any]]:
+        base = bodies[size]
+        return [base[0], dict(base[1], text=f"changed {next(unique)}"), *base[2:]]
+
+    def specs(size: int) -> dict[str, tuple[str, Any]]:
+        doc = page_id(size)
+        page = {"workspaceId": WORKSPACE, "documentId": doc}
+        return {
+            "page.get": ("mnote.page.get", lambda n: page),
+            "page.save dryRun replace": (
+                "mnote.page.save",
+                lambda n: {**page, "content": content(size), "idempotencyKey": "plan", "dryRun": True},
+            ),
+            "page.save replace": (
+                "mnote.page.save",
+                lambda n: {
+                    **page,
+                    "content": content(size),
+                    "idempotencyKey": f"save_{next(unique)}",
+                    "dryRun": False,
+                },
+            ),
+        }
+
+    samples: dict[str, dict[int, list[float]]] = {op: {size: [] for size in SCALING} for op in specs(100)}
     try:
-        for size in SCALING:
-            doc = page_id(size)
-            base = fixtures.blocks(size)
-            count = plan.scaling_calls[size]
-
-            def content(n: int, base: list[dict[str, Any]] = base) -> list[dict[str, Any]]:
-                changed = dict(base[1], text=f"changed {n} {time.monotonic_ns()}")
-                return [base[0], changed, *base[2:]]
-
-            get = lambda n, doc=doc: {"workspaceId": WORKSPACE, "documentId": doc}  # noqa: E731
-            plan_save = lambda n, doc=doc: {  # noqa: E731
-                "workspaceId": WORKSPACE,
-                "documentId": doc,
-                "content": content(n),
-                "idempotencyKey": f"d{n}",
-                "dryRun": True,
-            }
-            save_ = lambda n, doc=doc, size=size: {  # noqa: E731
-                "workspaceId": WORKSPACE,
-                "documentId": doc,
-                "content": content(n),
-                "idempotencyKey": f"s{size}_{n}_{time.monotonic_ns()}",
-                "dryRun": False,
-            }
-            for op, spec in (
-                ("page.get", ("mnote.page.get", get)),
-                ("page.save dryRun replace", ("mnote.page.save", plan_save)),
-                ("page.save replace", ("mnote.page.save", save_)),
-            ):
-                await sequential(call_of(peer, spec), 1)  # warm
-                ms[op].append(median(await sequential(call_of(peer, spec), count)) * 1e3)
+        for size in SCALING:  # warm every path once
+            for spec in specs(size).values():
+                await sequential(call_of(peer, spec), 1)
+        for _ in range(plan.scaling_rounds):
+            for size in SCALING:
+                for op, spec in specs(size).items():
+                    samples[op][size] += await sequential(call_of(peer, spec), plan.scaling_calls[size])
     finally:
         await peer.close()
+    ms = {op: [median(by_size[size]) * 1e3 for size in SCALING] for op, by_size in samples.items()}
     ratio = {op: row[2] / row[1] for op, row in ms.items()}
     return {"sizes": list(SCALING), "ms": ms, "ratio": ratio}
 

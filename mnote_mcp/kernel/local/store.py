@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +42,23 @@ def _is_busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in _BUSY_CODES
 
 
-@dataclass(slots=True)
+@dataclass
 class PageRow:
+    """A page as read inside a command's transaction. The body is decoded only if the command looks
+    at it: a title, option or artifact command never pays for parsing a long page."""
+
     workspace_id: str
     id: str
     title: str
     options: dict[str, Any]
-    blocks: list[Block]
+    body_json: str
     revision: int
     restricted: bool
+
+    @cached_property
+    def blocks(self) -> list[Block]:
+        decoded: list[Block] = json.loads(self.body_json)
+        return decoded
 
 
 class LocalStore:
@@ -262,7 +271,7 @@ class LocalStore:
             id=document_id,
             title=title,
             options=json.loads(options),
-            blocks=json.loads(blocks),
+            body_json=blocks,
             revision=revision,
             restricted=bool(restricted),
         )
