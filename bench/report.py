@@ -73,7 +73,7 @@ def plot(results: dict[str, Any], samples: dict[str, dict[str, list[float]]], ou
             labels.append(f"{name}\n{kind}")
             data.append([v * 1e6 for v in values])
     dist.boxplot(data, showfliers=False)
-    dist.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
+    dist.set_xticks(range(1, len(labels) + 1), labels, fontsize=7, rotation=35)
     dist.set_ylabel("latency per call (us), raw client over stdio")
     dist.set_title("Sequential call latency")
     sizes = results["scaling"]["sizes"]
