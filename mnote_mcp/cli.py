@@ -253,6 +253,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")
     args = build_parser().parse_args(argv)
+    if args.command != "serve":
+        gc.enable()  # only serving has a start-up worth sparing the collector
     configure_logging(args.log_level, args.log_format)
     try:
         if args.command == "serve":

@@ -29,6 +29,17 @@ MODES = ("legacy", "auto")
 _ENVELOPE = Draft202012Validator(OUTPUT_SCHEMA)
 
 IDS = {"sessionId": "sess_t", "runId": "run_t", "toolCallId": "call_t", "traceId": "trace_t"}
+# The handshake a raw JSON-RPC client (no SDK) opens with.
+RAW_INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
 
 
 def seeded_store(path: Path) -> Path:

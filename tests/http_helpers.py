@@ -45,26 +45,28 @@ def write_tokens(path: Path, tokens: dict[str, dict[str, Any]]) -> Path:
     return path
 
 
+def serve_argv(db: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "mnote_mcp",
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        "0",
+        "--db",
+        str(db),
+        *args,
+    ]
+
+
 @contextmanager
 def http_server(
     db: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 30
 ) -> Iterator[RunningServer]:
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mnote_mcp",
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            "0",
-            "--db",
-            str(db),
-            "--locale",
-            "en",
-            *args,
-        ],
+        serve_argv(db, "--locale", "en", *args),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -107,19 +109,7 @@ def start_failure(
 ) -> subprocess.CompletedProcess[str]:
     """Run a serve command expected to refuse to start."""
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mnote_mcp",
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            "0",
-            "--db",
-            str(db),
-            *args,
-        ],
+        serve_argv(db, *args),
         capture_output=True,
         text=True,
         timeout=30,

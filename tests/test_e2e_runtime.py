@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 from mnote_mcp.demo import tour
 from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.protocol import decode_key, trace_id_of, w3c_trace_id
-from tests.helpers import ROOT
+from tests.helpers import RAW_INITIALIZE, ROOT
 from tests.runtimes import free_port, mnote_command, reference_runtime
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -105,16 +105,7 @@ async def test_cli_relay_gives_the_local_envelopes(
 def test_a_relay_server_starts_without_its_runtime_and_keeps_stdout_clean(tmp_path: Path) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        },
+        RAW_INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {
             "jsonrpc": "2.0",

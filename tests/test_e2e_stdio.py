@@ -14,7 +14,7 @@ from mcp import Client
 
 from mnote_mcp.demo import tour
 from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import ROOT, envelope_of, inspector, stdio_params, write_args
+from tests.helpers import RAW_INITIALIZE, ROOT, envelope_of, inspector, stdio_params, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TIMEOUT = 30
@@ -64,16 +64,7 @@ async def test_demo_path_over_stdio(tmp_path: Path, mode: str) -> None:
 
 def test_stdout_carries_nothing_but_the_protocol(tmp_path: Path) -> None:
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        },
+        RAW_INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {

@@ -10,20 +10,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.helpers import SECRETS, call, page_args, write_args
+from tests.helpers import RAW_INITIALIZE, SECRETS, call, page_args, write_args
 from tests.http_helpers import http_server, mcp_http, start_failure, write_tokens
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
+INIT = RAW_INITIALIZE
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 TOKENS = {
     "tok-editor": {"actorId": "user_editor"},
