@@ -49,8 +49,10 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
     spec = config.kernel.strip()
     if spec == "local":
         from mnote_mcp.kernel.local import LocalKernel
+        from mnote_mcp.kernel.local.limits import PageLimits
 
-        kernel = LocalKernel.open_seeded(config.store_path, seed=config.seed, demo=config.demo)
+        limits = PageLimits(config.max_page_blocks, config.max_page_bytes)
+        kernel = LocalKernel.open_seeded(config.store_path, seed=config.seed, demo=config.demo, limits=limits)
         return kernel, f"sqlite:{config.store_path}"
     if not spec.startswith(("http://", "https://", "cli:")):
         raise ValueError(

@@ -92,6 +92,7 @@ def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-id", default=_env("RUN_ID"), help="bind this runId to the connection")
     parser.add_argument("--trace-id", default=_env("TRACE_ID"), help="bind this traceId to the connection")
     parser.add_argument("--call-timeout", type=float, default=float(_env("CALL_TIMEOUT", "60") or 60))
+    _add_page_limit_flags(parser)
     http = parser.add_argument_group("HTTP transports (--transport sse|http)")
     http.add_argument(
         "--stateless", action="store_true", default=_env_flag("STATELESS"), help="no session state"
@@ -114,6 +115,23 @@ def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
     _add_log_flags(parser)
 
 
+def _add_page_limit_flags(parser: argparse.ArgumentParser) -> None:
+    from mnote_mcp.kernel.local.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES
+
+    parser.add_argument(
+        "--max-page-blocks",
+        type=int,
+        default=int(_env("MAX_PAGE_BLOCKS", str(DEFAULT_MAX_PAGE_BLOCKS)) or DEFAULT_MAX_PAGE_BLOCKS),
+        help=f"most blocks a page may hold (embedded kernel; default {DEFAULT_MAX_PAGE_BLOCKS})",
+    )
+    parser.add_argument(
+        "--max-page-bytes",
+        type=int,
+        default=int(_env("MAX_PAGE_BYTES", str(DEFAULT_MAX_PAGE_BYTES)) or DEFAULT_MAX_PAGE_BYTES),
+        help=f"most bytes of block content a page may hold (embedded kernel; default {DEFAULT_MAX_PAGE_BYTES})",
+    )
+
+
 def _add_log_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level", default=_env("LOG_LEVEL", "info"), choices=["debug", "info", "warning", "error"]
@@ -128,9 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mnote-mcp {__version__}")
     sub = parser.add_subparsers(dest="command")
     _add_serve_flags(sub.add_parser("serve", help="serve the mnote.* tools (default command)"))
-    seed = sub.add_parser("seed", help="load a workspace fixture into a store")
+    seed = sub.add_parser(
+        "seed", help="load a workspace fixture into a store: create what is missing, keep what exists"
+    )
     seed.add_argument("--db", type=Path, default=_env("DB"))
     seed.add_argument("fixture", type=Path)
+    seed.add_argument(
+        "--replace",
+        default="",
+        metavar="WS/DOC,...",
+        help="overwrite these pages with the fixture's version (each a new revision, revertible)",
+    )
     _add_log_flags(seed)
     audit = sub.add_parser("audit", help="read the audit trail of a store")
     audit.add_argument("--db", type=Path, default=_env("DB"))
@@ -166,10 +192,12 @@ def _add_runtime_commands(parser: argparse.ArgumentParser) -> None:
     http.add_argument("--seed", type=Path, default=_env("SEED"), help="load this fixture before serving")
     http.add_argument("--no-demo", action="store_true", default=_env_flag("NO_DEMO"))
     http.add_argument("--record", type=Path, help="append each request's headers here (JSON lines; tests)")
+    _add_page_limit_flags(http)
     _add_log_flags(http)
     cli = sub.add_parser("cli", help="answer one mnote-cli JSON request from stdin on stdout")
     cli.add_argument("--db", type=Path, default=_env("DB"), help="the kernel store (default: per-user)")
     cli.add_argument("--no-demo", action="store_true", default=_env_flag("NO_DEMO"))
+    _add_page_limit_flags(cli)
     cli.add_argument(
         "--log-level", default=_env("LOG_LEVEL", "warning"), choices=["debug", "info", "warning", "error"]
     )
@@ -225,6 +253,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         runtime_token=os.environ.get("MNOTE_RUNTIME_TOKEN") or None,
         runtime_timeout=args.runtime_timeout,
         runtime_retries=args.runtime_retries,
+        max_page_blocks=args.max_page_blocks,
+        max_page_bytes=args.max_page_bytes,
     )
     from mnote_mcp.tools import ALL_TOOLS
 
@@ -283,16 +313,18 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _runtime(args: argparse.Namespace) -> int:
     from mnote_mcp.kernel.local import LocalKernel
+    from mnote_mcp.kernel.local.limits import PageLimits
 
     db = args.db if args.db is not None else default_store_path()
+    limits = PageLimits(args.max_page_blocks, args.max_page_bytes)
     if args.runtime_command == "cli":
         from mnote_mcp.runtime.cli_adapter import main as answer_one
 
-        return answer_one(lambda: LocalKernel.open_seeded(db, demo=not args.no_demo))
+        return answer_one(lambda: LocalKernel.open_seeded(db, demo=not args.no_demo, limits=limits))
     from mnote_mcp.runtime.http_app import serve_runtime
 
     serve_runtime(
-        lambda: LocalKernel.open_seeded(db, seed=args.seed, demo=not args.no_demo),
+        lambda: LocalKernel.open_seeded(db, seed=args.seed, demo=not args.no_demo, limits=limits),
         host=args.host,
         port=args.port,
         token=args.token or None,
@@ -313,10 +345,10 @@ def _seed(args: argparse.Namespace) -> int:
 
     store = _open_store(args.db)
     try:
-        counts = load_fixture(store, read_fixture(args.fixture))
+        report = load_fixture(store, read_fixture(args.fixture), replace=_csv(args.replace))
     finally:
         store.close()
-    print(json.dumps({"store": str(store.path), **counts}))
+    print(json.dumps({"store": str(store.path), **report.to_json()}))
     return 0
 
 

@@ -66,6 +66,9 @@ class ServerConfig:
     runtime_token: str | None = field(default=None, repr=False)
     runtime_timeout: float = 10.0
     runtime_retries: int = 2
+    # The embedded kernel's page size limit (kernel/local/limits.py)
+    max_page_blocks: int = 20_000
+    max_page_bytes: int = 8 * 1024 * 1024
 
     @property
     def store_path(self) -> Path:

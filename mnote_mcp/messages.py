@@ -47,6 +47,10 @@ MESSAGES: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
     (_C.NOT_FOUND, "*"): {"zh-CN": "对象不存在", "en": "not found"},
     (_C.NOT_FOUND, "page"): {"zh-CN": "页面不存在", "en": "page not found"},
     (_C.NOT_FOUND, "block"): {"zh-CN": "块不存在：{blockId}", "en": "block not found: {blockId}"},
+    (_C.NOT_FOUND, "command"): {
+        "zh-CN": "该页面的历史中没有 commandId 为 {commandId} 的写入",
+        "en": "this page's history has no write with commandId {commandId}",
+    },
     (_C.INVALID_ARGUMENT, "*"): {
         "zh-CN": "参数无效：{pointer} {reason}",
         "en": "invalid argument at {pointer}: {reason}",
@@ -54,6 +58,10 @@ MESSAGES: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
     (_C.INVALID_ARGUMENT, "block_type"): {
         "zh-CN": "不支持的块类型（{pointer}），支持：{supportedTypes}",
         "en": "unsupported block type at {pointer}; supported: {supportedTypes}",
+    },
+    (_C.INVALID_ARGUMENT, "page_too_large"): {
+        "zh-CN": "页面将超出大小限制 {limit}={maximum}，未写入任何内容",
+        "en": "the page would exceed its size limit {limit}={maximum}; nothing was written",
     },
     (_C.INVALID_ARGUMENT, "unknown_command"): {
         "zh-CN": "未知的 kernel 命令 {command}",
@@ -67,9 +75,21 @@ MESSAGES: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
         "zh-CN": "分页读取期间页面已修改，cursor 已失效",
         "en": "the page changed while it was read in pieces; the cursor is no longer valid",
     },
+    (_C.CONFLICT, "blocks"): {
+        "zh-CN": "baseRevision 之后这些块已被修改：{blockIds}",
+        "en": "these blocks changed after baseRevision: {blockIds}",
+    },
+    (_C.CONFLICT, "revert"): {
+        "zh-CN": "之后的写入修改了撤销所涉及的内容：{blockIds}",
+        "en": "later writes changed what the revert would undo: {blockIds}",
+    },
     (_C.IDEMPOTENCY_CONFLICT, "*"): {
         "zh-CN": "同一幂等键已用于不同参数",
         "en": "the same idempotency key was already used with different arguments",
+    },
+    (_C.IDEMPOTENCY_CONFLICT, "other_command"): {
+        "zh-CN": "同一幂等键已用于另一个操作（{usedBy}）",
+        "en": "the same idempotency key was already used for another operation ({usedBy})",
     },
     (_C.IDEMPOTENCY_CONFLICT, "summary"): {
         "zh-CN": "同一幂等键已用于不同 summary 内容",
@@ -83,6 +103,10 @@ MESSAGES: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
         "zh-CN": "mnote 运行时暂时不可用，请稍后重试",
         "en": "the mnote runtime is unavailable, retry later",
     },
+    (_C.RUNTIME_UNAVAILABLE, "store_busy"): {
+        "zh-CN": "页面存储正被其他写入锁定，请稍后重试",
+        "en": "the page store is locked by another writer; retry later",
+    },
     (_C.INTERNAL, "*"): {"zh-CN": "内部错误，已记录日志", "en": "internal error; it has been logged"},
 }
 
@@ -91,6 +115,15 @@ HINTS: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
         "zh-CN": "页面当前 revision 为 {currentRevision}：先用 mnote.page.get 重新读取，再以 baseRevision={currentRevision} 重试",
         "en": "the page is at revision {currentRevision}: read it again with mnote.page.get, then retry with "
         "baseRevision={currentRevision}",
+    },
+    (_C.CONFLICT, "blocks"): {
+        "zh-CN": "页面当前 revision 为 {currentRevision}：用 mnote.page.get 重新读取这些块，再以 baseRevision={currentRevision} 重试",
+        "en": "the page is at revision {currentRevision}: read these blocks again with mnote.page.get, then retry "
+        "with baseRevision={currentRevision}",
+    },
+    (_C.CONFLICT, "revert"): {
+        "zh-CN": "用 mnote.page.history 查看之后的写入；可以改为撤销到某个 revision（toRevision）",
+        "en": "see the later writes with mnote.page.history; reverting to a revision (toRevision) undoes them too",
     },
     (_C.CONFLICT, "cursor"): {
         "zh-CN": "页面当前 revision 为 {currentRevision}：不带 cursor 从头重新读取",

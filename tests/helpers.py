@@ -21,6 +21,7 @@ from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.envelope import OUTPUT_SCHEMA
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+from mnote_mcp.kernel.local.limits import PageLimits
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "workspace.json"
@@ -49,17 +50,22 @@ def seeded_store(path: Path) -> Path:
     return path
 
 
-def dump(path: Path) -> str:
+def dump(path: Path, *, audit: bool = True) -> str:
+    """Every row of the store as SQL; `audit=False` leaves out the audit log (a replay adds a record
+    of the retry there, and nothing anywhere else)."""
     kernel = LocalKernel.open(path)
     try:
-        return kernel.store.dump()
+        text = kernel.store.dump()
     finally:
         kernel.store.close()
+    if audit:
+        return text
+    return "\n".join(line for line in text.splitlines() if not line.startswith('INSERT INTO "audit"'))
 
 
 def make_app(db: Path, **config: Any) -> App:
     cfg = replace(ServerConfig(db=db, locale="en", demo=False, actor="user_editor"), **config)
-    kernel = LocalKernel.open(db)
+    kernel = LocalKernel.open(db, limits=PageLimits(cfg.max_page_blocks, cfg.max_page_bytes))
     dispatcher = Dispatcher(build_registry(cfg), kernel, locale=cfg.locale, read_only=cfg.read_only)
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 

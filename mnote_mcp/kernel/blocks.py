@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
 
@@ -74,6 +74,11 @@ def normalize_block(raw: Any, pointer: str = "", depth: int = 1) -> Block:
     is what a tool that takes one block's fields as its arguments reports.
     """
     return _normalize(raw, pointer, depth, set(), [0])
+
+
+def block_not_found(block: str, pointer: str) -> MnoteError:
+    """A block the call names (`pointer` says where) that is not on the page."""
+    return MnoteError(ErrorCode.NOT_FOUND, "block", {"blockId": block, "pointer": pointer})
 
 
 def block_id(value: Any, pointer: str) -> str:
@@ -174,7 +179,15 @@ def _props(kind: str, spec: BlockType, raw: Any, pointer: str) -> dict[str, Any]
     return props
 
 
-def assign_ids(blocks: list[Block], seed: str, taken: set[str]) -> list[Block]:
+class IdSet(Protocol):
+    """The ids a new id must not collide with: a set, or a page's rows asked one id at a time."""
+
+    def __contains__(self, block_id: object, /) -> bool: ...
+
+    def add(self, block_id: str, /) -> None: ...
+
+
+def assign_ids(blocks: list[Block], seed: str, taken: IdSet) -> list[Block]:
     """Give every block without an id a deterministic one, unique among `taken` (which it extends).
 
     The id depends only on the seed (page, base revision, command) and the block's position, so a dry
@@ -239,10 +252,15 @@ def plain_text(blocks: list[Block]) -> str:
 
 def body_summary(blocks: list[Block], limit: int = 200) -> str:
     """The opening of the body as one line of plain text, cut at `limit` characters with an ellipsis."""
+    return summary_of((block["text"] for block, _, _ in walk(blocks)), limit)
+
+
+def summary_of(texts: Iterable[str], limit: int = 200) -> str:
+    """`body_summary` of the blocks' texts in document order; reads no more of them than it needs."""
     parts: list[str] = []
     size = 0
-    for block, _, _ in walk(blocks):  # stop once the summary is full: a long page costs no more
-        words = " ".join(block["text"].split())
+    for text in texts:  # stop once the summary is full: a long page costs no more
+        words = " ".join(text.split())
         if words:
             parts.append(words)
             size += len(words) + 1

@@ -25,13 +25,14 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
     CLI_PROTOCOL_VERSION,
     EXECUTE,
     GET_PAGE,
     LIST_PAGES,
+    PAGE_HISTORY,
     PAGE_REVISIONS,
     MalformedReplyError,
     Operation,
@@ -98,6 +99,13 @@ class CliKernel:
         query = {"actorId": actor_id, "pages": [key.to_wire() for key in pages]}
         revisions: dict[PageKey, int] = await self._call(PAGE_REVISIONS, {"query": query})
         return revisions
+
+    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
+        trace = query.correlation.trace_id
+        history: dict[str, Any] = await self._call(
+            PAGE_HISTORY, {"query": query.to_wire(), "traceparent": traceparent(trace)}
+        )
+        return history
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100

@@ -23,13 +23,14 @@ import httpx2
 
 from mnote_mcp import __version__
 from mnote_mcp.kernel.errors import MnoteError
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
     EXECUTE,
     GET_PAGE,
     IDEMPOTENCY_HEADER,
     LIST_PAGES,
+    PAGE_HISTORY,
     PAGE_REVISIONS,
     RETRY_STATUSES,
     SERVICE_TOKEN_STATUS,
@@ -124,6 +125,12 @@ class HttpKernel:
         query = {"actorId": actor_id, "pages": [key.to_wire() for key in pages]}
         revisions: dict[PageKey, int] = await self._call(PAGE_REVISIONS, json=query)
         return revisions
+
+    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
+        history: dict[str, Any] = await self._call(
+            PAGE_HISTORY, json=query.to_wire(), trace_id=query.correlation.trace_id
+        )
+        return history
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100

@@ -23,6 +23,7 @@ class CommandName(StrEnum):
     PAGE_BLOCK_UPDATE = "page.block.update"
     PAGE_BLOCK_DELETE = "page.block.delete"
     PAGE_BLOCK_MOVE = "page.block.move"
+    PAGE_REVERT = "page.revert"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,61 @@ class PageQuery:
             format=str(data.get("format") or "blocks"),
             block_ids=tuple(str(item) for item in block_ids) if isinstance(block_ids, list) else None,
             max_blocks=int(max_blocks) if max_blocks is not None else None,
+            cursor=str(cursor) if cursor is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryQuery:
+    """What `page_history` should list: a page's recorded writes, newest first.
+
+    `run_id`, `session_id` and `by_actor_id` keep only the writes with those correlation ids (on the
+    wire: `filter: {runId, sessionId, actorId}`, apart from `actorId`, which names who asks);
+    `since_revision` only those after it; `limit` and `cursor` page through the rest.
+    """
+
+    workspace_id: str
+    document_id: str
+    actor_id: str
+    correlation: Correlation
+    run_id: str | None = None
+    session_id: str | None = None
+    by_actor_id: str | None = None
+    since_revision: int | None = None
+    limit: int = 20
+    cursor: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "workspaceId": self.workspace_id,
+            "documentId": self.document_id,
+            "actorId": self.actor_id,
+            "correlation": self.correlation.to_wire(),
+            "filter": {"runId": self.run_id, "sessionId": self.session_id, "actorId": self.by_actor_id},
+            "sinceRevision": self.since_revision,
+            "limit": self.limit,
+            "cursor": self.cursor,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> HistoryQuery:
+        where = data.get("filter") or {}
+        since, limit, cursor = data.get("sinceRevision"), data.get("limit"), data.get("cursor")
+
+        def text(name: str) -> str | None:
+            value = where.get(name)
+            return str(value) if value is not None else None
+
+        return cls(
+            workspace_id=str(data["workspaceId"]),
+            document_id=str(data["documentId"]),
+            actor_id=str(data["actorId"]),
+            correlation=Correlation.from_wire(data["correlation"]),
+            run_id=text("runId"),
+            session_id=text("sessionId"),
+            by_actor_id=text("actorId"),
+            since_revision=int(since) if since is not None else None,
+            limit=int(limit) if limit is not None else 20,
             cursor=str(cursor) if cursor is not None else None,
         )
 
@@ -272,6 +328,11 @@ class Kernel(Protocol):
         A page that is missing or not readable is simply absent from the answer (never an error, so a
         watcher cannot tell the two apart); an empty actor reads nothing. Cheap enough to poll.
         """
+        ...
+
+    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
+        """A page's recorded writes, newest first (needs page read): `{workspaceId, documentId,
+        revision, historyFrom, entries: [...], nextCursor?}`."""
         ...
 
     async def audit_trail(

@@ -138,6 +138,28 @@ PAGE_QUERY_SCHEMA: dict[str, Any] = {
         "includeBlocks": {"type": "boolean"},
     },
 }
+_NULLABLE_STRING = {"type": ["string", "null"]}
+HISTORY_QUERY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["workspaceId", "documentId", "actorId", "correlation"],
+    "properties": {
+        "workspaceId": _STRING,
+        "documentId": _STRING,
+        "actorId": _STRING,
+        "correlation": _CORRELATION,
+        "filter": {
+            "type": ["object", "null"],
+            "properties": {
+                "runId": _NULLABLE_STRING,
+                "sessionId": _NULLABLE_STRING,
+                "actorId": _NULLABLE_STRING,
+            },
+        },
+        "sinceRevision": {"type": ["integer", "null"]},
+        "limit": {"type": ["integer", "null"]},
+        "cursor": _NULLABLE_STRING,
+    },
+}
 AUDIT_QUERY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -173,6 +195,25 @@ PAGE_SCHEMA: dict[str, Any] = {
         "bodySummary": _STRING,
         "pageOptions": {"type": "object"},
         "blocks": _OBJECTS,
+    },
+}
+HISTORY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["workspaceId", "documentId", "revision", "historyFrom", "entries"],
+    "properties": {
+        "workspaceId": _STRING,
+        "documentId": _STRING,
+        "revision": {"type": "integer"},
+        "historyFrom": {"type": "integer"},
+        "entries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["revision", "commandName", "commandId", "actorId", "createdAt", "diff"],
+                "properties": {"revision": {"type": "integer"}, "diff": _OBJECTS},
+            },
+        },
+        "nextCursor": _STRING,
     },
 }
 _PAGE_REF = {
@@ -254,6 +295,7 @@ def check_request(validator: Validator, value: Any, pointer_prefix: str = "") ->
 COMMAND = _validator(COMMAND_SCHEMA)
 PAGE_REVISIONS_QUERY = _validator(PAGE_REVISIONS_QUERY_SCHEMA)
 PAGE_QUERY = _validator(PAGE_QUERY_SCHEMA)
+HISTORY_QUERY = _validator(HISTORY_QUERY_SCHEMA)
 AUDIT_QUERY = _validator(AUDIT_QUERY_SCHEMA)
 CLI_REQUEST = _validator(CLI_REQUEST_SCHEMA)
 _ERROR = _validator(ERROR_SCHEMA)
@@ -305,8 +347,11 @@ PAGE_REVISIONS = Operation(
     _validator(REVISIONS_SCHEMA),
     revisions_from_wire,
 )
+PAGE_HISTORY = Operation(
+    "page_history", "POST", "/v1/pages/history", "history", _validator(HISTORY_SCHEMA), dict
+)
 OPERATIONS: dict[str, Operation] = {
-    op.name: op for op in (EXECUTE, GET_PAGE, LIST_PAGES, PAGE_REVISIONS, AUDIT_TRAIL)
+    op.name: op for op in (EXECUTE, GET_PAGE, LIST_PAGES, PAGE_REVISIONS, PAGE_HISTORY, AUDIT_TRAIL)
 }
 HEALTH_PATH = "/v1/health"
 

@@ -16,11 +16,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mnote_mcp.kernel.blocks import MAX_BLOCKS, Block, block_id, body_summary, count_blocks, walk
+from mnote_mcp.kernel.blocks import MAX_BLOCKS, Block, block_id, block_not_found, count_blocks, walk
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import PageQuery
-from mnote_mcp.kernel.tree import not_found
 
 FORMATS = ("blocks", "markdown")
 
@@ -39,8 +38,16 @@ def check_query(query: PageQuery) -> None:
 
 
 def page_view(
-    query: PageQuery, *, title: str, options: Mapping[str, Any], blocks: list[Block], revision: int
+    query: PageQuery,
+    *,
+    title: str,
+    options: Mapping[str, Any],
+    revision: int,
+    roots: list[Block],
+    summary: str | None,
 ) -> dict[str, Any]:
+    """The view of a page: `roots` are the top-level blocks the query selects (the whole body, or the
+    `blockIds` subset, see `select`), `summary` its `bodySummary` (when `includeBody`)."""
     view: dict[str, Any] = {
         "documentId": query.document_id,
         "workspaceId": query.workspace_id,
@@ -48,12 +55,11 @@ def page_view(
         "revision": revision,
     }
     if query.include_body:
-        view["bodySummary"] = body_summary(blocks)
+        view["bodySummary"] = summary if summary is not None else ""
     if query.include_options:
         view["pageOptions"] = dict(options)
     if not query.include_blocks:
         return view
-    roots = _select(blocks, query.block_ids)
     start = _decode_cursor(query, revision, len(roots)) if query.cursor is not None else 0
     end = _piece_end(roots, start, query.max_blocks)
     piece = roots[start:end]
@@ -66,14 +72,14 @@ def page_view(
     return view
 
 
-def _select(blocks: list[Block], wanted: tuple[str, ...] | None) -> list[Block]:
+def select(blocks: list[Block], wanted: tuple[str, ...] | None) -> list[Block]:
     """The requested blocks in document order, each once: one inside another comes with its ancestor."""
     if wanted is None:
         return blocks
     parents = {block["id"]: (block, parent) for block, parent, _ in walk(blocks)}
     for index, value in enumerate(wanted):
         if value not in parents:
-            raise not_found(value, f"/blockIds/{index}")
+            raise block_not_found(value, f"/blockIds/{index}")
     chosen = set(wanted)
 
     def covered(block_id: str) -> bool:

@@ -24,6 +24,7 @@ from mnote_mcp.kernel.protocol import (
     EXECUTE,
     GET_PAGE,
     LIST_PAGES,
+    PAGE_HISTORY,
     PAGE_REVISIONS,
     check_request,
     trace_id_of,
@@ -51,6 +52,15 @@ async def _get_page(kernel: Kernel, request: dict[str, Any]) -> Any:
     )
 
 
+async def _page_history(kernel: Kernel, request: dict[str, Any]) -> Any:
+    return await service.page_history(
+        kernel,
+        request.get("query"),
+        traceparent_trace_id=trace_id_of(request.get("traceparent")),
+        where="/query",
+    )
+
+
 async def _list_pages(kernel: Kernel, request: dict[str, Any]) -> Any:
     return await service.list_pages(kernel, request.get("actorId"))
 
@@ -69,6 +79,7 @@ OPS: dict[str, Op] = {
     GET_PAGE.name: _get_page,
     LIST_PAGES.name: _list_pages,
     PAGE_REVISIONS.name: _page_revisions,
+    PAGE_HISTORY.name: _page_history,
     AUDIT_TRAIL.name: _audit_trail,
 }
 

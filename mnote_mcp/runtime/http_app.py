@@ -32,6 +32,7 @@ from mnote_mcp.kernel.protocol import (
     HEALTH_PATH,
     IDEMPOTENCY_HEADER,
     LIST_PAGES,
+    PAGE_HISTORY,
     PAGE_REVISIONS,
     PROTOCOL,
     SERVICE_TOKEN_STATUS,
@@ -82,6 +83,13 @@ async def get_page(request: Request, kernel: Kernel) -> dict[str, Any]:
         kernel, await _json_body(request), traceparent_trace_id=_traceparent(request)
     )
     return {GET_PAGE.reply_key: page}
+
+
+async def page_history(request: Request, kernel: Kernel) -> dict[str, Any]:
+    history = await service.page_history(
+        kernel, await _json_body(request), traceparent_trace_id=_traceparent(request)
+    )
+    return {PAGE_HISTORY.reply_key: history}
 
 
 async def list_pages(request: Request, kernel: Kernel) -> dict[str, Any]:
@@ -182,6 +190,7 @@ def create_app(kernel: Kernel, *, token: str | None = None, record: Path | None 
         runtime.route(GET_PAGE.path, GET_PAGE.method, get_page),
         runtime.route(LIST_PAGES.path, LIST_PAGES.method, list_pages),
         runtime.route(PAGE_REVISIONS.path, PAGE_REVISIONS.method, page_revisions),
+        runtime.route(PAGE_HISTORY.path, PAGE_HISTORY.method, page_history),
         runtime.route(AUDIT_TRAIL.path, AUDIT_TRAIL.method, audit_trail),
     ]
 

@@ -10,10 +10,11 @@ import logging
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Command, Kernel, PageKey, PageQuery, revisions_to_wire
+from mnote_mcp.kernel.port import Command, HistoryQuery, Kernel, PageKey, PageQuery, revisions_to_wire
 from mnote_mcp.kernel.protocol import (
     AUDIT_QUERY,
     COMMAND,
+    HISTORY_QUERY,
     PAGE_QUERY,
     PAGE_REVISIONS_QUERY,
     check_request,
@@ -63,6 +64,15 @@ async def get_page(
     page_query = PageQuery.from_wire(query)
     _check_trace(traceparent_trace_id, page_query.correlation.trace_id)
     return await kernel.get_page(page_query)
+
+
+async def page_history(
+    kernel: Kernel, query: Any, *, traceparent_trace_id: str | None = None, where: str = ""
+) -> dict[str, Any]:
+    check_request(HISTORY_QUERY, query, where)
+    history_query = HistoryQuery.from_wire(query)
+    _check_trace(traceparent_trace_id, history_query.correlation.trace_id)
+    return await kernel.page_history(history_query)
 
 
 async def list_pages(kernel: Kernel, actor_id: Any) -> list[dict[str, Any]]:

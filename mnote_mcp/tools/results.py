@@ -26,6 +26,9 @@ def write_result(outcome: CommandOutcome, locale: Locale) -> ToolResult:
             "warnings": warnings,
             **outcome.data,
         }
+        if outcome.replayed:  # the real call would replay this write, not make another
+            plan["idempotentReplay"] = True
+            plan["commandId"] = outcome.command_id
         return ToolResult(result=plan, effect="dry_run", command_id=None)
     result: dict[str, Any] = {
         "commandName": outcome.command_name,

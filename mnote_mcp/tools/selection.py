@@ -13,7 +13,7 @@ from fnmatch import fnmatchcase
 
 from mnote_mcp.tools.registry import ToolSpec
 
-TOOLSETS: tuple[str, ...] = ("page", "block", "artifact")
+TOOLSETS: tuple[str, ...] = ("page", "block", "history", "artifact")
 
 
 @dataclass(frozen=True, slots=True)

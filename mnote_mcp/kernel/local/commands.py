@@ -1,76 +1,59 @@
 """What each kernel command validates, plans and writes, declared once per command.
 
-`validate` is pure (payload in, canonical payload out); `plan` reads the page and computes the diff
-that both a dry run and the real call report; `apply` is the only code that writes, and the store
-calls it only for a real call that changes something.
+`validate` is pure (payload in, canonical payload out). `plan` reads what it needs of the page (a
+block edit: the rows it names, their neighbours and ancestors; a replace: every row) and computes the
+row changes, the new title or options, and the diff that both a dry run and the real call report. The
+store writes a plan; only artifact commands bring their own `apply`. The Markdown text diff is a
+function, called for dry runs only. `depends` names the blocks a block edit relies on, so that a
+stale `baseRevision` can be accepted when none of them changed since (block-level concurrency).
 """
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from mnote_mcp.kernel.blocks import (
     BLOCK_TYPES,
-    MAX_BLOCKS,
+    MAX_DEPTH,
     Block,
     assign_ids,
     block_id,
-    count_blocks,
+    block_not_found,
+    height,
     ids_in,
     normalize_block,
     normalize_blocks,
     walk,
     walk_pointers,
 )
-from mnote_mcp.kernel.diff import append_diff, placed, replace_diff, text_diff
+from mnote_mcp.kernel.diff import append_diff, placed, replace_diff
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
-from mnote_mcp.kernel.local.encoding import dumps, now
-from mnote_mcp.kernel.markdown import render_markdown
+from mnote_mcp.kernel.local.access import PageHead, option_registry
+from mnote_mcp.kernel.local.encoding import now
+from mnote_mcp.kernel.local.history import HeadChange
+from mnote_mcp.kernel.local.orderkeys import keys_between, too_long
+from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx, body_plan
+from mnote_mcp.kernel.local.revert import plan_revert, validate_revert
+from mnote_mcp.kernel.local.rows import (
+    TOP,
+    BlockChange,
+    BlockRow,
+    PageBlocks,
+    new_rows,
+    replace_rows,
+    tree_of,
+)
 from mnote_mcp.kernel.policy import Grant
-from mnote_mcp.kernel.port import Command, CommandName
-from mnote_mcp.kernel.tree import BlockTree, Position, Target
-
-if TYPE_CHECKING:
-    from mnote_mcp.kernel.local.store import LocalStore, PageRow
+from mnote_mcp.kernel.port import CommandName
 
 MAX_TITLE_LENGTH = 500
 MAX_ARTIFACT_LENGTH = 100_000
 
-Apply = Callable[[sqlite3.Connection, str], int]
-
-
-@dataclass(slots=True)
-class Plan:
-    diff: list[dict[str, Any]]
-    changed: bool
-    apply: Apply | None = None
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)
-    dry_run_data: dict[str, Any] = field(default_factory=dict)
-
-
-Planner = Callable[["LocalStore", sqlite3.Connection, "PageRow", Command, dict[str, Any]], Plan]
-
-
-@dataclass(frozen=True, slots=True)
-class CommandSpec:
-    grant: Grant
-    validate: Callable[[Mapping[str, Any]], dict[str, Any]]
-    plan: Planner
-    conflict_reason: str = "generic"
-
-
-def _write_page(conn: sqlite3.Connection, page: PageRow, column: str, value: str) -> int:
-    revision = page.revision + 1
-    conn.execute(
-        f"UPDATE pages SET {column} = ?, revision = ?, updated_at = ? WHERE workspace_id = ? AND id = ?",
-        (value, revision, now(), page.workspace_id, page.id),
-    )
-    return revision
+Position = Literal["start", "end"]
 
 
 def _text(payload: Mapping[str, Any], name: str, limit: int) -> str:
@@ -82,6 +65,111 @@ def _text(payload: Mapping[str, Any], name: str, limit: int) -> str:
     if len(value) > limit:
         raise invalid(f"/{name}", f"longer than {limit} characters")
     return value
+
+
+class _PageIds:
+    """The ids on the page (asked one at a time) plus the ones being added."""
+
+    def __init__(self, blocks: PageBlocks, adding: set[str]) -> None:
+        self.blocks = blocks
+        self.adding = adding
+
+    def __contains__(self, block: object) -> bool:
+        return block in self.adding or (isinstance(block, str) and self.blocks.exists(block))
+
+    def add(self, block: str) -> None:
+        self.adding.add(block)
+
+
+# -- placement ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """Where blocks go: under `parent_id` (TOP: the page), between the order keys `low` and `high`,
+    right after the block `after_id` (None: first). `depth` is the depth of a block placed there."""
+
+    parent_id: str
+    after_id: str | None
+    low: str | None
+    high: str | None
+    depth: int
+
+    def check_fits(self, heights: int, pointer: str) -> None:
+        deepest = self.depth - 1 + heights
+        if deepest > MAX_DEPTH:
+            raise invalid(pointer, f"would nest deeper than {MAX_DEPTH} levels", depth=deepest)
+
+
+def _slot(tx: Tx, p: dict[str, Any], moving: str | None = None) -> Slot:
+    """Resolve where blocks would go, refusing what cannot be: the parent first, then the anchor."""
+    blocks = tx.blocks
+    parent_id: str | None = p["parentId"]
+    after_id: str | None = p["afterBlockId"]
+    parent_depth = 0
+    if parent_id is not None:
+        parent = blocks.get(parent_id)
+        if parent is None:
+            raise block_not_found(parent_id, "/parentId")
+        if moving is not None and blocks.within(parent_id, moving):
+            raise invalid("/parentId", "is the moved block or inside it", blockId=parent_id)
+        if not BLOCK_TYPES[parent.type].has_children:
+            raise invalid(
+                "/parentId",
+                f"a {parent.type} block has no children",
+                typesWithChildren=[name for name, spec in BLOCK_TYPES.items() if spec.has_children],
+            )
+        parent_depth = blocks.depth(parent_id)
+    if after_id is None:
+        container = parent_id if parent_id is not None else TOP
+        if p["position"] == "start":
+            first = blocks.edge_child(container, last=False, skip=moving)
+            return Slot(container, None, None, first.position if first else None, parent_depth + 1)
+        last = blocks.edge_child(container, last=True, skip=moving)
+        return Slot(
+            container, last.id if last else None, last.position if last else None, None, parent_depth + 1
+        )
+    anchor = blocks.get(after_id)
+    if anchor is None:
+        raise block_not_found(after_id, "/afterBlockId")
+    if moving is not None and blocks.within(after_id, moving):
+        raise invalid("/afterBlockId", "is the moved block or inside it", blockId=after_id)
+    if parent_id is not None and anchor.parent_id != parent_id:
+        raise invalid(
+            "/afterBlockId",
+            "is not a direct child of parentId",
+            blockId=after_id,
+            parentId=parent_id,
+            actualParentId=anchor.parent_id or None,
+        )
+    following = blocks.sibling(anchor, following=True, skip=moving)
+    return Slot(
+        anchor.parent_id,
+        anchor.id,
+        anchor.position,
+        following.position if following else None,
+        blocks.depth(after_id),
+    )
+
+
+def _keys(tx: Tx, slot: Slot, count: int, moving: str | None = None) -> tuple[list[str], list[BlockChange]]:
+    """Order keys for `count` blocks placed at `slot`; if the gap is worn thin, the siblings are
+    respaced and their new keys come back as `rekey` changes."""
+    keys = keys_between(slot.low, slot.high, count)
+    if not too_long(keys):
+        return keys, []
+    siblings = [row for row in tx.blocks.children(slot.parent_id) if row.id != moving]
+    index = (
+        0 if slot.after_id is None else 1 + next(i for i, r in enumerate(siblings) if r.id == slot.after_id)
+    )
+    fresh = keys_between(None, None, len(siblings) + count)
+    others = fresh[:index] + fresh[index + count :]
+    rekeys = [
+        BlockChange(row.id, row, replace(row, position=key), rekey=True)
+        for row, key in zip(siblings, others, strict=True)
+        if row.position != key
+    ]
+    return fresh[index : index + count], rekeys
 
 
 # -- page.body.save --------------------------------------------------------------------------
@@ -97,65 +185,46 @@ def _validate_save(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"mode": mode, "content": content}
 
 
-def _plan_save(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
+def _plan_save(tx: Tx, p: dict[str, Any]) -> Plan:
     content: list[Block] = p["content"]
+    page = tx.page
     seed = f"{page.workspace_id}/{page.id}@{page.revision}:{p['mode']}"
-    existing = ids_in(page.blocks)
     if p["mode"] == "append":
-        clash = sorted(ids_in(content) & existing)
+        given = ids_in(content)
+        clash = sorted(tx.blocks.get_many(given))
         if clash:
             raise invalid(
                 "/content", "block id already on the page; append adds new blocks", blockId=clash[0]
             )
-        added = assign_ids(content, seed, set(existing))
-        body = page.blocks + added
-        diff = append_diff(added)
-        data: dict[str, Any] = {"blockIds": [block["id"] for block in added]}
-    else:
-        body = assign_ids(content, seed, ids_in(content) | existing)
-        diff = replace_diff(page.blocks, body)
-        data = {}
-    return _body_plan(page, body, diff, data)
+        added = assign_ids(content, seed, _PageIds(tx.blocks, set(given)))
+        slot = _slot(tx, {"parentId": None, "afterBlockId": None, "position": "end"})
+        keys, rekeys = _keys(tx, slot, len(added))
+        changes = rekeys + new_rows(added, TOP, keys, tx.next_revision)
+        return body_plan(tx, changes, append_diff(added), {"blockIds": [block["id"] for block in added]})
+    tx.whole_page(len(content))
+    rows = {row.id: row for row in tx.blocks.all()}
+    old = tree_of(rows.values())
+    body = assign_ids(content, seed, ids_in(content) | set(rows))
+    diff = replace_diff(old, body)
+    return body_plan(tx, replace_rows(rows, body, diff, tx.next_revision), diff, {}, body)
 
 
-def _body_plan(page: PageRow, body: list[Block], diff: list[dict[str, Any]], data: dict[str, Any]) -> Plan:
-    """A plan that writes `body` as the page's new blocks, with a text diff for a dry run."""
-    dry_run_data = (
-        {"textDiff": text_diff(render_markdown(page.blocks), render_markdown(body))} if diff else {}
-    )
-    encoded = dumps(body)
-    return Plan(
-        diff=diff,
-        changed=bool(diff),
-        apply=lambda conn, _cid: _write_page(conn, page, "blocks", encoded),
-        data=data,
-        dry_run_data=dry_run_data,
-    )
-
-
-# -- page.head.updateTitle -------------------------------------------------------------------
+# -- page.head.updateTitle, page.layout.updateOptions ----------------------------------------
 
 
 def _validate_title(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"title": _text(payload, "title", MAX_TITLE_LENGTH)}
 
 
-def _plan_title(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
+def _plan_title(tx: Tx, p: dict[str, Any]) -> Plan:
     title: str = p["title"]
-    if title == page.title:
+    if title == tx.page.title:
         return Plan(diff=[], changed=False)
     return Plan(
-        diff=[{"op": "set", "field": "title", "from": page.title, "to": title}],
+        diff=[{"op": "set", "field": "title", "from": tx.page.title, "to": title}],
         changed=True,
-        apply=lambda conn, _cid: _write_page(conn, page, "title", title),
+        head=HeadChange(title=(tx.page.title, title)),
     )
-
-
-# -- page.layout.updateOptions ---------------------------------------------------------------
 
 
 def _validate_options(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -170,16 +239,15 @@ def _validate_options(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"options": dict(options)}
 
 
-def _plan_options(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
-    registry = store.option_registry(conn)
+def _plan_options(tx: Tx, p: dict[str, Any]) -> Plan:
+    registry = option_registry(tx.conn)
     requested: dict[str, bool] = p["options"]
+    current = tx.page.options
     unknown = sorted(name for name in requested if name not in registry)
     if unknown:
         raise invalid(f"/options/{unknown[0]}", "unknown page option", knownOptions=sorted(registry))
     not_wired = sorted(name for name in requested if registry[name] != "wired")
-    if not_wired and not cmd.dry_run:
+    if not_wired and not tx.command.dry_run:
         raise MnoteError(
             ErrorCode.OPTION_NOT_WIRED,
             "option",
@@ -194,15 +262,14 @@ def _plan_options(
         for name in not_wired
     ]
     diff = [
-        {"op": "set", "option": name, "from": page.options.get(name), "to": value}
+        {"op": "set", "option": name, "from": current.get(name), "to": value}
         for name, value in requested.items()
-        if page.options.get(name) != value
+        if current.get(name) != value
     ]
-    merged = dumps({**page.options, **requested})
     return Plan(
         diff=diff,
         changed=bool(diff),
-        apply=lambda conn, _cid: _write_page(conn, page, "options", merged),
+        head=HeadChange(options=(dict(current), {**current, **requested})) if diff else HeadChange(),
         warnings=warnings,
     )
 
@@ -231,11 +298,6 @@ def _placement(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _target(tree: BlockTree, p: dict[str, Any], moving: str | None = None) -> Target:
-    position: Position = p["position"]
-    return tree.target(after_id=p["afterBlockId"], parent_id=p["parentId"], position=position, moving=moving)
-
-
 def _validate_insert(payload: Mapping[str, Any]) -> dict[str, Any]:
     blocks = normalize_blocks(payload.get("blocks"), "/blocks")
     if not blocks:
@@ -243,24 +305,45 @@ def _validate_insert(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"blocks": blocks, **_placement(payload)}
 
 
-def _plan_insert(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
+def _plan_insert(tx: Tx, p: dict[str, Any]) -> Plan:
     blocks: list[Block] = p["blocks"]
-    existing = ids_in(page.blocks)
+    given = ids_in(blocks)
+    on_page = tx.blocks.get_many(given)
     for block, pointer in walk_pointers(blocks, "/blocks"):
-        if block["id"] in existing:
+        if block["id"] in on_page:
             raise invalid(f"{pointer}/id", "block id already on the page", blockId=block["id"])
-    if count_blocks(page.blocks) + count_blocks(blocks) > MAX_BLOCKS:
-        raise invalid("/blocks", f"the page would hold more than {MAX_BLOCKS} blocks")
-    tree = BlockTree(page.blocks)
-    target = _target(tree, p)
-    target.check_fits(blocks, "/blocks")
-    seed = f"{page.workspace_id}/{page.id}@{page.revision}:block.insert"
-    added = assign_ids(blocks, seed, existing | ids_in(blocks))
-    tree.attach(target, added)
-    block_ids = [block["id"] for block, _, _ in walk(added)]
-    return _body_plan(page, tree.blocks, replace_diff(page.blocks, tree.blocks), {"blockIds": block_ids})
+    slot = _slot(tx, p)
+    slot.check_fits(max(height(block) for block in blocks), "/blocks")
+    page = tx.page
+    added = assign_ids(
+        blocks, f"{page.workspace_id}/{page.id}@{page.revision}:block.insert", _PageIds(tx.blocks, set(given))
+    )
+    keys, rekeys = _keys(tx, slot, len(added))
+    diff: list[dict[str, Any]] = []
+    for block, parent, _ in walk(added, slot.parent_id or None):
+        diff.append(placed("insert", block["id"], parent, None))
+    _link_afters(diff, added, slot.after_id)
+    changes = rekeys + new_rows(added, slot.parent_id, keys, tx.next_revision)
+    return body_plan(tx, changes, diff, {"blockIds": [op["blockId"] for op in diff]})
+
+
+def _link_afters(diff: list[dict[str, Any]], added: list[Block], first_after: str | None) -> None:
+    """Fill each insert op's `after` (its previous sibling), in the walk order of `diff`."""
+    afters: dict[str, str | None] = {}
+
+    def visit(siblings: list[Block], previous: str | None) -> None:
+        for block in siblings:
+            afters[block["id"]] = previous
+            previous = block["id"]
+            visit(block.get("children") or [], None)
+
+    visit(added, first_after)
+    for op in diff:
+        op["after"] = afters[op["blockId"]]
+
+
+def _insert_depends(tx: Tx, p: dict[str, Any]) -> list[str]:
+    return [bid for bid in (p["afterBlockId"], p["parentId"]) if bid is not None]
 
 
 def _validate_update(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -279,37 +362,55 @@ def _validate_update(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"blockId": target, **changes}
 
 
-def _plan_update(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
-    tree = BlockTree(page.blocks)
-    place = tree.find(p["blockId"], "/blockId")
-    block = place.block
-    kind = str(p.get("type", block["type"]))
+def _plan_update(tx: Tx, p: dict[str, Any]) -> Plan:
+    row = tx.blocks.get(p["blockId"])
+    if row is None:
+        raise block_not_found(p["blockId"], "/blockId")
+    kind = str(p.get("type", row.type))
     spec = BLOCK_TYPES[kind]
-    if block.get("children") and not spec.has_children:
+    if not spec.has_children and tx.blocks.has_children(row.id):
         raise invalid(
             "/type",
             f"the block has children; a {kind} block has none",
             typesWithChildren=[name for name, t in BLOCK_TYPES.items() if t.has_children],
         )
-    props = dict(block.get("props", {}))
-    if kind != block["type"]:  # props the new type does not have go; shared ones stay
+    props = dict(row.props)
+    if kind != row.type:  # props the new type does not have go; shared ones stay
         props = {name: value for name, value in props.items() if name in spec.props}
     props.update(p.get("props", {}))
-    text = p.get("text", block["text"] if spec.has_text else "")
     merged = {
-        "id": block["id"],
+        "id": row.id,
         "type": kind,
-        "text": text,
+        "text": p.get("text", row.text if spec.has_text else ""),
         "props": {name: value for name, value in props.items() if value is not None},
-        "children": block.get("children", []),
     }
-    updated = normalize_block(merged, "", place.depth)
-    block.clear()
-    block.update(updated)
-    diff = replace_diff(page.blocks, tree.blocks)
-    return _body_plan(page, tree.blocks, diff, {"blockIds": [p["blockId"]] if diff else []})
+    updated = normalize_block(merged, "")
+    after = replace(
+        row,
+        type=updated["type"],
+        text=updated["text"],
+        props=updated.get("props", {}),
+        revision=tx.next_revision,
+    )
+    if after.same_content(row):
+        return Plan(diff=[], changed=False, data={"blockIds": []})
+    fields = [
+        name
+        for name, old, new in (
+            ("type", row.type, after.type),
+            ("text", row.text, after.text),
+            ("props", row.props, after.props),
+        )
+        if old != new
+    ]
+    changes = [BlockChange(row.id, row, after)]
+    return body_plan(
+        tx, changes, [{"op": "update", "blockId": row.id, "fields": fields}], {"blockIds": [row.id]}
+    )
+
+
+def _update_depends(tx: Tx, p: dict[str, Any]) -> list[str]:
+    return [p["blockId"]]
 
 
 def _validate_delete(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -327,36 +428,61 @@ def _validate_delete(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"blockIds": ids}
 
 
-def _plan_delete(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
-    tree = BlockTree(page.blocks)
-    for index, target in enumerate(p["blockIds"]):
-        tree.find(target, f"/blockIds/{index}")
-    for target in p["blockIds"]:
-        if target in tree.places:  # not already gone with a deleted ancestor
-            tree.detach(target)
-    removed = [block["id"] for block, _, _ in walk(page.blocks) if block["id"] not in tree.places]
-    return _body_plan(page, tree.blocks, replace_diff(page.blocks, tree.blocks), {"blockIds": removed})
+def _deleted_rows(tx: Tx, ids: list[str]) -> list[BlockRow]:
+    """The rows the delete removes: each named block with its subtree, in document order."""
+    found = tx.blocks.get_many(ids)
+    for index, target in enumerate(ids):
+        if target not in found:
+            raise block_not_found(target, f"/blockIds/{index}")
+    roots = [bid for bid in ids if not any(a.id in found for a in tx.blocks.ancestors(bid))]
+    roots.sort(key=tx.blocks.path)
+    return [row for root in roots for row in tx.blocks.subtree(root)]
+
+
+def _plan_delete(tx: Tx, p: dict[str, Any]) -> Plan:
+    removed = _deleted_rows(tx, p["blockIds"])
+    changes = [BlockChange(row.id, row, None) for row in removed]
+    diff = [{"op": "delete", "blockId": row.id} for row in removed]
+    return body_plan(tx, changes, diff, {"blockIds": [row.id for row in removed]})
+
+
+def _delete_depends(tx: Tx, p: dict[str, Any]) -> list[str]:
+    found = tx.blocks.get_many(p["blockIds"])
+    named = list(p["blockIds"])
+    return named + [row.id for bid in found for row in tx.blocks.subtree(bid) if row.id not in named]
 
 
 def _validate_move(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"blockId": block_id(payload.get("blockId"), "/blockId"), **_placement(payload)}
 
 
-def _plan_move(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
-    tree = BlockTree(page.blocks)
-    moving = tree.find(p["blockId"], "/blockId").block
-    target = _target(tree, p, moving=p["blockId"])
-    target.check_fits([moving], "/blockId")
-    tree.attach(target, [tree.detach(p["blockId"])])
-    if tree.blocks == page.blocks:
+def _plan_move(tx: Tx, p: dict[str, Any]) -> Plan:
+    row = tx.blocks.get(p["blockId"])
+    if row is None:
+        raise block_not_found(p["blockId"], "/blockId")
+    slot = _slot(tx, p, moving=row.id)
+    subtree = tx.blocks.subtree(row.id)
+    slot.check_fits(_height(subtree, row.id), "/blockId")
+    previous = tx.blocks.sibling(row, following=False)
+    if slot.parent_id == row.parent_id and slot.after_id == (previous.id if previous else None):
         return Plan(diff=[], changed=False, data={"blockIds": []})
-    after = tree.previous_sibling(p["blockId"])
-    diff = [placed("move", p["blockId"], tree.places[p["blockId"]].parent_id, after)]
-    return _body_plan(page, tree.blocks, diff, {"blockIds": [p["blockId"]]})
+    (key,), rekeys = _keys(tx, slot, 1, moving=row.id)
+    after = replace(row, parent_id=slot.parent_id, position=key, revision=tx.next_revision)
+    diff = [placed("move", row.id, slot.parent_id or None, slot.after_id)]
+    return body_plan(tx, [*rekeys, BlockChange(row.id, row, after)], diff, {"blockIds": [row.id]})
+
+
+def _height(subtree: list[BlockRow], root: str) -> int:
+    depth = {root: 1}
+    for row in subtree[1:]:
+        depth[row.id] = depth[row.parent_id] + 1
+    return max(depth.values())
+
+
+def _move_depends(tx: Tx, p: dict[str, Any]) -> list[str]:
+    row = tx.blocks.get(p["blockId"])
+    old_parent = [row.parent_id] if row is not None and row.parent_id != TOP else []
+    return [p["blockId"], *(b for b in (p["afterBlockId"], p["parentId"]) if b is not None), *old_parent]
 
 
 # -- artifacts -------------------------------------------------------------------------------
@@ -374,9 +500,8 @@ def _artifact_id(prefix: str, *parts: str) -> str:
     return f"{prefix}_{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:16]}"
 
 
-def _plan_summary(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
+def _plan_summary(tx: Tx, p: dict[str, Any]) -> Plan:
+    page, cmd, conn = tx.page, tx.command, tx.conn
     text: str = p["summary"]
     row = conn.execute(
         "SELECT id, content FROM artifacts WHERE workspace_id = ? AND page_id = ? AND kind = 'summary'",
@@ -417,9 +542,8 @@ def _plan_summary(
     return Plan(diff=diff, changed=changed, apply=apply, data=data)
 
 
-def _plan_note(
-    store: LocalStore, conn: sqlite3.Connection, page: PageRow, cmd: Command, p: dict[str, Any]
-) -> Plan:
+def _plan_note(tx: Tx, p: dict[str, Any]) -> Plan:
+    page, cmd = tx.page, tx.command
     text: str = p["content"]
     artifact_id = _artifact_id("note", page.workspace_id, page.id, cmd.actor_id, cmd.idempotency_key)
     edge_id = _artifact_id("edge", artifact_id, page.id, "reference")
@@ -468,7 +592,9 @@ def _edge_exists(conn: sqlite3.Connection, artifact_id: str, page_id: str) -> bo
     )
 
 
-def _insert_edge(conn: sqlite3.Connection, edge_id: str, page: PageRow, artifact_id: str, stamp: str) -> None:
+def _insert_edge(
+    conn: sqlite3.Connection, edge_id: str, page: PageHead, artifact_id: str, stamp: str
+) -> None:
     conn.execute(
         "INSERT INTO edges (id, workspace_id, from_id, to_page_id, kind, created_at)"
         " VALUES (?, ?, ?, ?, 'reference', ?)",
@@ -484,8 +610,17 @@ COMMANDS: dict[str, CommandSpec] = {
         Grant.ARTIFACT_WRITE, _validate_summary, _plan_summary, conflict_reason="summary"
     ),
     CommandName.ARTIFACT_AI_NOTE_CREATE: CommandSpec(Grant.ARTIFACT_WRITE, _validate_note, _plan_note),
-    CommandName.PAGE_BLOCK_INSERT: CommandSpec(Grant.PAGE_WRITE, _validate_insert, _plan_insert),
-    CommandName.PAGE_BLOCK_UPDATE: CommandSpec(Grant.PAGE_WRITE, _validate_update, _plan_update),
-    CommandName.PAGE_BLOCK_DELETE: CommandSpec(Grant.PAGE_WRITE, _validate_delete, _plan_delete),
-    CommandName.PAGE_BLOCK_MOVE: CommandSpec(Grant.PAGE_WRITE, _validate_move, _plan_move),
+    CommandName.PAGE_BLOCK_INSERT: CommandSpec(
+        Grant.PAGE_WRITE, _validate_insert, _plan_insert, depends=_insert_depends
+    ),
+    CommandName.PAGE_BLOCK_UPDATE: CommandSpec(
+        Grant.PAGE_WRITE, _validate_update, _plan_update, depends=_update_depends
+    ),
+    CommandName.PAGE_BLOCK_DELETE: CommandSpec(
+        Grant.PAGE_WRITE, _validate_delete, _plan_delete, depends=_delete_depends
+    ),
+    CommandName.PAGE_BLOCK_MOVE: CommandSpec(
+        Grant.PAGE_WRITE, _validate_move, _plan_move, depends=_move_depends
+    ),
+    CommandName.PAGE_REVERT: CommandSpec(Grant.PAGE_WRITE, validate_revert, plan_revert),
 }

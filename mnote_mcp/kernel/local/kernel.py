@@ -1,11 +1,13 @@
 """The async face of the embedded store, as the kernel port.
 
-A call runs inline on the event loop first, told not to wait for locks: a read of a page or an
-uncontended write takes well under a millisecond, less than handing it to a thread would. Only when
-SQLite would have to wait (another connection or process holds the write lock) does the call move to
-a worker thread that waits, so a contended write never stalls the event loop. A threaded call whose
-caller gave up (the per-call timeout) is abandoned, not interrupted: its transaction still commits or
-rolls back whole, and the idempotency ledger makes the caller's retry safe.
+A call runs inline on the event loop first, told neither to wait for locks nor to do heavy work: a
+read of a page or an uncontended block edit takes well under a millisecond, less than handing it to a
+thread would. When SQLite would have to wait (another connection or process holds the write lock), or
+the call has a long page to read, render, diff or replace, it raises `MoveToThread` before doing that
+work and is run again on a worker thread, so neither a contended write nor a big page stalls the event
+loop (pings and other calls are answered meanwhile). A threaded call whose caller gave up (the per-call
+timeout) is abandoned, not interrupted: its transaction still commits or rolls back whole, and the
+idempotency ledger makes the caller's retry safe.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from anyio import CapacityLimiter
 
-from mnote_mcp.kernel.local.store import LocalStore, StoreBusyError
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.local.connection import MoveToThread
+from mnote_mcp.kernel.local.limits import PageLimits
+from mnote_mcp.kernel.local.store import LocalStore
+from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
 
 T = TypeVar("T")
 
@@ -34,18 +38,25 @@ class LocalKernel:
         self._limiter: CapacityLimiter | None = None
 
     @classmethod
-    def open(cls, path: str | Path) -> LocalKernel:
-        return cls(LocalStore(path))
+    def open(cls, path: str | Path, *, limits: PageLimits | None = None) -> LocalKernel:
+        return cls(LocalStore(path, limits=limits))
 
     @classmethod
-    def open_seeded(cls, path: str | Path, *, seed: Path | None = None, demo: bool = True) -> LocalKernel:
+    def open_seeded(
+        cls,
+        path: str | Path,
+        *,
+        seed: Path | None = None,
+        demo: bool = True,
+        limits: PageLimits | None = None,
+    ) -> LocalKernel:
         """Open a store, loading `seed` into it, or the demo workspace if the store is new.
 
         What `serve` and `runtime serve` both do, so a first run of either has something to show.
         """
         from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
 
-        kernel = cls.open(path)
+        kernel = cls.open(path, limits=limits)
         try:
             if seed is not None:
                 load_fixture(kernel.store, read_fixture(seed))
@@ -59,12 +70,12 @@ class LocalKernel:
 
     async def _run(self, call: Callable[..., T]) -> T:
         try:
-            return call(wait=False)
-        except StoreBusyError:
+            return call(inline=True)
+        except MoveToThread:
             if self._limiter is None:
                 self._limiter = CapacityLimiter(self._max_threads)
             return await anyio.to_thread.run_sync(
-                partial(call, wait=True), limiter=self._limiter, abandon_on_cancel=True
+                partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
             )
 
     async def get_page(self, query: PageQuery) -> dict[str, Any]:
@@ -78,6 +89,9 @@ class LocalKernel:
 
     async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
         return await self._run(partial(self.store.page_revisions, actor_id, list(pages)))
+
+    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
+        return await self._run(partial(self.store.page_history, query))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100

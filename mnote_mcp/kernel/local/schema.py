@@ -1,15 +1,23 @@
-"""The store's tables. The audit log is append-only, enforced by the database itself.
+"""The store's tables (schema version 2). The audit log is append-only, enforced by the database itself.
 
-Every write commits a page per B-tree it touches, so tables are laid out to touch few: edges are keyed
-by what identifies them (no rowid table plus index), and the audit sequence is the rowid (an
-append-only table never reuses one, so AUTOINCREMENT's extra bookkeeping table buys nothing).
+A page is a `pages` row (title, options, its revision, its size) and one `blocks` row per block: a
+one-block edit touches that row, not an encoded body. Every write that changes a page adds one
+`page_history` row (same revision) holding its change set, from which any later revision can be
+rebuilt or undone. The SQL is kept portable (the PostgreSQL port follows it): `position` keys compare
+bytewise (`COLLATE "C"` there), `parent_id` is `''` at the top level so the sibling order is unique.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-DDL = """
+DDL = (
+    """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL,
+    detail     TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS workspaces (
     id   TEXT PRIMARY KEY,
     name TEXT NOT NULL
@@ -25,12 +33,51 @@ CREATE TABLE IF NOT EXISTS pages (
     id           TEXT NOT NULL,
     title        TEXT NOT NULL,
     options      TEXT NOT NULL,
-    blocks       TEXT NOT NULL,
     revision     INTEGER NOT NULL,
     restricted   INTEGER NOT NULL DEFAULT 0,
     updated_at   TEXT NOT NULL,
+    block_count  INTEGER NOT NULL DEFAULT 0,
+    byte_size    INTEGER NOT NULL DEFAULT 0,
+    history_from INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (workspace_id, id)
 );
+"""
+    + """
+CREATE TABLE IF NOT EXISTS blocks (
+    seq          INTEGER PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    page_id      TEXT NOT NULL,
+    id           TEXT NOT NULL,
+    parent_id    TEXT NOT NULL,
+    position     TEXT NOT NULL,
+    type         TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    props        TEXT,
+    revision     INTEGER NOT NULL,
+    FOREIGN KEY (workspace_id, page_id) REFERENCES pages(workspace_id, id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS blocks_by_id ON blocks (workspace_id, page_id, id);
+CREATE UNIQUE INDEX IF NOT EXISTS blocks_in_order ON blocks (workspace_id, page_id, parent_id, position);
+CREATE TABLE IF NOT EXISTS page_history (
+    seq          INTEGER PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    page_id      TEXT NOT NULL,
+    revision     INTEGER NOT NULL,
+    command_id   TEXT NOT NULL,
+    command_name TEXT NOT NULL,
+    actor_id     TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    run_id       TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    trace_id     TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    summary      TEXT NOT NULL,
+    changes      TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS page_history_by_revision ON page_history (workspace_id, page_id, revision);
+CREATE INDEX IF NOT EXISTS page_history_by_run ON page_history (workspace_id, page_id, run_id, revision);
+"""
+    + """
 CREATE TABLE IF NOT EXISTS page_access (
     workspace_id TEXT NOT NULL,
     page_id      TEXT NOT NULL,
@@ -80,7 +127,7 @@ CREATE TABLE IF NOT EXISTS idempotency (
     command_id   TEXT NOT NULL,
     outcome      TEXT NOT NULL,
     created_at   TEXT NOT NULL,
-    PRIMARY KEY (workspace_id, actor_id, command_name, idem_key)
+    PRIMARY KEY (workspace_id, actor_id, idem_key, command_name)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
     seq             INTEGER PRIMARY KEY,  -- never reused: the log is append-only
@@ -99,14 +146,17 @@ CREATE TABLE IF NOT EXISTS audit (
     effect          TEXT NOT NULL,
     outcome         TEXT NOT NULL,
     detail          TEXT NOT NULL,
-    created_at      TEXT NOT NULL
+    created_at      TEXT NOT NULL,
+    replay_of       TEXT
 );
 CREATE INDEX IF NOT EXISTS audit_by_trace ON audit (trace_id);
+CREATE INDEX IF NOT EXISTS audit_replays ON audit (replay_of) WHERE replay_of IS NOT NULL;
 CREATE TRIGGER IF NOT EXISTS audit_is_append_only_update BEFORE UPDATE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_is_append_only_delete BEFORE DELETE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 """
+)
 
 DEFAULT_OPTION_REGISTRY: dict[str, str] = {
     "wideLayout": "wired",

@@ -1,152 +1,70 @@
 """One SQLite file holding the whole kernel state, shared safely by any number of processes.
 
-Every command runs in one `BEGIN IMMEDIATE` transaction: the idempotency ledger is checked, the page
-revision compared, the change applied, the audit record and the ledger entry written, then committed,
-so two server processes racing on one key serialise on the database lock and the second one replays.
-A dry run only ever opens a read transaction, so it cannot write even by mistake. WAL mode lets
-readers run while a writer commits.
+Every command runs in one `BEGIN IMMEDIATE` transaction: authorise, check the idempotency ledger,
+compare the revision (or, for a block edit, the revisions of the blocks it relies on), plan, check the
+page size, write the rows, the page row, the history entry, the audit record and the ledger entry,
+then commit; two processes racing on one key serialise on the database lock and the second replays.
+A dry run only ever opens a read transaction, so it cannot write even by mistake.
+
+This module only orchestrates: connections (`connection`), schema (`migrate`), checkpoints
+(`access`), rows (`rows`), history (`history`), ledger and audit (`ledger`), commands (`commands`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import secrets
 import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from mnote_mcp.kernel.blocks import Block
+from mnote_mcp.kernel.blocks import Block, body_summary, count_blocks, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.local.commands import COMMANDS, Plan
+from mnote_mcp.kernel.local import access, history, ledger, rows
+from mnote_mcp.kernel.local.commands import COMMANDS
+from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, Database, MoveToThread
 from mnote_mcp.kernel.local.encoding import dumps, now
-from mnote_mcp.kernel.local.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
-from mnote_mcp.kernel.policy import DENIAL_REASON, Grant, effective_role, grants_of
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
+from mnote_mcp.kernel.local.limits import INLINE_BLOCKS, PageLimits
+from mnote_mcp.kernel.local.migrate import open_schema
+from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx
+from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
+from mnote_mcp.kernel.policy import Grant
+from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
 from mnote_mcp.kernel.view import check_query, page_view
 
-BUSY_TIMEOUT_SECONDS = 30.0
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-class StoreBusyError(Exception):
-    """The call would have to wait for another connection's lock (raised only when told not to wait)."""
-
-
-def _is_busy(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in _BUSY_CODES
-
-
-@dataclass
-class PageRow:
-    """A page as read inside a command's transaction. The body is decoded only if the command looks
-    at it: a title, option or artifact command never pays for parsing a long page."""
-
-    workspace_id: str
-    id: str
-    title: str
-    options: dict[str, Any]
-    body_json: str
-    revision: int
-    restricted: bool
-
-    @cached_property
-    def blocks(self) -> list[Block]:
-        decoded: list[Block] = json.loads(self.body_json)
-        return decoded
+_REPLAY_WARNING = "idempotent_replay"
 
 
 class LocalStore:
-    """The synchronous kernel core. Use it from worker threads; each thread gets its own connection."""
+    """The synchronous kernel core. Use it from worker threads; each thread gets its own connection.
 
-    def __init__(self, path: str | Path) -> None:
+    Every method takes `inline`: True when called on the event loop, where it must neither wait for a
+    lock nor do heavy work; it raises `MoveToThread` instead (see `LocalKernel`).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        limits: PageLimits | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        hooks: Iterable[WriteHook] = (),
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self.created = self._init_schema()
-
-    # -- connections and transactions ---------------------------------------------------------
-
-    def _conn(self, wait: bool = True) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None and self._local.wait != wait:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000) if wait else 0}")
-            self._local.wait = wait
-        if conn is None:
-            # Each connection is only used by the thread that made it; close() may run elsewhere.
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if not wait:
-                conn.execute("PRAGMA busy_timeout = 0")
-            self._local.conn = conn
-            self._local.wait = wait
-            with self._lock:
-                self._connections.append(conn)
-        return conn
+        self.limits = limits or PageLimits()
+        self.write_hooks: list[WriteHook] = list(hooks)
+        self.db = Database(self.path, busy_timeout=busy_timeout)
+        self.created = open_schema(self.db)
 
     @contextmanager
-    def transaction(self, *, write: bool, wait: bool = True) -> Iterator[sqlite3.Connection]:
-        """One transaction; with `wait=False`, raises `StoreBusyError` instead of waiting for a lock."""
-        conn = self._conn(wait)
-        try:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        except sqlite3.OperationalError as exc:
-            if not wait and _is_busy(exc):
-                raise StoreBusyError from exc
-            raise
-        try:
+    def transaction(self, *, write: bool, inline: bool = False) -> Iterator[sqlite3.Connection]:
+        with self.db.transaction(write=write, inline=inline) as conn:
             yield conn
-        except BaseException as exc:
-            conn.execute("ROLLBACK")
-            if not wait and _is_busy(exc):
-                raise StoreBusyError from exc
-            raise
-        conn.execute("COMMIT")
-
-    def _init_schema(self) -> bool:
-        """Create or check the schema; True when this call created the store.
-
-        An up-to-date store is only read (no write lock), so opening it never waits for another
-        process's write.
-        """
-        conn = self._conn()
-        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
-            return False
-        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
-        with self.transaction(write=True) as tx:
-            version = tx.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.path} has schema version {version}; this mnote-mcp knows {SCHEMA_VERSION}"
-                )
-            if version == SCHEMA_VERSION:
-                return False  # another process created it meanwhile
-            for statement in _statements(DDL):
-                tx.execute(statement)
-            tx.executemany(
-                "INSERT OR IGNORE INTO option_registry (name, runtime_support) VALUES (?, ?)",
-                DEFAULT_OPTION_REGISTRY.items(),
-            )
-            tx.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            return True
 
     def close(self) -> None:
-        with self._lock:
-            for conn in self._connections:
-                conn.close()
-            self._connections.clear()
-        self._local = threading.local()
+        self.db.close()
 
     def dump(self) -> str:
         """Every row of the store as SQL text: what tests compare to prove that nothing was written."""
@@ -155,54 +73,71 @@ class LocalStore:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def get_page(self, query: PageQuery, *, wait: bool = True) -> dict[str, Any]:
+    def get_page(self, query: PageQuery, *, inline: bool = False) -> dict[str, Any]:
         check_query(query)
-        with self.transaction(write=False, wait=wait) as conn:
-            page = self.authorize(
+        with self.transaction(write=False, inline=inline) as conn:
+            page = access.authorize(
                 conn, query.workspace_id, query.document_id, query.actor_id, Grant.PAGE_READ
             )
+            blocks = PageBlocks(conn, page.workspace_id, page.id)
+            summary: str | None = None
+            roots: list[Block] = []
+            if query.include_blocks and query.block_ids is None:
+                if inline and page.block_count > INLINE_BLOCKS:
+                    raise MoveToThread
+                roots = blocks.tree()
+                summary = body_summary(roots) if query.include_body else None
+            else:
+                if query.include_blocks and query.block_ids is not None:
+                    roots = blocks.select(query.block_ids)
+                if query.include_body:
+                    summary = summary_of(row.text for row in rows.walk_rows(blocks))
         return page_view(
-            query, title=page.title, options=page.options, blocks=page.blocks, revision=page.revision
+            query,
+            title=page.title,
+            options=page.options,
+            revision=page.revision,
+            roots=roots,
+            summary=summary,
         )
 
-    def list_pages(self, actor_id: str, *, wait: bool = True) -> list[PageRef]:
-        with self.transaction(write=False, wait=wait) as conn:
-            rows = conn.execute(
-                "SELECT p.workspace_id, p.id, p.title, p.revision, p.restricted, m.role, a.role"
-                " FROM members m JOIN pages p ON p.workspace_id = m.workspace_id"
-                " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id"
-                " AND a.actor_id = m.actor_id"
-                " WHERE m.actor_id = ? ORDER BY p.workspace_id, p.id",
-                (actor_id,),
-            ).fetchall()
-        return [
-            PageRef(workspace_id=ws, document_id=doc, title=title, revision=rev)
-            for ws, doc, title, rev, restricted, role, page_role in rows
-            if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted)))
-        ]
+    def list_pages(self, actor_id: str, *, inline: bool = False) -> list[PageRef]:
+        with self.transaction(write=False, inline=inline) as conn:
+            return access.readable_pages(conn, actor_id)
 
     def page_revisions(
-        self, actor_id: str, pages: Sequence[PageKey], *, wait: bool = True
+        self, actor_id: str, pages: Sequence[PageKey], *, inline: bool = False
     ) -> dict[PageKey, int]:
         if not actor_id:
             return {}
-        revisions: dict[PageKey, int] = {}
-        with self.transaction(write=False, wait=wait) as conn:
-            for key in dict.fromkeys(pages):
-                row = conn.execute(
-                    "SELECT p.revision, p.restricted, m.role, a.role"
-                    " FROM members m JOIN pages p ON p.workspace_id = m.workspace_id"
-                    " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id"
-                    " AND a.actor_id = m.actor_id"
-                    " WHERE m.actor_id = ? AND p.workspace_id = ? AND p.id = ?",
-                    (actor_id, key.workspace_id, key.document_id),
-                ).fetchone()
-                if row is None:
-                    continue
-                revision, restricted, role, page_role = row
-                if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted))):
-                    revisions[key] = revision
-        return revisions
+        with self.transaction(write=False, inline=inline) as conn:
+            return access.readable_revisions(conn, actor_id, pages)
+
+    def page_history(self, query: HistoryQuery, *, inline: bool = False) -> dict[str, Any]:
+        if not 1 <= query.limit <= MAX_HISTORY_LIMIT:
+            raise MnoteError(
+                ErrorCode.INVALID_ARGUMENT,
+                "schema",
+                {"pointer": "/limit", "reason": f"must be between 1 and {MAX_HISTORY_LIMIT}"},
+            )
+        where = HistoryFilter(query.run_id, query.session_id, query.by_actor_id, query.since_revision)
+        with self.transaction(write=False, inline=inline) as conn:
+            page = access.authorize(
+                conn, query.workspace_id, query.document_id, query.actor_id, Grant.PAGE_READ
+            )
+            entries, cursor = history.entries(
+                conn, page.workspace_id, page.id, where, limit=query.limit, cursor=query.cursor
+            )
+        view: dict[str, Any] = {
+            "workspaceId": page.workspace_id,
+            "documentId": page.id,
+            "revision": page.revision,
+            "historyFrom": page.history_from,
+            "entries": entries,
+        }
+        if cursor is not None:
+            view["nextCursor"] = cursor
+        return view
 
     def audit_trail(
         self,
@@ -210,185 +145,118 @@ class LocalStore:
         trace_id: str | None = None,
         command_id: str | None = None,
         limit: int = 100,
-        wait: bool = True,
+        inline: bool = False,
     ) -> list[dict[str, Any]]:
-        clauses, params = [], []
-        if trace_id is not None:
-            clauses.append("trace_id = ?")
-            params.append(trace_id)
-        if command_id is not None:
-            clauses.append("command_id = ?")
-            params.append(command_id)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        with self.transaction(write=False, wait=wait) as conn:
-            conn.row_factory = sqlite3.Row
-            try:
-                rows = conn.execute(
-                    f"SELECT * FROM (SELECT * FROM audit{where} ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-                    (*params, limit),
-                ).fetchall()
-            finally:
-                conn.row_factory = None
-        return [_audit_view(dict(row)) for row in rows]
-
-    # -- permission checkpoints ----------------------------------------------------------------
-
-    def authorize(
-        self, conn: sqlite3.Connection, workspace_id: str, document_id: str, actor_id: str, need: Grant
-    ) -> PageRow:
-        """Login, workspace member, page read, then the write grant the command needs, in that order.
-
-        A non-member learns nothing about the workspace's pages: a missing page and a forbidden one
-        give the same refusal, decided before the page is looked at.
-        """
-        if not actor_id:
-            raise MnoteError(ErrorCode.UNAUTHENTICATED, "no_actor")
-        # One query for both checkpoints; which of them fails is read from the row, in order.
-        row = conn.execute(
-            "SELECT m.role, p.id, p.title, p.options, p.blocks, p.revision, p.restricted, a.role"
-            " FROM members m"
-            " LEFT JOIN pages p ON p.workspace_id = m.workspace_id AND p.id = ?"
-            " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id"
-            " AND a.actor_id = m.actor_id"
-            " WHERE m.workspace_id = ? AND m.actor_id = ?",
-            (document_id, workspace_id, actor_id),
-        ).fetchone()
-        if row is None:
-            raise MnoteError(ErrorCode.PERMISSION_DENIED, "not_member", {"workspaceId": workspace_id})
-        role, found, title, options, blocks, revision, restricted, page_role = row
-        if found is None:
-            raise MnoteError(
-                ErrorCode.NOT_FOUND, "page", {"workspaceId": workspace_id, "documentId": document_id}
-            )
-        grants = grants_of(effective_role(role, page_role, bool(restricted)))
-        for grant in (Grant.PAGE_READ, need):
-            if grant not in grants:
-                raise MnoteError(
-                    ErrorCode.PERMISSION_DENIED, DENIAL_REASON[grant], {"documentId": document_id}
-                )
-        return PageRow(
-            workspace_id=workspace_id,
-            id=document_id,
-            title=title,
-            options=json.loads(options),
-            body_json=blocks,
-            revision=revision,
-            restricted=bool(restricted),
-        )
-
-    def option_registry(self, conn: sqlite3.Connection) -> dict[str, str]:
-        return dict(conn.execute("SELECT name, runtime_support FROM option_registry").fetchall())
+        with self.transaction(write=False, inline=inline) as conn:
+            return ledger.audit_trail(conn, trace_id=trace_id, command_id=command_id, limit=limit)
 
     # -- commands -----------------------------------------------------------------------------
 
-    def execute(self, command: Command, *, wait: bool = True) -> CommandOutcome:
+    def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome:
         spec = COMMANDS.get(command.name)
         if spec is None:
             raise MnoteError(ErrorCode.INVALID_ARGUMENT, "unknown_command", {"command": command.name})
         payload = spec.validate(command.payload)
-        fingerprint = _fingerprint(command)
-        with self.transaction(write=not command.dry_run, wait=wait) as conn:
-            page = self.authorize(
+        if inline and _payload_blocks(payload) > INLINE_BLOCKS:
+            raise MoveToThread
+        print_ = ledger.fingerprint(command)
+        with self.transaction(write=not command.dry_run, inline=inline) as conn:
+            page = access.authorize(
                 conn, command.workspace_id, command.document_id, command.actor_id, spec.grant
             )
-            earlier = self._ledger_entry(conn, command, fingerprint, spec.conflict_reason)
-            if earlier is not None and not command.dry_run:
-                return earlier
-            if command.base_revision is not None and command.base_revision != page.revision:
-                raise MnoteError(
-                    ErrorCode.CONFLICT,
-                    "revision",
-                    {"currentRevision": page.revision, "baseRevision": command.base_revision},
-                )
-            plan = spec.plan(self, conn, page, command, payload)
+            replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
+            if replay is not None:
+                if command.dry_run:
+                    return _dry_replay(command, replay.outcome, page.revision)
+                ledger.record_replay(conn, command, replay.outcome)
+                return replay.outcome
+            tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
+            rebased = _check_base(tx, spec, payload)
+            plan = spec.plan(tx, payload)
+            if plan.blocks:
+                self.limits.check(*plan.size_after(tx.page))
+            data = dict(plan.data)
+            if rebased is not None:
+                data["rebasedFrom"] = rebased
             if command.dry_run:
-                warnings = list(plan.warnings)
-                if earlier is not None:
-                    warnings.append(
-                        {
-                            "code": "idempotent_replay",
-                            "reason": "replay",
-                            "details": {"commandId": earlier.command_id},
-                        }
-                    )
-                return _outcome(command, plan, None, page.revision, warnings)
-            command_id = _command_id(command)
-            revision = plan.apply(conn, command_id) if plan.changed and plan.apply else page.revision
-            outcome = _outcome(command, plan, command_id, revision, plan.warnings)
-            self._record(conn, command, command_id, fingerprint, page.revision, outcome)
+                if plan.text_diff is not None:
+                    tx.whole_page()
+                    data["textDiff"] = plan.text_diff()
+                return _outcome(command, plan, None, page.revision, data)
+            command_id = ledger.command_id(command.name, command.correlation.trace_id)
+            revision = self._write(tx, plan, command_id) if plan.changed else page.revision
+            outcome = _outcome(command, plan, command_id, revision, data)
+            ledger.record(conn, command, command_id, print_, page.revision, outcome)
             return outcome
 
-    def _ledger_entry(
-        self, conn: sqlite3.Connection, command: Command, fingerprint: str, conflict_reason: str
-    ) -> CommandOutcome | None:
-        row = conn.execute(
-            "SELECT fingerprint, outcome FROM idempotency"
-            " WHERE workspace_id = ? AND actor_id = ? AND command_name = ? AND idem_key = ?",
-            (command.workspace_id, command.actor_id, command.name, command.idempotency_key),
-        ).fetchone()
-        if row is None:
-            return None
-        if row[0] != fingerprint:
-            raise MnoteError(
-                ErrorCode.IDEMPOTENCY_CONFLICT, conflict_reason, {"idempotencyKey": command.idempotency_key}
-            )
-        replay = json.loads(row[1])
-        replay["replayed"] = True
-        return CommandOutcome.from_wire(replay)
+    def _write(self, tx: Tx, plan: Plan, command_id: str) -> int:
+        if plan.apply is not None:
+            return plan.apply(tx.conn, command_id)
+        page, conn = tx.page, tx.conn
+        revision = tx.next_revision
+        blocks, size = plan.size_after(page)
+        rows.apply(conn, page.workspace_id, page.id, plan.blocks)
+        title = plan.head.title[1] if plan.head.title else page.title
+        options = plan.head.options[1] if plan.head.options else page.options
+        conn.execute(
+            "UPDATE pages SET title = ?, options = ?, revision = ?, block_count = ?, byte_size = ?,"
+            " updated_at = ? WHERE workspace_id = ? AND id = ?",
+            (title, dumps(options), revision, blocks, size, now(), page.workspace_id, page.id),
+        )
+        command = tx.command
+        history.record(
+            conn,
+            page.workspace_id,
+            page.id,
+            revision,
+            command_id=command_id,
+            command_name=command.name,
+            actor_id=command.actor_id,
+            correlation=command.correlation,
+            blocks=plan.blocks,
+            head=plan.head,
+        )
+        change = PageChange(page.workspace_id, page.id, revision, plan.head.title, plan.blocks)
+        for hook in self.write_hooks:
+            hook(conn, change)
+        return revision
 
-    def _record(
-        self,
-        conn: sqlite3.Connection,
-        command: Command,
-        command_id: str,
-        fingerprint: str,
-        revision_before: int,
-        outcome: CommandOutcome,
-    ) -> None:
-        c = command.correlation
-        stamp = now()
-        conn.execute(
-            "INSERT INTO audit (command_id, command_name, workspace_id, document_id, actor_id, session_id,"
-            " run_id, tool_call_id, trace_id, idempotency_key, revision_before, revision_after, effect, outcome,"
-            " detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'write', ?, ?, ?)",
-            (
-                command_id,
-                command.name,
-                command.workspace_id,
-                command.document_id,
-                command.actor_id,
-                c.session_id,
-                c.run_id,
-                c.tool_call_id,
-                c.trace_id,
-                command.idempotency_key,
-                revision_before,
-                outcome.revision,
-                "applied" if outcome.changed else "no_change",
-                dumps(
-                    {"ops": len(outcome.diff), **{k: v for k, v in outcome.data.items() if k.endswith("Id")}}
-                ),
-                stamp,
-            ),
+
+def _payload_blocks(payload: dict[str, Any]) -> int:
+    content = payload.get("content", payload.get("blocks"))
+    return count_blocks(content) if isinstance(content, list) else 0
+
+
+def _check_base(tx: Tx, spec: CommandSpec, payload: dict[str, Any]) -> int | None:
+    """Optimistic concurrency. A stale `baseRevision` is a conflict, except for a block edit none of
+    whose blocks changed since that revision: it goes ahead, and the result says `rebasedFrom`."""
+    base, current = tx.command.base_revision, tx.page.revision
+    if base is None or base == current:
+        return None
+    if spec.depends is None or base > current:
+        raise MnoteError(ErrorCode.CONFLICT, "revision", {"currentRevision": current, "baseRevision": base})
+    depends = list(dict.fromkeys(spec.depends(tx, payload)))
+    found = tx.blocks.get_many(depends)
+    changed = {block_id: row.revision for block_id, row in found.items() if row.revision > base}
+    missing = [block_id for block_id in depends if block_id not in found]
+    changed.update(history.deleted_after(tx.conn, tx.page.workspace_id, tx.page.id, missing, base))
+    if changed:
+        conflicts = [{"blockId": block_id, "revision": changed[block_id]} for block_id in sorted(changed)]
+        raise MnoteError(
+            ErrorCode.CONFLICT,
+            "blocks",
+            {
+                "currentRevision": current,
+                "baseRevision": base,
+                "conflicts": conflicts,
+                "blockIds": [c["blockId"] for c in conflicts],
+            },
         )
-        conn.execute(
-            "INSERT INTO idempotency (workspace_id, actor_id, command_name, idem_key, fingerprint, command_id,"
-            " outcome, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                command.workspace_id,
-                command.actor_id,
-                command.name,
-                command.idempotency_key,
-                fingerprint,
-                command_id,
-                dumps(outcome.to_wire()),
-                stamp,
-            ),
-        )
+    return base
 
 
 def _outcome(
-    command: Command, plan: Plan, command_id: str | None, revision: int, warnings: list[dict[str, Any]]
+    command: Command, plan: Plan, command_id: str | None, revision: int, data: dict[str, Any]
 ) -> CommandOutcome:
     return CommandOutcome(
         command_name=command.name,
@@ -397,56 +265,20 @@ def _outcome(
         revision=revision,
         changed=plan.changed,
         diff=plan.diff,
-        warnings=warnings,
-        data=plan.dry_run_data | plan.data if command.dry_run else plan.data,
+        warnings=plan.warnings,
+        data=data,
     )
 
 
-def _fingerprint(command: Command) -> str:
-    material = {
-        "workspaceId": command.workspace_id,
-        "documentId": command.document_id,
-        "command": command.name,
-        "baseRevision": command.base_revision,
-        "payload": command.payload,
-    }
-    return hashlib.sha256(dumps(material, sort_keys=True).encode()).hexdigest()
-
-
-def _command_id(command: Command) -> str:
-    """`page_body_save_<trace>_<nonce>`: the command name, the trace it belongs to, and uniqueness."""
-    snake = "".join(f"_{ch.lower()}" if ch.isupper() else ("_" if ch == "." else ch) for ch in command.name)
-    trace = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in command.correlation.trace_id)[:64]
-    return f"{snake}_{trace}_{secrets.token_hex(4)}"
-
-
-def _audit_view(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "seq": row["seq"],
-        "commandId": row["command_id"],
-        "commandName": row["command_name"],
-        "workspaceId": row["workspace_id"],
-        "documentId": row["document_id"],
-        "actorId": row["actor_id"],
-        "sessionId": row["session_id"],
-        "runId": row["run_id"],
-        "toolCallId": row["tool_call_id"],
-        "traceId": row["trace_id"],
-        "idempotencyKey": row["idempotency_key"],
-        "revisionBefore": row["revision_before"],
-        "revisionAfter": row["revision_after"],
-        "effect": row["effect"],
-        "outcome": row["outcome"],
-        "detail": json.loads(row["detail"]),
-        "createdAt": row["created_at"],
-    }
-
-
-def _statements(script: str) -> Iterator[str]:
-    """Split the DDL into statements; `executescript` would commit the surrounding transaction."""
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            yield buffer.strip()
-            buffer = ""
+def _dry_replay(command: Command, first: CommandOutcome, current: int) -> CommandOutcome:
+    """What a dry run with a used key reports: the real call will replay, writing nothing."""
+    return CommandOutcome(
+        command_name=command.name,
+        dry_run=True,
+        command_id=first.command_id,
+        revision=current,
+        changed=False,
+        diff=[],
+        warnings=[{"code": _REPLAY_WARNING, "reason": "replay", "details": {"commandId": first.command_id}}],
+        replayed=True,
+    )

@@ -1,0 +1,107 @@
+"""Connections and transactions on the store file: one connection per thread, one transaction per call.
+
+A call made on the event loop runs *inline*: it must neither wait for another connection's lock nor do
+heavy work, so it raises `MoveToThread` instead and the async kernel repeats it on a worker thread,
+where waiting is fine. A lock still held when the busy timeout runs out is the store being unavailable
+(`mnote_tool_runtime_unavailable`, retryable), never an internal error.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+
+DEFAULT_BUSY_TIMEOUT = 30.0
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+class MoveToThread(Exception):  # noqa: N818 - a signal to the caller, not a failure
+    """An inline call would have to wait for a lock, or has heavy work to do: run it on a thread."""
+
+
+class StoreBusyError(MoveToThread):
+    """The inline call would have to wait for another connection's lock."""
+
+
+def is_busy(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in _BUSY_CODES
+
+
+def store_busy(timeout: float) -> MnoteError:
+    return MnoteError(
+        ErrorCode.RUNTIME_UNAVAILABLE,
+        "store_busy",
+        {"adapter": "local", "cause": "store_busy", "busyTimeoutSeconds": timeout},
+    )
+
+
+class Database:
+    """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions."""
+
+    def __init__(self, path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def connection(self, inline: bool = False) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            # Each connection is only used by the thread that made it; close() may run elsewhere.
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+            self._local.inline = None
+            with self._lock:
+                self._connections.append(conn)
+        if self._local.inline != inline:
+            conn.execute(f"PRAGMA busy_timeout = {0 if inline else int(self.busy_timeout * 1000)}")
+            self._local.inline = inline
+        return conn
+
+    @contextmanager
+    def transaction(self, *, write: bool, inline: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction, committed when the block ends and rolled back if it raises.
+
+        Inline, a lock held elsewhere raises `StoreBusyError` at once; otherwise SQLite waits up to the
+        busy timeout and then the call fails as `store_busy` (retryable).
+        """
+        conn = self.connection(inline)
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.OperationalError as exc:
+            raise self._translate(exc, inline) from None
+        try:
+            yield conn
+        except BaseException as exc:
+            conn.execute("ROLLBACK")
+            if is_busy(exc):
+                raise self._translate(exc, inline) from None  # type: ignore[arg-type]
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._translate(exc, inline) from None
+
+    def _translate(self, exc: sqlite3.OperationalError, inline: bool) -> Exception:
+        if not is_busy(exc):
+            return exc
+        return StoreBusyError() if inline else store_busy(self.busy_timeout)
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()

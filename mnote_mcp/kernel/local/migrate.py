@@ -1,0 +1,149 @@
+"""Creating a store and upgrading an old one in place, on open.
+
+`open_schema` brings any store to `SCHEMA_VERSION`. A new store gets the whole DDL; an older one runs
+each step of `MIGRATIONS` in turn. Everything happens in one `BEGIN IMMEDIATE` transaction that also
+bumps `PRAGMA user_version` and records the step in `schema_migrations`, so an upgrade is all or
+nothing, and two processes opening an old store at once serialise on the write lock: the second one
+reads the version again inside its own transaction, finds it current, and does nothing.
+
+A step is a function of the connection. To add one (the search index, for instance): write it, add it
+under the next version number, raise `SCHEMA_VERSION`. A step that builds an index from existing data
+reads the `blocks` rows itself; migrations never call write hooks.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mnote_mcp.kernel.blocks import Block
+from mnote_mcp.kernel.local.connection import Database
+from mnote_mcp.kernel.local.encoding import dumps, now
+from mnote_mcp.kernel.local.limits import block_bytes
+from mnote_mcp.kernel.local.orderkeys import keys_between
+from mnote_mcp.kernel.local.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
+
+Step = Callable[[sqlite3.Connection], str]
+
+
+class SchemaTooNewError(RuntimeError):
+    """The store was written by a newer mnote-mcp; opening it could lose what that version added."""
+
+
+def open_schema(db: Database) -> bool:
+    """Create or upgrade the schema; True when this call created the store.
+
+    An up-to-date store is only read (no write lock), so opening it never waits for another process.
+    """
+    conn = db.connection()
+    if _version(conn) == SCHEMA_VERSION:
+        return False
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    with db.transaction(write=True) as tx:
+        version = _version(tx)
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNewError(
+                f"{db.path} has schema version {version}; this mnote-mcp knows {SCHEMA_VERSION}"
+            )
+        if version == SCHEMA_VERSION:
+            return False  # another process created or upgraded it meanwhile
+        if version == 0:
+            _create(tx)
+            return True
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            detail = MIGRATIONS[target](tx)
+            tx.execute(
+                "INSERT INTO schema_migrations (version, applied_at, detail) VALUES (?, ?, ?)",
+                (target, now(), detail),
+            )
+        tx.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return False
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    return version
+
+
+def _create(tx: sqlite3.Connection) -> None:
+    for statement in statements(DDL):
+        tx.execute(statement)
+    tx.executemany(
+        "INSERT OR IGNORE INTO option_registry (name, runtime_support) VALUES (?, ?)",
+        DEFAULT_OPTION_REGISTRY.items(),
+    )
+    tx.execute(
+        "INSERT INTO schema_migrations (version, applied_at, detail) VALUES (?, ?, ?)",
+        (SCHEMA_VERSION, now(), "created"),
+    )
+    tx.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _v2_blocks_as_rows(tx: sqlite3.Connection) -> str:
+    """Version 1 kept a page's body as one JSON value; version 2 keeps one row per block.
+
+    Every block becomes a row with evenly spaced order keys, marked as last changed at the page's
+    current revision (its real history is unknown, so a stale `baseRevision` still conflicts on it, as
+    before). History starts at the current revision. The idempotency ledger is re-keyed so that one key
+    is one operation per actor (rows that v1 allowed under one key for two commands are all kept), and
+    the audit log gains the column that links a replay to its original.
+    """
+    tx.execute("ALTER TABLE pages ADD COLUMN block_count INTEGER NOT NULL DEFAULT 0")
+    tx.execute("ALTER TABLE pages ADD COLUMN byte_size INTEGER NOT NULL DEFAULT 0")
+    tx.execute("ALTER TABLE pages ADD COLUMN history_from INTEGER NOT NULL DEFAULT 1")
+    tx.execute("ALTER TABLE audit ADD COLUMN replay_of TEXT")
+    tx.execute("ALTER TABLE idempotency RENAME TO idempotency_v1")
+    for statement in statements(DDL):  # the new tables and indexes; existing ones are left alone
+        tx.execute(statement)
+    columns = "workspace_id, actor_id, command_name, idem_key, fingerprint, command_id, outcome, created_at"
+    tx.execute(f"INSERT INTO idempotency ({columns}) SELECT {columns} FROM idempotency_v1")
+    tx.execute("DROP TABLE idempotency_v1")
+    pages = tx.execute("SELECT workspace_id, id, blocks, revision FROM pages").fetchall()
+    blocks = 0
+    for workspace_id, page_id, body, revision in pages:
+        rows = list(_rows(json.loads(body), ""))
+        tx.executemany(
+            "INSERT INTO blocks (workspace_id, page_id, id, parent_id, position, type, text, props, revision)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(workspace_id, page_id, *row[:6], revision) for row in rows],
+        )
+        tx.execute(
+            "UPDATE pages SET block_count = ?, byte_size = ?, history_from = revision"
+            " WHERE workspace_id = ? AND id = ?",
+            (len(rows), sum(row[6] for row in rows), workspace_id, page_id),
+        )
+        blocks += len(rows)
+    tx.execute("ALTER TABLE pages DROP COLUMN blocks")
+    return f"blocks as rows: {len(pages)} pages, {blocks} blocks"
+
+
+def _rows(blocks: list[Block], parent: str) -> Iterator[tuple[Any, ...]]:
+    """(id, parent, position, type, text, props JSON or None, bytes) for a v1 body, in document order."""
+    for block, position in zip(blocks, keys_between(None, None, len(blocks)), strict=True):
+        props = block.get("props") or None
+        yield (
+            block["id"],
+            parent,
+            position,
+            block["type"],
+            block.get("text", ""),
+            dumps(props) if props else None,
+            block_bytes(block["id"], block["type"], block.get("text", ""), props),
+        )
+        yield from _rows(block.get("children") or [], block["id"])
+
+
+MIGRATIONS: dict[int, Step] = {2: _v2_blocks_as_rows}
+
+
+def statements(script: str) -> Iterator[str]:
+    """Split a script into statements; `executescript` would commit the surrounding transaction."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer.strip()
+            buffer = ""

@@ -1,0 +1,116 @@
+"""Page history and revert (toolset `history`): what changed a page, by which run, and undoing it.
+
+Every write that changes a page is a revision with its command, actor, the four correlation ids, time
+and a compact diff; `mnote.page.history` lists them. `mnote.page.revert` undoes an agent's run on a
+page, one write, or everything since a revision, as a new revision (history is never rewritten).
+The filters that name a run, session or actor sit in `filter` (and the run to undo is `undoRunId`):
+top-level `runId`, `sessionId` and `actorId` name the caller, as on every tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mnote_mcp.envelope import ToolRequest, ToolResult
+from mnote_mcp.identity import Scope
+from mnote_mcp.kernel.port import CommandName, HistoryQuery, Kernel
+from mnote_mcp.tools.registry import Annotations, ToolSpec
+from mnote_mcp.tools.results import command_handler
+from mnote_mcp.tools.schemas import WRITE_EXTENSIONS, WRITE_REQUIRED
+
+MAX_LIMIT = 100
+_PAGE: dict[str, Any] = {"workspaceId": {"type": "string"}, "documentId": {"type": "string"}}
+
+
+async def _history(request: ToolRequest, kernel: Kernel) -> ToolResult:
+    args = request.args
+    where: Mapping[str, Any] = args.get("filter") or {}
+    view = await kernel.page_history(
+        HistoryQuery(
+            workspace_id=request.workspace_id,
+            document_id=request.document_id,
+            actor_id=request.actor_id,
+            correlation=request.correlation,
+            run_id=where.get("runId"),
+            session_id=where.get("sessionId"),
+            by_actor_id=where.get("actorId"),
+            since_revision=args.get("sinceRevision"),
+            limit=args.get("limit", 20),
+            cursor=args.get("cursor"),
+        )
+    )
+    return ToolResult(result=view, effect="read")
+
+
+PAGE_HISTORY = ToolSpec(
+    name="mnote.page.history",
+    title="Page history",
+    description=(
+        "List a page's writes, newest first: revision, command, actor, session/run/call/trace ids, time "
+        "and a compact diff. Use it to see what a run changed (filter.runId) before undoing it with "
+        "mnote.page.revert. Page through with cursor=nextCursor."
+    ),
+    toolset="history",
+    scope=Scope.PAGE_READ,
+    annotations=Annotations(read_only=True, destructive=False, idempotent=True),
+    contract_schema={
+        "type": "object",
+        "required": ["workspaceId", "documentId", "sessionId", "runId", "toolCallId", "traceId"],
+        "properties": {
+            **_PAGE,
+            "filter": {
+                "type": "object",
+                "properties": {
+                    "runId": {"type": "string"},
+                    "sessionId": {"type": "string"},
+                    "actorId": {"type": "string"},
+                },
+                "additionalProperties": False,
+                "description": "Only the writes of this run, session and/or actor.",
+            },
+            "sinceRevision": {"type": "integer", "minimum": 0, "description": "Only writes after it."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20},
+            "cursor": {"type": "string", "description": "nextCursor of the previous call."},
+        },
+    },
+    handler=_history,
+)
+
+
+def _revert_payload(args: Mapping[str, Any]) -> dict[str, Any]:
+    payload = {name: args[name] for name in ("toRevision", "commandId") if name in args}
+    if "undoRunId" in args:
+        payload["runId"] = args["undoRunId"]
+    return payload
+
+
+PAGE_REVERT = ToolSpec(
+    name="mnote.page.revert",
+    title="Revert page",
+    description=(
+        'Undo writes to a page. undoRunId: everything that run did here ("undo what this run did"); '
+        "commandId: one write; toRevision: back to that revision. Written as a new revision; refused, "
+        "naming the blocks, where a later write changed them. Summaries and AI notes are not touched. "
+        "Try dryRun=true first."
+    ),
+    toolset="history",
+    scope=Scope.PAGE_WRITE,
+    annotations=Annotations(read_only=False, destructive=True, idempotent=True),
+    contract_schema={
+        "type": "object",
+        "required": ["workspaceId", "documentId", *WRITE_REQUIRED],
+        "properties": {
+            **_PAGE,
+            "undoRunId": {"type": "string", "description": "Undo every write of this run on the page."},
+            "commandId": {"type": "string", "description": "Undo this one write (audit.commandId)."},
+            "toRevision": {"type": "integer", "minimum": 0, "description": "Restore the page as at it."},
+            "idempotencyKey": {"type": "string"},
+            "dryRun": {"type": "boolean"},
+        },
+    },
+    extensions=WRITE_EXTENSIONS,
+    handler=command_handler(CommandName.PAGE_REVERT, _revert_payload),
+)
+
+HISTORY_TOOLS = (PAGE_HISTORY, PAGE_REVERT)
