@@ -136,11 +136,9 @@ class SeedReport:
 
     def lines(self) -> list[str]:
         c = self.created
-        out = [
-            f"seed: created {_n(c['workspaces'], 'workspace')}, {_n(c['members'], 'member')},"
-            f" {_n(c['pages'], 'page')}"
-            + (f": {', '.join(self.created_pages)}" if self.created_pages else "")
-        ]
+        parts = [_n(c[kind], kind[:-1]) for kind in ("workspaces", "members", "pages") if c[kind]]
+        created = ", ".join(parts) + (f": {', '.join(self.created_pages)}" if self.created_pages else "")
+        out = [f"seed: created {created}" if parts else "seed: created nothing (the fixture's contents exist)"]
         if self.unchanged:
             out.append(f"seed: kept {_n(len(self.unchanged), 'page')} already as the fixture has them")
         if self.changed:
