@@ -193,4 +193,38 @@ BLOCK_TOOLS: dict[str, dict[str, Any]] = {
     },
 }
 
-SURFACE: dict[str, dict[str, Any]] = {**CONTRACT, **BLOCK_TOOLS}
+# The history tools (kernel v2), declared here by hand for the same reason.
+HISTORY_TOOLS: dict[str, dict[str, Any]] = {
+    "mnote.page.history": {
+        "type": "object",
+        "required": ["workspaceId", "documentId", *CORRELATION],
+        "properties": {
+            **_PAGE,
+            "filter": {
+                "type": "object",
+                "properties": {
+                    "runId": {"type": "string"},
+                    "sessionId": {"type": "string"},
+                    "actorId": {"type": "string"},
+                },
+                "additionalProperties": False,
+            },
+            "sinceRevision": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+            "cursor": {"type": "string"},
+        },
+    },
+    "mnote.page.revert": {
+        "type": "object",
+        "required": ["workspaceId", "documentId", *_WRITE_TAIL],
+        "properties": {
+            **_PAGE,
+            "undoRunId": {"type": "string"},
+            "commandId": {"type": "string"},
+            "toRevision": {"type": "integer", "minimum": 0},
+            **_WRITE,
+        },
+    },
+}
+
+SURFACE: dict[str, dict[str, Any]] = {**CONTRACT, **BLOCK_TOOLS, **HISTORY_TOOLS}

@@ -64,10 +64,20 @@ def test_seed_is_idempotent(tmp_path: Path) -> None:
     db = tmp_path / "seeded.db"
     first = run_cli("seed", "--db", str(db), str(FIXTURE))
     assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout) == {"store": str(db), "workspaces": 2, "members": 5, "pages": 3}
+    assert json.loads(first.stdout) == {
+        "store": str(db),
+        "created": {"workspaces": 2, "members": 5, "pages": 3},
+        "kept": {"unchanged": [], "changed": [], "members": []},
+        "replaced": [],
+    }
     before = dump(db)
     again = run_cli("seed", "--db", str(db), str(FIXTURE))
     assert again.returncode == 0 and dump(db) == before
+    assert json.loads(again.stdout)["kept"]["unchanged"] == [
+        "ws_1/doc_1",
+        "ws_1/doc_secret",
+        "ws_other/doc_other",
+    ]
 
 
 def test_seed_refuses_a_bad_fixture(tmp_path: Path) -> None:

@@ -56,10 +56,11 @@ async def test_demo_path_over_stdio(tmp_path: Path, mode: str) -> None:
     assert "<!-- list_1_1 -->" in markdown["result"]["markdown"], "the moved list, still with its child"
     store = LocalStore(db)
     try:
-        (record,) = store.audit_trail(command_id=save["audit"]["commandId"])
+        record, *replays = store.audit_trail(command_id=save["audit"]["commandId"])
     finally:
         store.close()
     assert record["traceId"] == "trace_demo" and record["sessionId"] == "demo_session"
+    assert [r["replayOf"] for r in replays] == [save["audit"]["commandId"]], "the demo's retry, audited"
 
 
 def test_stdout_carries_nothing_but_the_protocol(tmp_path: Path) -> None:
@@ -120,7 +121,8 @@ async def test_twenty_concurrent_identical_calls_from_two_processes_write_once(d
     assert sum(1 for e in envelopes if not e["result"].get("idempotentReplay")) == 1  # type: ignore[union-attr]
     store = LocalStore(db)
     try:
-        assert len(store.audit_trail(trace_id="trace_t")) == 1
+        trail = store.audit_trail(trace_id="trace_t")
+        assert [r["effect"] for r in trail].count("write") == 1 and len(trail) == 20, "1 write, 19 replays"
         page = store.dump()
     finally:
         store.close()
@@ -143,6 +145,8 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
         "mnote.block.update",
         "mnote.block.delete",
         "mnote.block.move",
+        "mnote.page.history",
+        "mnote.page.revert",
         "mnote.artifact.create_summary",
         "mnote.artifact.create_ai_note",
     ]

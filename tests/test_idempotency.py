@@ -43,10 +43,14 @@ async def test_a_dry_run_with_a_key_used_for_other_arguments_is_the_conflict(db:
 async def test_a_replay_is_audited_with_the_retrys_own_ids_and_found_by_either_trace(db: Path) -> None:
     async with connect(db) as client:
         first = await call(
-            client, "mnote.page.save", **write_args("k_retry", **APPEND, traceId="trace_first", toolCallId="c1")
+            client,
+            "mnote.page.save",
+            **write_args("k_retry", **APPEND, traceId="trace_first", toolCallId="c1"),
         )
         retry = await call(
-            client, "mnote.page.save", **write_args("k_retry", **APPEND, traceId="trace_retry", toolCallId="c2")
+            client,
+            "mnote.page.save",
+            **write_args("k_retry", **APPEND, traceId="trace_retry", toolCallId="c2"),
         )
     original = first["audit"]["commandId"]
     assert retry["audit"]["commandId"] == original and retry["traceId"] == "trace_retry"
@@ -60,7 +64,9 @@ async def test_a_replay_is_audited_with_the_retrys_own_ids_and_found_by_either_t
     (replay,) = by_retry
     assert replay["replayOf"] == original and replay["effect"] == "replay"
     assert (replay["traceId"], replay["toolCallId"]) == ("trace_retry", "c2")
-    assert [r["commandId"] for r in by_first] == [original, replay["commandId"]], "found by the first trace too"
+    assert [r["commandId"] for r in by_first] == [original, replay["commandId"]], (
+        "found by the first trace too"
+    )
     assert [r["commandId"] for r in by_command] == [original, replay["commandId"]]
 
 

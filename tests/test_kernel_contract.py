@@ -32,6 +32,7 @@ from mnote_mcp.kernel.port import (
     CommandName,
     CommandOutcome,
     Correlation,
+    HistoryQuery,
     Kernel,
     PageKey,
     PageQuery,
@@ -119,8 +120,10 @@ class Kit:
             raise got
         return got
 
-    def correlation(self, call: str = "call_1", trace: str | None = None) -> Correlation:
-        return Correlation(f"sess_{self.tag}", f"run_{self.tag}", call, trace or self.trace)
+    def correlation(
+        self, call: str = "call_1", trace: str | None = None, run: str | None = None
+    ) -> Correlation:
+        return Correlation(f"sess_{self.tag}", run or f"run_{self.tag}", call, trace or self.trace)
 
     def command(
         self,
@@ -134,13 +137,14 @@ class Kit:
         dry_run: bool = False,
         base: int | None = None,
         trace: str | None = None,
+        run: str | None = None,
     ) -> Command:
         return Command(
             name=name,
             workspace_id=ws or self.ws,
             document_id=doc,
             actor_id=actor,
-            correlation=self.correlation(f"call_{key}", trace),
+            correlation=self.correlation(f"call_{key}", trace, run),
             idempotency_key=key,
             dry_run=dry_run,
             payload=payload,
@@ -180,6 +184,13 @@ class Kit:
             lambda k: k.audit_trail(**query), lambda k: k.audit_trail(**mirror_query)
         )
         return records
+
+    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
+        history: dict[str, Any] = await self._both(lambda k: k.page_history(query))
+        return history
+
+    def history_query(self, doc: str = "doc_1", actor: str = "user_editor", **fields: Any) -> HistoryQuery:
+        return HistoryQuery(self.ws, doc, actor, self.correlation(), **fields)
 
     async def revision(self) -> int:
         return int((await self.get_page(self.query()))["revision"])
@@ -354,7 +365,9 @@ async def test_same_key_same_arguments_replays_and_writes_once(kit: Kit) -> None
     assert retry.replayed and not first.replayed
     assert (retry.command_id, retry.revision, retry.diff) == (first.command_id, first.revision, first.diff)
     assert await kit.revision() == 2
-    assert [r["commandId"] for r in await kit.audit_trail(trace_id=kit.trace)] == [first.command_id]
+    write, replay = await kit.audit_trail(trace_id=kit.trace)
+    assert (write["commandId"], write["effect"]) == (first.command_id, "write")
+    assert (replay["effect"], replay["replayOf"]) == ("replay", first.command_id), "the retry is audited"
 
 
 async def test_concurrent_duplicates_write_once(kit: Kit) -> None:
@@ -369,7 +382,8 @@ async def test_concurrent_duplicates_write_once(kit: Kit) -> None:
             group.start_soon(fire)
     assert len({o.command_id for o in outcomes}) == 1
     assert sum(not o.replayed for o in outcomes) == 1
-    assert len(await kit.kernel.audit_trail(trace_id=kit.trace)) == 1
+    trail = await kit.kernel.audit_trail(trace_id=kit.trace)
+    assert [r["effect"] for r in trail].count("write") == 1 and len(trail) == 10
 
 
 async def test_same_key_different_arguments_is_an_idempotency_conflict(kit: Kit) -> None:
@@ -382,19 +396,26 @@ async def test_same_key_different_arguments_is_an_idempotency_conflict(kit: Kit)
         "summary",
         {"idempotencyKey": "k"},
     )
-    await kit.execute(kit.command(CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": PARA}, "k"))
+    await kit.execute(kit.command(CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": PARA}, "k2"))
     moved = await _refused(
-        kit.execute(kit.command(CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": PARA * 2}, "k"))
+        kit.execute(kit.command(CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": PARA * 2}, "k2"))
     )
     assert (moved.code, moved.reason) == (ErrorCode.IDEMPOTENCY_CONFLICT, "generic")
+    elsewhere = await _refused(
+        kit.execute(kit.command(CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": PARA}, "k"))
+    )
+    assert (elsewhere.code, elsewhere.reason) == (ErrorCode.IDEMPOTENCY_CONFLICT, "other_command")
+    assert elsewhere.details == {"idempotencyKey": "k", "usedBy": CommandName.ARTIFACT_SUMMARY_UPSERT.value}
 
 
-async def test_dry_run_with_a_used_key_warns_of_the_replay(kit: Kit) -> None:
+async def test_dry_run_with_a_used_key_reports_the_replay(kit: Kit) -> None:
     command = kit.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "n"}, "k_used")
     first = await kit.execute(command)
     plan = await kit.execute(
         kit.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "n"}, "k_used", dry_run=True)
     )
+    assert (plan.dry_run, plan.replayed, plan.changed, plan.diff) == (True, True, False, [])
+    assert plan.command_id == first.command_id
     assert plan.warnings == [
         {"code": "idempotent_replay", "reason": "replay", "details": {"commandId": first.command_id}}
     ]
@@ -405,8 +426,8 @@ async def test_keys_that_need_encoding_travel_intact(kit: Kit) -> None:
     command = kit.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "笔记 ✓"}, key)
     first = await kit.execute(command)
     assert (await kit.execute(command)).replayed
-    (record,) = await kit.audit_trail(command_id=first.command_id)
-    assert record["idempotencyKey"] == key
+    records = await kit.audit_trail(command_id=first.command_id)
+    assert [r["idempotencyKey"] for r in records] == [key, key]
 
 
 # -- permissions and validation ----------------------------------------------------------------
@@ -553,3 +574,125 @@ async def test_page_revisions_answer_only_readable_pages(kit: Kit) -> None:
     assert set(owner) == {PageKey(kit.ws, "doc_1"), PageKey(kit.ws, "doc_secret")}
     stranger: dict[PageKey, int] = await kit._both(lambda k: k.page_revisions("user_stranger", keys))
     assert stranger == {}
+
+
+# -- kernel v2: block-level concurrency, history, revert -----------------------------------------
+
+
+async def test_block_edits_with_a_stale_base_go_ahead_unless_their_blocks_changed(kit: Kit) -> None:
+    first = await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "A"}, "c1", base=1)
+    )
+    assert first.revision == 2 and "rebasedFrom" not in first.data
+    other = await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_2", "text": "B"}, "c2", base=1)
+    )
+    assert (other.revision, other.data["rebasedFrom"]) == (3, 1)
+    same = await _refused(
+        kit.execute(kit.command(CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "C"}, "c3", base=1))
+    )
+    assert (same.code, same.reason) == (ErrorCode.CONFLICT, "blocks")
+    assert same.details["conflicts"] == [{"blockId": "p_1", "revision": 2}]
+    assert same.details["currentRevision"] == 3 and same.details["baseRevision"] == 1
+    anchored = await _refused(
+        kit.execute(
+            kit.command(CommandName.PAGE_BLOCK_INSERT, {"blocks": PARA, "afterBlockId": "p_2"}, "c4", base=2)
+        )
+    )
+    assert anchored.details["conflicts"] == [{"blockId": "p_2", "revision": 3}], "the anchor changed"
+    deleted = await kit.execute(kit.command(CommandName.PAGE_BLOCK_DELETE, {"blockIds": ["heading_1"]}, "c5"))
+    gone = await _refused(
+        kit.execute(
+            kit.command(
+                CommandName.PAGE_BLOCK_MOVE, {"blockId": "heading_1", "position": "end"}, "c6", base=3
+            )
+        )
+    )
+    assert gone.details["conflicts"] == [{"blockId": "heading_1", "revision": deleted.revision}]
+    whole = await _refused(
+        kit.execute(kit.command(CommandName.PAGE_BODY_SAVE, {"content": PARA}, "c7", base=3))
+    )
+    assert (whole.code, whole.reason) == (ErrorCode.CONFLICT, "revision"), "a replace stays page-level"
+
+
+async def test_history_lists_every_write_newest_first_and_filters(kit: Kit) -> None:
+    await kit.execute(kit.command(CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "T"}, "h1", run="run_a"))
+    await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "x"}, "h2", run="run_b")
+    )
+    await kit.execute(kit.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "n"}, "h3", run="run_b"))
+    await kit.execute(kit.command(CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "T"}, "h4", run="run_b"))
+    history = await kit.page_history(kit.history_query())
+    assert (history["revision"], history["historyFrom"]) == (3, 1)
+    entries = history["entries"]
+    assert [(e["revision"], e["commandName"], e["runId"]) for e in entries] == [
+        (3, "page.block.update", "run_b"),
+        (2, "page.head.updateTitle", "run_a"),
+    ], "artifacts and writes that changed nothing make no revision"
+    assert entries[0]["diff"] == [{"op": "update", "blockId": "p_1", "fields": ["text"]}]
+    assert entries[1]["diff"] == [{"op": "set", "field": "title"}]
+    assert {k: entries[0][k] for k in ("actorId", "sessionId", "toolCallId", "traceId")} == {
+        "actorId": "user_editor",
+        "sessionId": f"sess_{kit.tag}",
+        "toolCallId": "call_h2",
+        "traceId": kit.trace,
+    }
+    only_a = await kit.page_history(kit.history_query(run_id="run_a"))
+    assert [e["revision"] for e in only_a["entries"]] == [2]
+    first = await kit.page_history(kit.history_query(limit=1))
+    rest = await kit.page_history(kit.history_query(limit=1, cursor=first["nextCursor"]))
+    assert [e["revision"] for e in (*first["entries"], *rest["entries"])] == [3, 2]
+    assert "nextCursor" not in rest
+    since = await kit.page_history(kit.history_query(since_revision=2))
+    assert [e["revision"] for e in since["entries"]] == [3]
+    hidden = await _refused(kit.page_history(kit.history_query("doc_secret")))
+    assert (hidden.code, hidden.reason) == (ErrorCode.PERMISSION_DENIED, "page_read")
+    stranger = await _refused(kit.page_history(kit.history_query(actor="user_stranger")))
+    assert stranger.reason == "not_member"
+
+
+async def test_revert_undoes_a_run_or_goes_back_to_a_revision(kit: Kit) -> None:
+    await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "run"}, "r1", run="bad")
+    )
+    await kit.execute(kit.command(CommandName.PAGE_BLOCK_DELETE, {"blockIds": ["p_2"]}, "r2", run="bad"))
+    await kit.execute(kit.command(CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "Mine"}, "r3", run="good"))
+    plan = await kit.execute(kit.command(CommandName.PAGE_REVERT, {"runId": "bad"}, "r4", dry_run=True))
+    assert plan.dry_run and plan.changed and plan.data["revertedRevisions"] == [2, 3]
+    undone = await kit.execute(kit.command(CommandName.PAGE_REVERT, {"runId": "bad"}, "r4"))
+    assert undone.diff == plan.diff and undone.revision == 5
+    page = await kit.get_page(kit.query())
+    assert page["title"] == "Mine", "the other run's write stays"
+    assert [(b["id"], b["text"]) for b in page["blocks"]] == [
+        ("heading_1", "Chapter one"),
+        ("p_1", "First paragraph."),
+        ("p_2", "Second paragraph."),
+    ]
+    back = await kit.execute(kit.command(CommandName.PAGE_REVERT, {"toRevision": 1}, "r5"))
+    assert back.revision == 6 and (await kit.get_page(kit.query()))["title"] == "Project plan"
+    again = await kit.execute(kit.command(CommandName.PAGE_REVERT, {"toRevision": 1}, "r6"))
+    assert (again.changed, again.revision) == (False, 6)
+
+
+async def test_revert_refuses_when_a_later_write_touched_the_same_blocks(kit: Kit) -> None:
+    await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "bad"}, "x1", run="bad")
+    )
+    later = await kit.execute(
+        kit.command(
+            CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "someone else"}, "x2", run="other"
+        )
+    )
+    for dry_run in (True, False):
+        refused = await _refused(
+            kit.execute(kit.command(CommandName.PAGE_REVERT, {"runId": "bad"}, "x3", dry_run=dry_run))
+        )
+        assert (refused.code, refused.reason) == (ErrorCode.CONFLICT, "revert")
+        assert refused.details["conflicts"] == [{"blockId": "p_1", "revision": later.revision}]
+    assert await kit.revision() == 3
+    missing = await _refused(kit.execute(kit.command(CommandName.PAGE_REVERT, {"commandId": "nope"}, "x4")))
+    assert (missing.code, missing.reason) == (ErrorCode.NOT_FOUND, "command")
+    viewer = await _refused(
+        kit.execute(kit.command(CommandName.PAGE_REVERT, {"toRevision": 1}, "x5", actor="user_viewer"))
+    )
+    assert viewer.reason == "page_write"

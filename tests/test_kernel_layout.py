@@ -60,7 +60,9 @@ async def test_the_text_diff_is_computed_for_dry_runs_only(db: Path, monkeypatch
     async with connect(db) as client:
         written = await call(client, "mnote.block.update", **write_args("k1", blockId="p_1", text="changed"))
         saved = await call(
-            client, "mnote.page.save", **write_args("k2", content=[{"id": "p_1", "type": "paragraph", "text": "x"}])
+            client,
+            "mnote.page.save",
+            **write_args("k2", content=[{"id": "p_1", "type": "paragraph", "text": "x"}]),
         )
         assert written["ok"] and saved["ok"]
         assert calls == [], "a real write throws the text diff away: it must not compute it"

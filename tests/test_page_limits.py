@@ -127,7 +127,9 @@ async def test_reading_a_page_at_the_limit_costs_a_small_multiple_of_the_page(tm
     finally:
         await kernel.aclose()
     assert len(page["blocks"]) == count
-    assert peak < 4 * DEFAULT_MAX_PAGE_BYTES, f"peak {peak / 1e6:.1f} MB for a {DEFAULT_MAX_PAGE_BYTES / 1e6:.1f} MB page"
+    assert peak < 4 * DEFAULT_MAX_PAGE_BYTES, (
+        f"peak {peak / 1e6:.1f} MB for a {DEFAULT_MAX_PAGE_BYTES / 1e6:.1f} MB page"
+    )
 
 
 async def test_page_get_of_a_page_at_the_limit_reads_it_whole(db: Path) -> None:

@@ -24,26 +24,29 @@ TOOLS: dict[str, dict[str, Any]] = {
     "mnote.block.update": {"blockId": "p_1", "text": "x"},
     "mnote.block.delete": {"blockIds": ["p_2"]},
     "mnote.block.move": {"blockId": "heading_1", "position": "end"},
+    "mnote.page.history": {},
+    "mnote.page.revert": {"toRevision": 1},
 }
+READS = {"mnote.page.get", "mnote.page.history"}
 ALL = set(TOOLS)
 PAGE_WRITES = {"mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"}
 ARTIFACTS = {"mnote.artifact.create_summary", "mnote.artifact.create_ai_note"}
 
 # row -> (server config, extra call arguments, tools allowed on doc_1)
 MATRIX: dict[str, tuple[dict[str, Any], dict[str, Any], set[str]]] = {
-    "viewer": ({"actor": "user_viewer"}, {}, {"mnote.page.get"}),
-    "commenter": ({"actor": "user_commenter"}, {}, {"mnote.page.get", *ARTIFACTS}),
+    "viewer": ({"actor": "user_viewer"}, {}, READS),
+    "commenter": ({"actor": "user_commenter"}, {}, {*READS, *ARTIFACTS}),
     "editor": ({"actor": "user_editor"}, {}, ALL),
     "owner": ({"actor": "user_owner"}, {}, ALL),
     "non-member": ({"actor": "user_stranger"}, {}, set()),
-    "read-only server": ({"actor": "user_owner", "read_only": True}, {}, {"mnote.page.get"}),
-    "narrowed scope": ({"actor": "user_owner"}, {"capabilityScope": ["page.read"]}, {"mnote.page.get"}),
+    "read-only server": ({"actor": "user_owner", "read_only": True}, {}, READS),
+    "narrowed scope": ({"actor": "user_owner"}, {"capabilityScope": ["page.read"]}, READS),
     "artifact scope": ({"actor": "user_owner"}, {"capabilityScope": ["artifact.write"]}, ARTIFACTS),
 }
 
 
 def _arguments(tool: str, document_id: str, workspace_id: str, extra: dict[str, Any]) -> dict[str, Any]:
-    if tool == "mnote.page.get":
+    if tool in READS:
         return page_args(document_id, workspace_id, **extra)
     return write_args(f"k_{tool}", document_id=document_id, workspaceId=workspace_id, **TOOLS[tool], **extra)
 
@@ -83,7 +86,7 @@ async def test_forbidden_pages_never_leak(db: Path, mode: str) -> None:
                 for tool in TOOLS:
                     for dry_run in (False, True):
                         args = _arguments(tool, document_id, workspace_id, {})
-                        if tool != "mnote.page.get":
+                        if tool not in READS:
                             args["dryRun"] = dry_run
                         result = await client.call_tool(tool, args)
                         assert result.is_error, (actor, workspace_id, document_id, tool)
@@ -117,3 +120,35 @@ async def test_restricted_page_admits_only_its_members(db: Path) -> None:
         editor = await call(client, "mnote.page.get", **page_args("doc_secret"))
     assert owner["ok"] and owner["result"]["title"] == "SECRET-TITLE-7f3a"
     assert editor["error"]["code"] == "mnote_tool_permission_denied"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_forbidden_pages_history_never_leaks(db: Path, mode: str) -> None:
+    """The owner's writes to the restricted page are in its history; nobody else sees any of it."""
+    marker = "run-SECRET-HISTORY-5e1f"
+    async with connect(db, mode, actor="user_owner") as owner:
+        wrote = await call(
+            owner,
+            "mnote.block.update",
+            **write_args("k_secret", document_id="doc_secret", blockId="s_1", text="x", runId=marker),
+        )
+        own = await call(owner, "mnote.page.history", **page_args("doc_secret"))
+    assert wrote["ok"] and [e["runId"] for e in own["result"]["entries"]] == [marker]
+    seen: list[str] = []
+    for actor in ("user_viewer", "user_editor", "user_stranger", "nobody"):
+        async with connect(db, mode, actor=actor) as client:
+            for arguments in (
+                page_args("doc_secret"),
+                page_args("doc_secret", filter={"runId": marker}),
+                page_args("doc_1", filter={"runId": marker}),
+            ):
+                result = await client.call_tool("mnote.page.history", arguments)
+                seen.append(result.model_dump_json())
+            undo = await client.call_tool(
+                "mnote.page.revert", write_args("k_undo", document_id="doc_secret", undoRunId=marker)
+            )
+            assert undo.is_error
+            seen.append(undo.model_dump_json())
+    text = "\n".join(seen)
+    for secret in (*SECRETS, marker, wrote["audit"]["commandId"]):
+        assert secret not in text

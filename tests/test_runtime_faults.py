@@ -75,10 +75,12 @@ async def unavailable(call: Any) -> MnoteError:
 
 
 def writes(db: Path, key: str = "k_fault") -> int:
-    """Audit records of the key (one per real write), checked against the page body itself."""
+    """Write records of the key (one per real write; replays have their own), checked against the body."""
     with sqlite3.connect(db) as conn:
         audited = int(
-            conn.execute("SELECT count(*) FROM audit WHERE idempotency_key = ?", (key,)).fetchone()[0]
+            conn.execute(
+                "SELECT count(*) FROM audit WHERE idempotency_key = ? AND effect = 'write'", (key,)
+            ).fetchone()[0]
         )
     store = LocalStore(db)
     try:

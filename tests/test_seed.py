@@ -71,7 +71,9 @@ def test_seed_command_keeps_pages_edited_since_and_says_so(tmp_path: Path) -> No
     report = json.loads(again.stdout)
     assert report["created"] == {"workspaces": 0, "members": 0, "pages": 0}
     assert "ws_1/doc_2" in report["kept"]["changed"]
-    assert "ws_1/doc_2" in again.stderr and "--replace" in again.stderr, "stderr names the page and the way out"
+    assert "ws_1/doc_2" in again.stderr and "--replace" in again.stderr, (
+        "stderr names the page and the way out"
+    )
 
 
 def test_serve_seed_creates_what_is_missing_and_never_replaces(

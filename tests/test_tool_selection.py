@@ -17,6 +17,8 @@ pytestmark = pytest.mark.anyio
 PAGE = {"mnote.page.get", "mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"}
 BLOCK = {"mnote.block.insert", "mnote.block.update", "mnote.block.delete", "mnote.block.move"}
 ARTIFACT = {"mnote.artifact.create_summary", "mnote.artifact.create_ai_note"}
+HISTORY = {"mnote.page.history", "mnote.page.revert"}
+EVERY = PAGE | BLOCK | HISTORY | ARTIFACT
 
 
 async def _listed(db: Path, mode: str = "legacy", **config: Any) -> set[str]:
@@ -27,19 +29,20 @@ async def _listed(db: Path, mode: str = "legacy", **config: Any) -> set[str]:
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ({}, PAGE | BLOCK | ARTIFACT),
+        ({}, EVERY),
+        ({"toolsets": frozenset({"history"})}, HISTORY),
         ({"toolsets": frozenset({"block"})}, BLOCK),
         ({"toolsets": frozenset({"page", "artifact"})}, PAGE | ARTIFACT),
-        ({"tools": ("mnote.page.*",)}, PAGE),
+        ({"tools": ("mnote.page.*",)}, PAGE | HISTORY),
         ({"tools": ("mnote_block_*", "mnote.page.get")}, BLOCK | {"mnote.page.get"}),
         ({"toolsets": frozenset({"artifact"}), "tools": ("mnote.page.get",)}, ARTIFACT | {"mnote.page.get"}),
         (
             {"exclude_tools": ("mnote.block.delete", "mnote_page_save")},
-            (PAGE | BLOCK | ARTIFACT) - {"mnote.block.delete", "mnote.page.save"},
+            EVERY - {"mnote.block.delete", "mnote.page.save"},
         ),
         ({"toolsets": frozenset({"block"}), "exclude_tools": ("*.delete",)}, BLOCK - {"mnote.block.delete"}),
         ({"exclude_tools": ("*",)}, set()),
-        ({"read_only": True}, {"mnote.page.get"}),
+        ({"read_only": True}, {"mnote.page.get", "mnote.page.history"}),
         ({"read_only": True, "toolsets": frozenset({"block"})}, set()),
         ({"read_only": True, "tools": ("mnote.block.*", "mnote.page.get")}, {"mnote.page.get"}),
     ],

@@ -138,7 +138,9 @@ class SeedReport:
         c = self.created
         parts = [_n(c[kind], kind[:-1]) for kind in ("workspaces", "members", "pages") if c[kind]]
         created = ", ".join(parts) + (f": {', '.join(self.created_pages)}" if self.created_pages else "")
-        out = [f"seed: created {created}" if parts else "seed: created nothing (the fixture's contents exist)"]
+        out = [
+            f"seed: created {created}" if parts else "seed: created nothing (the fixture's contents exist)"
+        ]
         if self.unchanged:
             out.append(f"seed: kept {_n(len(self.unchanged), 'page')} already as the fixture has them")
         if self.changed:

@@ -154,25 +154,28 @@ def _separate(rows: dict[str, BlockRow], current: dict[str, BlockRow]) -> None:
 
 
 def _plan(tx: Tx, rows: dict[str, BlockRow], target: PageState, undone: list[int]) -> Plan:
+    old, new = tree_of(rows.values()), tree_of(target.rows.values())
+    diff = replace_diff(old, new)
+    placed_ids = {op["blockId"] for op in diff if op["op"] in ("insert", "move")}
     revision = tx.next_revision
     changes: list[BlockChange] = []
     for block_id in [*rows, *(bid for bid in target.rows if bid not in rows)]:
         before, after = rows.get(block_id), target.rows.get(block_id)
-        if (
-            before is not None
-            and after is not None
-            and before.same_content(after)
-            and before.same_place(after)
-        ):
-            continue
-        changes.append(BlockChange(block_id, before, replace(after, revision=revision) if after else None))
+        if before is None or after is None:
+            changes.append(
+                BlockChange(block_id, before, replace(after, revision=revision) if after else None)
+            )
+        elif not before.same_content(after) or block_id in placed_ids:
+            changes.append(BlockChange(block_id, before, replace(after, revision=revision)))
+        elif not before.same_place(after):  # the same place among its siblings, another order key
+            changes.append(
+                BlockChange(block_id, before, replace(after, revision=before.revision), rekey=True)
+            )
     page = tx.page
     head = HeadChange(
         title=(page.title, target.title) if target.title != page.title else None,
         options=(dict(page.options), dict(target.options)) if target.options != page.options else None,
     )
-    old, new = tree_of(rows.values()), tree_of(target.rows.values())
-    diff = replace_diff(old, new) if changes else []
     block_ids = [op["blockId"] for op in diff]
     if head.title is not None:
         diff.append({"op": "set", "field": "title", "from": head.title[0], "to": head.title[1]})
@@ -186,7 +189,7 @@ def _plan(tx: Tx, rows: dict[str, BlockRow], target: PageState, undone: list[int
     return Plan(
         diff=diff,
         changed=bool(diff),
-        blocks=changes,
+        blocks=changes if diff else [],
         head=head,
         data={"revertedRevisions": undone, "blockIds": list(dict.fromkeys(block_ids))},
         text_diff=text_diff_of(tx, changes, new) if changes else None,
