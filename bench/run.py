@@ -265,7 +265,7 @@ async def validation_cost(db: Path) -> float:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
-    from mnote_mcp.envelope import OUTPUT_SCHEMA
+    from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
     peer = await spawn(mnote(db))
     try:

@@ -18,9 +18,9 @@ from mcp import Client, StdioServerParameters
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.envelope import OUTPUT_SCHEMA
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "workspace.json"

@@ -14,11 +14,11 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPDeprecationWarning, MCPError
 
-from mnote_mcp.identity import Scope
 from mnote_mcp.kernel.markdown import parse_markdown
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.resources import page_uri
 from mnote_mcp.resources import pages as resource_pages
+from mnote_mcp.vocabulary.scopes import Scope
 from tests.helpers import MODES, SECRETS, call, connect, page_args, stdio_params, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore", category=MCPDeprecationWarning)]
