@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mnote_mcp.logs import LogFormat
-from mnote_mcp.tools.selection import Toolset, parse_toolsets
+from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale, parse_locale
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, parse_scopes

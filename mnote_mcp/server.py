@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from mnote_mcp import __version__
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
-from mnote_mcp.tools.selection import Toolset
+from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import to_json
 from mnote_mcp.vocabulary.identity import Identity
 

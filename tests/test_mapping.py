@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from tests.helpers import MODES, call, connect, write_args
 
 pytestmark = pytest.mark.anyio
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-BASE = {"workspaceId": "ws_1", "documentId": "doc_1"}
+BASE: dict[str, Any] = {"workspaceId": "ws_1", "documentId": "doc_1"}
 
 
 def test_arguments_win_over_meta_over_bindings_over_generated() -> None:

@@ -6,7 +6,7 @@ from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
 from mnote_mcp.tools.schemas import write_schema
-from mnote_mcp.tools.selection import Toolset
+from mnote_mcp.tools.toolsets import Toolset
 
 CREATE_SUMMARY = ToolSpec(
     name="mnote.artifact.create_summary",

@@ -15,7 +15,7 @@ from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
 from mnote_mcp.tools.schemas import BLOCK_ITEM, write_schema
-from mnote_mcp.tools.selection import Toolset
+from mnote_mcp.tools.toolsets import Toolset
 
 _ID: dict[str, Any] = {"type": "string"}  # ids come from mnote.page.get; the kernel checks their form
 _PLACEMENT: dict[str, Any] = {

@@ -9,7 +9,7 @@ from mnote_mcp.kernel.port import CommandName, Kernel, PageQuery
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
 from mnote_mcp.tools.schemas import BLOCK_ITEM, page_schema, write_schema
-from mnote_mcp.tools.selection import Toolset
+from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
 
 

@@ -22,7 +22,7 @@ from mnote_mcp.kernel.policy import COMMAND_SCOPES
 from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.results import Handler, PayloadMap, command_handler
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
-from mnote_mcp.tools.selection import Toolset
+from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, OUTPUT_SCHEMA
 from mnote_mcp.vocabulary.scopes import Scope
 

@@ -4,36 +4,20 @@ The selection is an upper bound: tools outside it are not in the registry at all
 reach them (a call is an unknown tool). Read-only mode and the granted scopes are applied after it,
 by the dispatcher, and still hide every tool the connection could not use.
 
-This module imports nothing heavy: the command line parses `--toolsets` with it.
+This module imports nothing heavy: the command line builds the selection with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from mnote_mcp.tools.toolsets import Toolset
+
 if TYPE_CHECKING:
     from mnote_mcp.tools.registry import ToolSpec
-
-
-class Toolset(StrEnum):
-    PAGE = "page"
-    BLOCK = "block"
-    ARTIFACT = "artifact"
-
-
-def parse_toolsets(values: Iterable[str]) -> frozenset[Toolset]:
-    """Toolset names; raises ValueError naming an unknown one."""
-    toolsets: set[Toolset] = set()
-    for raw in values:
-        try:
-            toolsets.add(Toolset(raw.strip()))
-        except ValueError:
-            raise ValueError(f"unknown toolset {raw.strip()!r}; toolsets: {', '.join(Toolset)}") from None
-    return frozenset(toolsets)
 
 
 @dataclass(frozen=True, slots=True)
