@@ -15,7 +15,8 @@ from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.server import IdentityResolver, create_server
-from mnote_mcp.tools import ALL_TOOLS, Registry
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +50,14 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
     spec = config.kernel.strip()
     if spec == "local":
         from mnote_mcp.kernel.local import LocalKernel
-        from mnote_mcp.kernel.local.limits import PageLimits
 
-        limits = PageLimits(config.max_page_blocks, config.max_page_bytes)
-        kernel = LocalKernel.open_seeded(config.store_path, seed=config.seed, demo=config.demo, limits=limits)
+        kernel = LocalKernel.open_seeded(
+            config.store_path,
+            seed=config.seed,
+            demo=config.demo,
+            limits=config.page_limits,
+            busy_timeout=config.store_busy_timeout,
+        )
         return kernel, f"sqlite:{config.store_path}"
     if not spec.startswith(("http://", "https://", "cli:")):
         raise ValueError(

@@ -17,9 +17,10 @@ from mcp.shared.exceptions import MCPError
 
 from mnote_mcp import __version__
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
-from mnote_mcp.envelope import to_json
-from mnote_mcp.identity import Identity
 from mnote_mcp.resources import PageResources
+from mnote_mcp.tools.toolsets import Toolset
+from mnote_mcp.vocabulary.envelope import to_json
+from mnote_mcp.vocabulary.identity import Identity
 
 IdentityResolver = Callable[[ServerRequestContext[Any, Any]], Identity]
 
@@ -42,7 +43,7 @@ def create_server(
     tools = dispatcher.registry.advertised(include=dispatcher.exposes)
     listing = types.ListToolsResult(tools=tools)
     block_tools = any(
-        spec.toolset == "block" and dispatcher.exposes(spec) for spec in dispatcher.registry.specs
+        spec.toolset is Toolset.BLOCK and dispatcher.exposes(spec) for spec in dispatcher.registry.specs
     )
     pages = PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
 

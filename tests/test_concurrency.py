@@ -9,6 +9,7 @@ that changed it, and its text is not written.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -28,11 +29,11 @@ async def test_two_processes_with_the_same_stale_revision(db: Path) -> None:
         read = envelope_of(await first.call_tool("mnote.page.get", page_args()))
         base = read["result"]["revision"]
 
-        async def edit(client: Client, key: str, block: str, text: str) -> dict[str, object]:
+        async def edit(client: Client, key: str, block: str, text: str) -> dict[str, Any]:
             args = write_args(key, blockId=block, text=text, baseRevision=base)
             return envelope_of(await client.call_tool("mnote.block.update", args))
 
-        different: list[dict[str, object]] = []
+        different: list[dict[str, Any]] = []
         async with anyio.create_task_group() as group:
 
             async def run(client: Client, key: str, block: str) -> None:
@@ -41,17 +42,17 @@ async def test_two_processes_with_the_same_stale_revision(db: Path) -> None:
             group.start_soon(run, first, "a1", "p_1")
             group.start_soon(run, second, "b1", "p_2")
         assert all(e["ok"] for e in different), different
-        revisions = sorted(e["result"]["revision"] for e in different)  # type: ignore[index]
+        revisions = sorted(e["result"]["revision"] for e in different)
         assert revisions == [base + 1, base + 2]
-        rebased = [e for e in different if "rebasedFrom" in e["result"]]  # type: ignore[operator]
-        assert len(rebased) == 1 and rebased[0]["result"]["rebasedFrom"] == base  # type: ignore[index]
+        rebased = [e for e in different if "rebasedFrom" in e["result"]]
+        assert len(rebased) == 1 and rebased[0]["result"]["rebasedFrom"] == base
 
         won = await edit(first, "a2", "heading_1", "first")
         lost = await edit(second, "b2", "heading_1", "second")
         page = envelope_of(await second.call_tool("mnote.page.get", page_args()))
     assert won["ok"]
     error = lost["error"]
-    assert error["code"] == "mnote_tool_conflict"  # type: ignore[index]
-    assert error["details"]["conflicts"] == [{"blockId": "heading_1", "revision": base + 3}]  # type: ignore[index]
-    texts = {block["id"]: block["text"] for block in page["result"]["blocks"]}  # type: ignore[index]
+    assert error["code"] == "mnote_tool_conflict"
+    assert error["details"]["conflicts"] == [{"blockId": "heading_1", "revision": base + 3}]
+    texts = {block["id"]: block["text"] for block in page["result"]["blocks"]}
     assert texts == {"heading_1": "first", "p_1": "a1 wrote this", "p_2": "b1 wrote this"}

@@ -27,10 +27,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import MODES, call, connect, page_args, seeded_store, write_args
-from tests.test_block_model import MAX_DEPTH, NESTING, TREE, Model, operation, predict
+from tests.test_block_model import MAX_DEPTH, NESTING, Model, operation, predict
+from tests.test_block_tools import TREE
 
 RUNS = ("run_a", "run_b", "run_c")
-FIXTURE_BLOCKS = [
+FIXTURE_BLOCKS: list[dict[str, Any]] = [
     {"id": "heading_1", "type": "heading", "text": "Chapter one", "props": {"level": 1}},
     {"id": "p_1", "type": "paragraph", "text": "First paragraph."},
     {"id": "p_2", "type": "paragraph", "text": "Second paragraph."},

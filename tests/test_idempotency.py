@@ -4,6 +4,7 @@ do, a replay leaves a trace of the retry, and one key is one operation for its a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from tests.helpers import MODES, call, connect, dump, write_args
 
 pytestmark = pytest.mark.anyio
 
-APPEND = {"content": [{"type": "paragraph", "text": "once"}], "mode": "append"}
+APPEND: dict[str, Any] = {"content": [{"type": "paragraph", "text": "once"}], "mode": "append"}
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from mnote_mcp.kernel.blocks import walk
+from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.local import LocalStore, migrate
-from mnote_mcp.kernel.local.limits import block_bytes
 from mnote_mcp.kernel.local.rows import read_tree
 from mnote_mcp.kernel.local.schema import SCHEMA_VERSION
 from tests.helpers import ROOT, call, connect, page_args, write_args

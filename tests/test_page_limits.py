@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
 from mnote_mcp.kernel.port import Correlation, PageQuery
 from tests.helpers import call, connect, dump, page_args, write_args
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 
 Block = dict[str, Any]
 
@@ -78,7 +78,7 @@ def normalize_block(raw: Any, pointer: str = "", depth: int = 1) -> Block:
 
 def block_not_found(block: str, pointer: str) -> MnoteError:
     """A block the call names (`pointer` says where) that is not on the page."""
-    return MnoteError(ErrorCode.NOT_FOUND, "block", {"blockId": block, "pointer": pointer})
+    return MnoteError(ErrorCode.NOT_FOUND, Reason.BLOCK, {"blockId": block, "pointer": pointer})
 
 
 def block_id(value: Any, pointer: str) -> str:
@@ -104,7 +104,7 @@ def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list
     if not isinstance(kind, str) or kind not in BLOCK_TYPES:
         raise MnoteError(
             ErrorCode.INVALID_ARGUMENT,
-            "block_type",
+            Reason.BLOCK_TYPE,
             {
                 "pointer": f"{pointer}/type",
                 "reason": "unsupported block type",
@@ -244,10 +244,6 @@ def height(block: Block) -> int:
 
 def count_blocks(blocks: list[Block]) -> int:
     return sum(1 for _ in walk(blocks))
-
-
-def plain_text(blocks: list[Block]) -> str:
-    return "\n".join(block["text"] for block, _, _ in walk(blocks) if block["text"])
 
 
 def body_summary(blocks: list[Block], limit: int = 200) -> str:

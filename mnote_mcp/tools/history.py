@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mnote_mcp.envelope import ToolRequest, ToolResult
-from mnote_mcp.identity import Scope
 from mnote_mcp.kernel.port import CommandName, HistoryQuery, Kernel
 from mnote_mcp.tools.registry import Annotations, ToolSpec
-from mnote_mcp.tools.results import command_handler
-from mnote_mcp.tools.schemas import WRITE_EXTENSIONS, WRITE_REQUIRED
+from mnote_mcp.tools.schemas import page_schema, write_schema
+from mnote_mcp.tools.toolsets import Toolset
+from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
 
 MAX_LIMIT = 100
-_PAGE: dict[str, Any] = {"workspaceId": {"type": "string"}, "documentId": {"type": "string"}}
 
 
 async def _history(request: ToolRequest, kernel: Kernel) -> ToolResult:
@@ -51,14 +49,14 @@ PAGE_HISTORY = ToolSpec(
         "and a compact diff. Use it to see what a run changed (filter.runId) before undoing it with "
         "mnote.page.revert. Page through with cursor=nextCursor."
     ),
-    toolset="history",
-    scope=Scope.PAGE_READ,
-    annotations=Annotations(read_only=True, destructive=False, idempotent=True),
-    contract_schema={
-        "type": "object",
-        "required": ["workspaceId", "documentId", "sessionId", "runId", "toolCallId", "traceId"],
-        "properties": {
-            **_PAGE,
+    summary=(
+        "the page's writes, newest first: revision, command, actor, correlation ids, time, compact diff; "
+        "filter by run, session, actor, `sinceRevision`; paged"
+    ),
+    toolset=Toolset.HISTORY,
+    annotations=Annotations(destructive=False, idempotent=True),
+    contract_schema=page_schema(
+        {
             "filter": {
                 "type": "object",
                 "properties": {
@@ -73,8 +71,9 @@ PAGE_HISTORY = ToolSpec(
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20},
             "cursor": {"type": "string", "description": "nextCursor of the previous call."},
         },
-    },
-    handler=_history,
+        required=CORRELATION_FIELDS,
+    ),
+    read=_history,
 )
 
 
@@ -94,23 +93,22 @@ PAGE_REVERT = ToolSpec(
         "naming the blocks, where a later write changed them. Summaries and AI notes are not touched. "
         "Try dryRun=true first."
     ),
-    toolset="history",
-    scope=Scope.PAGE_WRITE,
-    annotations=Annotations(read_only=False, destructive=True, idempotent=True),
-    contract_schema={
-        "type": "object",
-        "required": ["workspaceId", "documentId", *WRITE_REQUIRED],
-        "properties": {
-            **_PAGE,
+    summary=(
+        "undo one run's writes (`undoRunId`), one write (`commandId`) or everything since a revision "
+        "(`toRevision`), as a new revision; refuses where later writes touched the same blocks"
+    ),
+    toolset=Toolset.HISTORY,
+    annotations=Annotations(destructive=True, idempotent=True),
+    contract_schema=write_schema(
+        {
             "undoRunId": {"type": "string", "description": "Undo every write of this run on the page."},
             "commandId": {"type": "string", "description": "Undo this one write (audit.commandId)."},
             "toRevision": {"type": "integer", "minimum": 0, "description": "Restore the page as at it."},
-            "idempotencyKey": {"type": "string"},
-            "dryRun": {"type": "boolean"},
         },
-    },
-    extensions=WRITE_EXTENSIONS,
-    handler=command_handler(CommandName.PAGE_REVERT, _revert_payload),
+        required=[],
+    ),
+    command=CommandName.PAGE_REVERT,
+    payload=_revert_payload,
 )
 
 HISTORY_TOOLS = (PAGE_HISTORY, PAGE_REVERT)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.policy import DENIAL_REASON, Grant, effective_role, grants_of
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.policy import DENIAL_REASON, Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import PageKey, PageRef
 
 
@@ -33,10 +33,10 @@ class PageHead:
 
 
 def authorize(
-    conn: sqlite3.Connection, workspace_id: str, document_id: str, actor_id: str, need: Grant
+    conn: sqlite3.Connection, workspace_id: str, document_id: str, actor_id: str, need: Scope
 ) -> PageHead:
     if not actor_id:
-        raise MnoteError(ErrorCode.UNAUTHENTICATED, "no_actor")
+        raise MnoteError(ErrorCode.UNAUTHENTICATED, Reason.NO_ACTOR)
     # One query for both checkpoints; which of them fails is read from the row, in order.
     row = conn.execute(
         "SELECT m.role, p.id, p.title, p.options, p.revision, p.restricted, a.role,"
@@ -49,14 +49,14 @@ def authorize(
         (document_id, workspace_id, actor_id),
     ).fetchone()
     if row is None:
-        raise MnoteError(ErrorCode.PERMISSION_DENIED, "not_member", {"workspaceId": workspace_id})
+        raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": workspace_id})
     role, found, title, options, revision, restricted, page_role, blocks, size, history_from = row
     if found is None:
         raise MnoteError(
-            ErrorCode.NOT_FOUND, "page", {"workspaceId": workspace_id, "documentId": document_id}
+            ErrorCode.NOT_FOUND, Reason.PAGE, {"workspaceId": workspace_id, "documentId": document_id}
         )
     grants = grants_of(effective_role(role, page_role, bool(restricted)))
-    for grant in (Grant.PAGE_READ, need):
+    for grant in (Scope.PAGE_READ, need):
         if grant not in grants:
             raise MnoteError(ErrorCode.PERMISSION_DENIED, DENIAL_REASON[grant], {"documentId": document_id})
     return PageHead(
@@ -76,7 +76,7 @@ def readable_pages(conn: sqlite3.Connection, actor_id: str) -> list[PageRef]:
     return [
         PageRef(workspace_id=ws, document_id=doc, title=title, revision=rev)
         for ws, doc, title, rev, restricted, role, page_role in rows
-        if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted)))
+        if Scope.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted)))
     ]
 
 
@@ -96,7 +96,7 @@ def readable_revisions(
         if row is None:
             continue
         revision, restricted, role, page_role = row
-        if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted))):
+        if Scope.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted))):
             revisions[key] = revision
     return revisions
 

@@ -31,7 +31,7 @@ from mnote_mcp.kernel.blocks import (
     walk_pointers,
 )
 from mnote_mcp.kernel.diff import append_diff, placed, replace_diff
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.local.access import PageHead, option_registry
 from mnote_mcp.kernel.local.encoding import now
 from mnote_mcp.kernel.local.history import HeadChange
@@ -47,7 +47,6 @@ from mnote_mcp.kernel.local.rows import (
     replace_rows,
     tree_of,
 )
-from mnote_mcp.kernel.policy import Grant
 from mnote_mcp.kernel.port import CommandName
 
 MAX_TITLE_LENGTH = 500
@@ -250,13 +249,13 @@ def _plan_options(tx: Tx, p: dict[str, Any]) -> Plan:
     if not_wired and not tx.command.dry_run:
         raise MnoteError(
             ErrorCode.OPTION_NOT_WIRED,
-            "option",
+            Reason.OPTION,
             {"options": not_wired, "runtimeSupport": {name: registry[name] for name in not_wired}},
         )
     warnings = [
         {
             "code": ErrorCode.OPTION_NOT_WIRED.value,
-            "reason": "option",
+            "reason": Reason.OPTION.value,
             "details": {"options": [name], "runtimeSupport": {name: registry[name]}},
         }
         for name in not_wired
@@ -603,24 +602,16 @@ def _insert_edge(
 
 
 COMMANDS: dict[str, CommandSpec] = {
-    CommandName.PAGE_BODY_SAVE: CommandSpec(Grant.PAGE_WRITE, _validate_save, _plan_save),
-    CommandName.PAGE_HEAD_UPDATE_TITLE: CommandSpec(Grant.PAGE_WRITE, _validate_title, _plan_title),
-    CommandName.PAGE_LAYOUT_UPDATE_OPTIONS: CommandSpec(Grant.PAGE_WRITE, _validate_options, _plan_options),
+    CommandName.PAGE_BODY_SAVE: CommandSpec(_validate_save, _plan_save),
+    CommandName.PAGE_HEAD_UPDATE_TITLE: CommandSpec(_validate_title, _plan_title),
+    CommandName.PAGE_LAYOUT_UPDATE_OPTIONS: CommandSpec(_validate_options, _plan_options),
     CommandName.ARTIFACT_SUMMARY_UPSERT: CommandSpec(
-        Grant.ARTIFACT_WRITE, _validate_summary, _plan_summary, conflict_reason="summary"
+        _validate_summary, _plan_summary, conflict_reason=Reason.SUMMARY
     ),
-    CommandName.ARTIFACT_AI_NOTE_CREATE: CommandSpec(Grant.ARTIFACT_WRITE, _validate_note, _plan_note),
-    CommandName.PAGE_BLOCK_INSERT: CommandSpec(
-        Grant.PAGE_WRITE, _validate_insert, _plan_insert, depends=_insert_depends
-    ),
-    CommandName.PAGE_BLOCK_UPDATE: CommandSpec(
-        Grant.PAGE_WRITE, _validate_update, _plan_update, depends=_update_depends
-    ),
-    CommandName.PAGE_BLOCK_DELETE: CommandSpec(
-        Grant.PAGE_WRITE, _validate_delete, _plan_delete, depends=_delete_depends
-    ),
-    CommandName.PAGE_BLOCK_MOVE: CommandSpec(
-        Grant.PAGE_WRITE, _validate_move, _plan_move, depends=_move_depends
-    ),
-    CommandName.PAGE_REVERT: CommandSpec(Grant.PAGE_WRITE, validate_revert, plan_revert),
+    CommandName.ARTIFACT_AI_NOTE_CREATE: CommandSpec(_validate_note, _plan_note),
+    CommandName.PAGE_BLOCK_INSERT: CommandSpec(_validate_insert, _plan_insert, depends=_insert_depends),
+    CommandName.PAGE_BLOCK_UPDATE: CommandSpec(_validate_update, _plan_update, depends=_update_depends),
+    CommandName.PAGE_BLOCK_DELETE: CommandSpec(_validate_delete, _plan_delete, depends=_delete_depends),
+    CommandName.PAGE_BLOCK_MOVE: CommandSpec(_validate_move, _plan_move, depends=_move_depends),
+    CommandName.PAGE_REVERT: CommandSpec(validate_revert, plan_revert),
 }

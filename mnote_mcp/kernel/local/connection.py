@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+# Above this many blocks, whole-page work (reading, rendering, diffing, replacing) moves off the event loop.
+INLINE_BLOCKS = 2_000
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 
@@ -35,7 +37,7 @@ def is_busy(exc: BaseException) -> bool:
 def store_busy(timeout: float) -> MnoteError:
     return MnoteError(
         ErrorCode.RUNTIME_UNAVAILABLE,
-        "store_busy",
+        Reason.STORE_BUSY,
         {"adapter": "local", "cause": "store_busy", "busyTimeoutSeconds": timeout},
     )
 

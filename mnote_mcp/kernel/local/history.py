@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.rows import BlockChange, BlockRow
 from mnote_mcp.kernel.port import Correlation
@@ -389,7 +389,7 @@ def no_history(pointer: str, history_from: int) -> MnoteError:
 
 
 def command_not_found(command_id: str) -> MnoteError:
-    return MnoteError(ErrorCode.NOT_FOUND, "command", {"commandId": command_id, "pointer": "/commandId"})
+    return MnoteError(ErrorCode.NOT_FOUND, Reason.COMMAND, {"commandId": command_id, "pointer": "/commandId"})
 
 
 def ids_by_revision(revisions: Iterable[Revision]) -> Mapping[int, set[str]]:

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from anyio import CapacityLimiter
 
-from mnote_mcp.kernel.local.connection import MoveToThread
-from mnote_mcp.kernel.local.limits import PageLimits
+from mnote_mcp.kernel.limits import PageLimits
+from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
 
@@ -38,8 +38,10 @@ class LocalKernel:
         self._limiter: CapacityLimiter | None = None
 
     @classmethod
-    def open(cls, path: str | Path, *, limits: PageLimits | None = None) -> LocalKernel:
-        return cls(LocalStore(path, limits=limits))
+    def open(
+        cls, path: str | Path, *, limits: PageLimits | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    ) -> LocalKernel:
+        return cls(LocalStore(path, limits=limits, busy_timeout=busy_timeout))
 
     @classmethod
     def open_seeded(
@@ -49,6 +51,7 @@ class LocalKernel:
         seed: Path | None = None,
         demo: bool = True,
         limits: PageLimits | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     ) -> LocalKernel:
         """Open a store, loading `seed` into it, or the demo workspace if the store is new.
 
@@ -56,7 +59,7 @@ class LocalKernel:
         """
         from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
 
-        kernel = cls.open(path, limits=limits)
+        kernel = cls.open(path, limits=limits, busy_timeout=busy_timeout)
         try:
             if seed is not None:
                 load_fixture(kernel.store, read_fixture(seed))

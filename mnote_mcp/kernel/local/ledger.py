@@ -16,7 +16,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.port import Command, CommandOutcome
 
@@ -46,7 +46,7 @@ def command_id(name: str, trace_id: str) -> str:
     return f"{snake}_{trace}_{secrets.token_hex(4)}"
 
 
-def lookup(conn: sqlite3.Connection, command: Command, print_: str, conflict_reason: str) -> Replay | None:
+def lookup(conn: sqlite3.Connection, command: Command, print_: str, conflict_reason: Reason) -> Replay | None:
     """The replay this command's key calls for, None for a new key, or the conflict it is."""
     rows = conn.execute(
         "SELECT command_name, fingerprint, outcome FROM idempotency"
@@ -65,7 +65,7 @@ def lookup(conn: sqlite3.Connection, command: Command, print_: str, conflict_rea
     if others:
         details["usedBy"] = others[0]
     raise MnoteError(
-        ErrorCode.IDEMPOTENCY_CONFLICT, conflict_reason if not others else "other_command", details
+        ErrorCode.IDEMPOTENCY_CONFLICT, conflict_reason if not others else Reason.OTHER_COMMAND, details
     )
 
 

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
+from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.local.connection import Database
 from mnote_mcp.kernel.local.encoding import dumps, now
-from mnote_mcp.kernel.local.limits import block_bytes
 from mnote_mcp.kernel.local.orderkeys import keys_between
 from mnote_mcp.kernel.local.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
 

@@ -13,13 +13,12 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.diff import text_diff
+from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.local.access import PageHead
-from mnote_mcp.kernel.local.connection import MoveToThread
+from mnote_mcp.kernel.local.connection import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.local.history import HeadChange
-from mnote_mcp.kernel.local.limits import INLINE_BLOCKS
 from mnote_mcp.kernel.local.rows import BlockChange, PageBlocks, tree_of
 from mnote_mcp.kernel.markdown import render_markdown
-from mnote_mcp.kernel.policy import Grant
 from mnote_mcp.kernel.port import Command
 
 Apply = Callable[[sqlite3.Connection, str], int]
@@ -74,10 +73,9 @@ Depends = Callable[[Tx, dict[str, Any]], list[str]]
 
 @dataclass(frozen=True, slots=True)
 class CommandSpec:
-    grant: Grant
     validate: Callable[[Mapping[str, Any]], dict[str, Any]]
     plan: Planner
-    conflict_reason: str = "generic"
+    conflict_reason: Reason = Reason.GENERIC
     # Block edits: the blocks they rely on. A stale baseRevision is fine if none changed since.
     depends: Depends | None = None
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH
 from mnote_mcp.kernel.diff import replace_diff
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.local import history
 from mnote_mcp.kernel.local.history import HeadChange, PageState, Revision
 from mnote_mcp.kernel.local.orderkeys import key_between
@@ -81,7 +81,7 @@ def _undone(tx: Tx, p: dict[str, Any]) -> list[int]:
 def _conflict(current: int, conflicts: list[dict[str, Any]]) -> MnoteError:
     return MnoteError(
         ErrorCode.CONFLICT,
-        "revert",
+        Reason.REVERT,
         {
             "currentRevision": current,
             "conflicts": conflicts,

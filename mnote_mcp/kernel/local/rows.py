@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block, block_not_found
+from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.local.encoding import dumps
-from mnote_mcp.kernel.local.limits import block_bytes
 from mnote_mcp.kernel.local.orderkeys import keys_between, too_long
 
 TOP = ""  # the parent of top-level blocks

@@ -19,18 +19,26 @@ from pathlib import Path
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block, body_summary, count_blocks, summary_of
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import access, history, ledger, rows
 from mnote_mcp.kernel.local.commands import COMMANDS
-from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, Database, MoveToThread
+from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCKS, Database, MoveToThread
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
-from mnote_mcp.kernel.local.limits import INLINE_BLOCKS, PageLimits
 from mnote_mcp.kernel.local.migrate import open_schema
 from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx
 from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
-from mnote_mcp.kernel.policy import Grant
-from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
+from mnote_mcp.kernel.port import (
+    Command,
+    CommandName,
+    CommandOutcome,
+    HistoryQuery,
+    PageKey,
+    PageQuery,
+    PageRef,
+)
 from mnote_mcp.kernel.view import check_query, page_view
 
 _REPLAY_WARNING = "idempotent_replay"
@@ -77,7 +85,7 @@ class LocalStore:
         check_query(query)
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
-                conn, query.workspace_id, query.document_id, query.actor_id, Grant.PAGE_READ
+                conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
             )
             blocks = PageBlocks(conn, page.workspace_id, page.id)
             summary: str | None = None
@@ -117,13 +125,13 @@ class LocalStore:
         if not 1 <= query.limit <= MAX_HISTORY_LIMIT:
             raise MnoteError(
                 ErrorCode.INVALID_ARGUMENT,
-                "schema",
+                Reason.SCHEMA,
                 {"pointer": "/limit", "reason": f"must be between 1 and {MAX_HISTORY_LIMIT}"},
             )
         where = HistoryFilter(query.run_id, query.session_id, query.by_actor_id, query.since_revision)
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
-                conn, query.workspace_id, query.document_id, query.actor_id, Grant.PAGE_READ
+                conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
             )
             entries, cursor = history.entries(
                 conn, page.workspace_id, page.id, where, limit=query.limit, cursor=query.cursor
@@ -155,14 +163,18 @@ class LocalStore:
     def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome:
         spec = COMMANDS.get(command.name)
         if spec is None:
-            raise MnoteError(ErrorCode.INVALID_ARGUMENT, "unknown_command", {"command": command.name})
+            raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name})
         payload = spec.validate(command.payload)
         if inline and _payload_blocks(payload) > INLINE_BLOCKS:
             raise MoveToThread
         print_ = ledger.fingerprint(command)
         with self.transaction(write=not command.dry_run, inline=inline) as conn:
             page = access.authorize(
-                conn, command.workspace_id, command.document_id, command.actor_id, spec.grant
+                conn,
+                command.workspace_id,
+                command.document_id,
+                command.actor_id,
+                COMMAND_SCOPES[CommandName(command.name)],
             )
             replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
             if replay is not None:
@@ -234,7 +246,9 @@ def _check_base(tx: Tx, spec: CommandSpec, payload: dict[str, Any]) -> int | Non
     if base is None or base == current:
         return None
     if spec.depends is None or base > current:
-        raise MnoteError(ErrorCode.CONFLICT, "revision", {"currentRevision": current, "baseRevision": base})
+        raise MnoteError(
+            ErrorCode.CONFLICT, Reason.REVISION, {"currentRevision": current, "baseRevision": base}
+        )
     depends = list(dict.fromkeys(spec.depends(tx, payload)))
     found = tx.blocks.get_many(depends)
     changed = {block_id: row.revision for block_id, row in found.items() if row.revision > base}
@@ -244,7 +258,7 @@ def _check_base(tx: Tx, spec: CommandSpec, payload: dict[str, Any]) -> int | Non
         conflicts = [{"blockId": block_id, "revision": changed[block_id]} for block_id in sorted(changed)]
         raise MnoteError(
             ErrorCode.CONFLICT,
-            "blocks",
+            Reason.BLOCKS,
             {
                 "currentRevision": current,
                 "baseRevision": base,
@@ -279,6 +293,12 @@ def _dry_replay(command: Command, first: CommandOutcome, current: int) -> Comman
         revision=current,
         changed=False,
         diff=[],
-        warnings=[{"code": _REPLAY_WARNING, "reason": "replay", "details": {"commandId": first.command_id}}],
+        warnings=[
+            {
+                "code": _REPLAY_WARNING,
+                "reason": Reason.REPLAY.value,
+                "details": {"commandId": first.command_id},
+            }
+        ],
         replayed=True,
     )

@@ -1,5 +1,7 @@
 """How big a page may grow: a number of blocks and a number of bytes, checked by every write.
 
+Every kernel owes this limit (the embedded one enforces it; a runtime has its own flags for it).
+
 A page's bytes are what its blocks hold: the UTF-8 length of each block's id, type, text and props
 (as JSON), summed; the store keeps the total (and the block count) on the page's row, so a write
 checks the limit from the change alone. The defaults fit real notes (a long document is a few
@@ -9,17 +11,15 @@ diff in well under a second.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.local.encoding import dumps
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 
 DEFAULT_MAX_PAGE_BLOCKS = 20_000
 DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
-# Above this many blocks, whole-page work (reading, rendering, diffing, replacing) moves off the event loop.
-INLINE_BLOCKS = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class PageLimits:
 def page_too_large(limit: str, value: int, **actual: int) -> MnoteError:
     return MnoteError(
         ErrorCode.INVALID_ARGUMENT,
-        "page_too_large",
+        Reason.PAGE_TOO_LARGE,
         {"limit": limit, limit: value, "maximum": value, **actual},
     )
 
@@ -50,5 +50,5 @@ def page_too_large(limit: str, value: int, **actual: int) -> MnoteError:
 def block_bytes(block_id: str, kind: str, text: str, props: Mapping[str, Any] | None) -> int:
     size = len(block_id) + len(kind) + len(text.encode("utf-8"))
     if props:
-        size += len(dumps(props).encode("utf-8"))
+        size += len(json.dumps(props, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     return size
