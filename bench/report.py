@@ -35,9 +35,24 @@ def table(results: dict[str, Any]) -> str:
         + " ".join(f"{n:>9}" for n in results["scaling"]["sizes"])
         + f" {'t10k/t1k':>9}",
     ]
-    for op, row in results["scaling"]["ms"].items():
-        ratio = results["scaling"]["ratio"].get(op)
-        lines.append(f"{op:28} " + " ".join(f"{v:9.2f}" for v in row) + (f" {ratio:9.2f}" if ratio else ""))
+    scaling = results["scaling"]
+    for op, row in scaling["ms"].items():
+        ratio = scaling["ratio"].get(op)
+        precise = scaling.get("precise_ratio", {}).get(op)
+        tail = f" {ratio:9.2f}" if ratio else (f" {'':9} t10k/t100 {precise:.2f}" if precise else "")
+        lines.append(f"{op:28} " + " ".join(f"{v:9.2f}" for v in row) + tail)
+    if scaling.get("baseline_ms"):
+        lines += ["", f"{'baseline release (ms/call)':28} " + " ".join(f"{n:>9}" for n in scaling["sizes"])]
+        for op, row in scaling["baseline_ms"].items():
+            lines.append(f"{op:28} " + " ".join(f"{v:9.2f}" for v in row))
+    if results.get("history"):
+        h = results["history"]
+        lines += [
+            "",
+            f"in process: history first page on {h['revisions']} revisions {h['history_first_page_ms']:.2f} ms"
+            f" (filtered by run {h['history_by_run_ms']:.2f} ms); revert of a 50-write run on 1,000 blocks"
+            f" {h['revert_run_of_50_ms']:.2f} ms",
+        ]
     v = results["validation"]
     lines += [
         "",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import platform
 import socket
@@ -18,6 +19,7 @@ from typing import Any
 
 from bench import fixtures
 from bench.fixtures import ACTOR, SCALING, WORKSPACE, page_id
+from bench.history import history_suite
 from bench.measure import checked, cpu_per_call, in_flight, median, percentiles, sequential
 from bench.rawclient import HttpPeer, StdioPeer, cold_start
 from bench.report import plot, save, table
@@ -218,9 +220,20 @@ async def http_suite(plan: Plan, db: Path) -> dict[str, Any]:
             await asyncio.wait_for(process.wait(), 20)
 
 
-async def scaling_suite(plan: Plan, db: Path) -> dict[str, Any]:
-    """Time per call on pages of 100, 1,000 and 10,000 blocks, the sizes interleaved round by round."""
-    peer = await spawn(mnote(db))
+BLOCK_OPS = ("block.update", "block.insert", "block.delete", "block.move", "page.get one block")
+
+
+async def scaling_suite(plan: Plan, db: Path, baseline: Path | None = None) -> dict[str, Any]:
+    """Time per call on pages of 100, 1,000 and 10,000 blocks, the sizes interleaved round by round.
+
+    Whole-page calls (get, dry-run and real replace) and the precise ones (a one-block update, insert,
+    delete and move, a one-block read by `blockIds`). Inserts and deletes alternate (the page keeps its
+    size), moves go back and forth. With `baseline`, the same calls on the earlier release, each op
+    right after the same op on this one.
+    """
+    peers = {"mnote": await spawn(mnote(db))}
+    if baseline is not None:
+        peers["mnote-baseline"] = await spawn(mnote(baseline_store(db), baseline))
     unique = iter(range(10**9))
     bodies = {size: fixtures.blocks(size) for size in SCALING}
 
@@ -228,7 +241,23 @@ async def scaling_suite(plan: Plan, db: Path) -> dict[str, Any]:
         base = bodies[size]
         return [base[0], dict(base[1], text=f"changed {next(unique)}"), *base[2:]]
 
-    def specs(size: int) -> dict[str, tuple[str, Any]]:
+    def write(extra: dict[str, Any]) -> dict[str, Any]:
+        return {**extra, "idempotencyKey": f"op_{next(unique)}", "dryRun": False}
+
+    inserted: dict[tuple[str, int], list[str]] = {}
+
+    def insert(name: str, page: dict[str, Any], size: int) -> dict[str, Any]:
+        fresh = f"x{next(unique)}"
+        inserted.setdefault((name, size), []).append(fresh)
+        block = {"id": fresh, "type": "paragraph", "text": "inserted"}
+        return write({**page, "blocks": [block], "afterBlockId": "b5"})
+
+    def delete(name: str, page: dict[str, Any], size: int) -> dict[str, Any]:
+        return write({**page, "blockIds": [inserted[(name, size)].pop()]})
+
+    moves = itertools.cycle(["b7", "b4"])
+
+    def specs(size: int, name: str = "mnote") -> dict[str, tuple[str, Any]]:
         doc = page_id(size)
         page = {"workspaceId": WORKSPACE, "documentId": doc}
         return {
@@ -246,22 +275,63 @@ async def scaling_suite(plan: Plan, db: Path) -> dict[str, Any]:
                     "dryRun": False,
                 },
             ),
+            "block.update": (
+                "mnote.block.update",
+                lambda n: write({**page, "blockId": "b5", "text": f"updated {next(unique)}"}),
+            ),
+            "block.insert": ("mnote.block.insert", lambda n: insert(name, page, size)),
+            "block.delete": ("mnote.block.delete", lambda n: delete(name, page, size)),
+            "block.move": (
+                "mnote.block.move",
+                lambda n: write({**page, "blockId": "b5", "afterBlockId": next(moves)}),
+            ),
+            "page.get one block": ("mnote.page.get", lambda n: {**page, "blockIds": ["b5"]}),
         }
 
-    samples: dict[str, dict[int, list[float]]] = {op: {size: [] for size in SCALING} for op in specs(100)}
+    ops = list(specs(100))
+    samples: dict[str, dict[str, dict[int, list[float]]]] = {
+        name: {op: {size: [] for size in SCALING} for op in ops} for name in peers
+    }
     try:
-        for size in SCALING:  # warm every path once
-            for spec in specs(size).values():
-                await sequential(call_of(peer, spec), 1)
+        for name, peer in peers.items():  # warm every path once
+            for size in SCALING:
+                for spec in specs(size, name).values():
+                    await sequential(call_of(peer, spec), 1)
         for _ in range(plan.scaling_rounds):
             for size in SCALING:
-                for op, spec in specs(size).items():
-                    samples[op][size] += await sequential(call_of(peer, spec), plan.scaling_calls[size])
+                for op in ops:
+                    for name, peer in peers.items():
+                        calls = plan.scaling_calls[size] * (3 if op in BLOCK_OPS else 1)
+                        spec = specs(size, name)[op]
+                        samples[name][op][size] += await sequential(call_of(peer, spec), calls)
     finally:
-        await peer.close()
-    ms = {op: [median(by_size[size]) * 1e3 for size in SCALING] for op, by_size in samples.items()}
-    ratio = {op: row[2] / row[1] for op, row in ms.items()}
-    return {"sizes": list(SCALING), "ms": ms, "ratio": ratio}
+        for peer in peers.values():
+            await peer.close()
+    out: dict[str, Any] = {"sizes": list(SCALING)}
+    for name, by_op in samples.items():
+        ms = {op: [median(by_size[size]) * 1e3 for size in SCALING] for op, by_size in by_op.items()}
+        key = "ms" if name == "mnote" else "baseline_ms"
+        out[key] = ms
+    out["ratio"] = {op: row[2] / row[1] for op, row in out["ms"].items() if op not in BLOCK_OPS}
+    out["precise_ratio"] = {op: out["ms"][op][2] / out["ms"][op][0] for op in BLOCK_OPS}
+    return out
+
+
+def baseline_store(db: Path) -> Path:
+    return db.with_name("baseline.db")
+
+
+def seed_baseline(db: Path, baseline: Path, sizes: tuple[int, ...]) -> None:
+    """The earlier release's own store, seeded by its own code (its schema, its fixture loader)."""
+    import subprocess
+
+    code = f"from pathlib import Path; from bench.fixtures import seed_mnote; seed_mnote(Path({str(db)!r}), {sizes!r})"
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        cwd=baseline,
+        env={**os.environ, "PYTHONPATH": str(baseline)},
+    )
 
 
 async def validation_cost(db: Path) -> float:
@@ -315,8 +385,45 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
                 False,
             )
         )
-    for op, ratio in results["scaling"]["ratio"].items():
+    scaling = results["scaling"]
+    for op, ratio in scaling["ratio"].items():
         checks.append((f"scaling t(10k)/t(1k) {op}", ratio, "<= 12", 12.0, True))
+    for op, ratio in scaling["precise_ratio"].items():
+        checks.append((f"precise t(10k)/t(100) {op}", ratio, "<= 2", 2.0, True))
+    old = scaling.get("baseline_ms")
+    if old:
+        for op in ("page.get", "page.save replace"):
+            checks.append(
+                (f"{op} at 10k: this/baseline", scaling["ms"][op][2] / old[op][2], "<= 1.0", 1.0, True)
+            )
+        b = stdio["mnote-baseline"]
+        checks += [
+            (
+                "read p50 50 blocks: this/baseline (raw, stdio)",
+                m["read"]["p50"] / b["read"]["p50"],
+                "<= 1.0",
+                1.0,
+                True,
+            ),
+            (
+                "write p50 50 blocks: this/baseline (raw, stdio)",
+                m["write"]["p50"] / b["write"]["p50"],
+                "<= 1.0",
+                1.0,
+                True,
+            ),
+        ]
+    history = results["history"]
+    checks += [
+        (
+            f"history first page, {history['revisions']} revisions (ms)",
+            history["history_first_page_ms"],
+            "<= 5",
+            5.0,
+            True,
+        ),
+        ("revert of a 50-write run, 1,000 blocks (ms)", history["revert_run_of_50_ms"], "<= 50", 50.0, True),
+    ]
     checks.append(
         ("outputSchema validation / SDK read", results["validation"]["share"], "< 0.10", 0.10, True)
     )
@@ -326,11 +433,13 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-async def run(quick: bool, out: Path) -> dict[str, Any]:
+async def run(quick: bool, out: Path, baseline: Path | None = None) -> dict[str, Any]:
     plan = Plan(quick)
     with tempfile.TemporaryDirectory(prefix="mnote-bench-") as tmp:
         db = Path(tmp) / "bench.db"
         fixtures.seed_mnote(db, (50, *SCALING))
+        if baseline is not None:
+            seed_baseline(baseline_store(db), baseline, (50, *SCALING))
         probe = await spawn(mnote(db))
         answer = await call_of(probe, mnote(db).read)(0)
         await probe.close()
@@ -338,6 +447,8 @@ async def run(quick: bool, out: Path) -> dict[str, Any]:
         memory_data = Path(tmp) / "memory.jsonl"
         fixtures.seed_memory(memory_data, size)
         targets = [t for t in (echo(), echo_text(size), memory(memory_data), mnote(db)) if t is not None]
+        if baseline is not None:
+            targets.append(mnote(baseline_store(db), baseline))
         samples: dict[str, dict[str, list[float]]] = {}
         results: dict[str, Any] = {
             "mode": "quick" if quick else "full",
@@ -348,7 +459,10 @@ async def run(quick: bool, out: Path) -> dict[str, Any]:
         results["stdio"] = await stdio_suite(plan, targets, samples)
         results["sdk"] = await sdk_suite(plan, targets)
         results["http"] = await http_suite(plan, db)
-        results["scaling"] = await scaling_suite(plan, db)
+        results["scaling"] = await scaling_suite(plan, db, baseline)
+        results["history"] = await history_suite(quick)
+        if baseline is not None:
+            results["baseline"] = str(baseline)
         validation_us = await validation_cost(db)
         results["validation"] = {
             "us": validation_us,
@@ -364,9 +478,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a smoke run of under a minute (CI)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also measure an earlier release from this source tree (e.g. `git archive <ref> | tar -x -C DIR`),"
+        " side by side",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    results = asyncio.run(run(args.quick, args.out))
+    results = asyncio.run(run(args.quick, args.out, args.baseline))
     print(table(results))
     print(f"\n{time.perf_counter() - started:.0f} s; results in {args.out}/latest.json")
     return 0

@@ -29,9 +29,13 @@ class Target:
     write: tuple[str, Args] = ("", lambda n: {})
 
 
-def mnote(db: Path) -> Target:
+def mnote(db: Path, baseline: Path | None = None) -> Target:
+    """mnote-mcp on `db`; with `baseline`, the same from another source tree (an earlier release)."""
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    if baseline is not None:
+        env["PYTHONPATH"] = str(baseline)
     return Target(
-        name="mnote",
+        name="mnote" if baseline is None else "mnote-baseline",
         argv=[
             sys.executable,
             "-m",
@@ -44,7 +48,7 @@ def mnote(db: Path) -> Target:
             "--log-level",
             "warning",
         ],
-        env={"PYTHONDONTWRITEBYTECODE": "1"},
+        env=env,
         read=("mnote.page.get", lambda n: {"workspaceId": WORKSPACE, "documentId": PAGE}),
         write=(
             "mnote.artifact.create_ai_note",
