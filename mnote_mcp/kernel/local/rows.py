@@ -12,11 +12,12 @@ exists). The list of them is the write's change set: it goes to the page history
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import orjson
 
 from mnote_mcp.kernel.blocks import Block, block_not_found
 from mnote_mcp.kernel.limits import block_bytes
@@ -43,7 +44,7 @@ class BlockRow:
     @classmethod
     def of(cls, row: Sequence[Any]) -> BlockRow:
         block_id, parent, position, kind, text, props, revision = row
-        return cls(block_id, parent, position, kind, text, json.loads(props) if props else {}, revision)
+        return cls(block_id, parent, position, kind, text, orjson.loads(props) if props else {}, revision)
 
     def block(self) -> Block:
         """The canonical block (`props` omitted when empty), without children."""
@@ -114,7 +115,7 @@ def assemble(rows: Iterable[Sequence[Any]]) -> list[Block]:
     for block_id, parent, kind, text, props in rows:
         block: Block = {"id": block_id, "type": kind, "text": text}
         if props is not None:
-            block["props"] = json.loads(props)
+            block["props"] = orjson.loads(props)
         siblings = kids.get(parent)
         if siblings is None:
             kids[parent] = siblings = []

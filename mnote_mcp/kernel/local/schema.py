@@ -1,7 +1,9 @@
 """The store's tables (schema version 2). The audit log is append-only, enforced by the database itself.
 
 A page is a `pages` row (title, options, its revision, its size) and one `blocks` row per block: a
-one-block edit touches that row, not an encoded body. Every write that changes a page adds one
+one-block edit touches that row, not an encoded body. Blocks are stored in document order (clustered
+on page, parent and order key, `WITHOUT ROWID`), so a whole-page read is one contiguous range scan;
+a block is found by id through `blocks_by_id`. Every write that changes a page adds one
 `page_history` row (same revision) holding its change set, from which any later revision can be
 rebuilt or undone. The SQL is kept portable (the PostgreSQL port follows it): `position` keys compare
 bytewise (`COLLATE "C"` there), `parent_id` is `''` at the top level so the sibling order is unique.
@@ -44,22 +46,20 @@ CREATE TABLE IF NOT EXISTS pages (
 """
     + """
 CREATE TABLE IF NOT EXISTS blocks (
-    seq          INTEGER PRIMARY KEY,
     workspace_id TEXT NOT NULL,
     page_id      TEXT NOT NULL,
-    id           TEXT NOT NULL,
     parent_id    TEXT NOT NULL,
     position     TEXT NOT NULL,
+    id           TEXT NOT NULL,
     type         TEXT NOT NULL,
     text         TEXT NOT NULL,
     props        TEXT,
     revision     INTEGER NOT NULL,
+    PRIMARY KEY (workspace_id, page_id, parent_id, position),
     FOREIGN KEY (workspace_id, page_id) REFERENCES pages(workspace_id, id)
-);
+) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS blocks_by_id ON blocks (workspace_id, page_id, id);
-CREATE UNIQUE INDEX IF NOT EXISTS blocks_in_order ON blocks (workspace_id, page_id, parent_id, position);
 CREATE TABLE IF NOT EXISTS page_history (
-    seq          INTEGER PRIMARY KEY,
     workspace_id TEXT NOT NULL,
     page_id      TEXT NOT NULL,
     revision     INTEGER NOT NULL,
@@ -72,9 +72,9 @@ CREATE TABLE IF NOT EXISTS page_history (
     trace_id     TEXT NOT NULL,
     created_at   TEXT NOT NULL,
     summary      TEXT NOT NULL,
-    changes      TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS page_history_by_revision ON page_history (workspace_id, page_id, revision);
+    changes      TEXT NOT NULL,
+    PRIMARY KEY (workspace_id, page_id, revision)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS page_history_by_run ON page_history (workspace_id, page_id, run_id, revision);
 """
     + """
