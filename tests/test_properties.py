@@ -62,6 +62,14 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
         st.sampled_from(["page.read", "page.write", "artifact.write", "root"]), max_size=3
     ),
     "actorId": st.sampled_from(["user_editor", "user_owner"]),
+    "filter": st.fixed_dictionaries(
+        {}, optional={"runId": st.text(max_size=4) | JSON, "actorId": st.text(max_size=4), "x": JSON}
+    ),
+    "sinceRevision": st.integers(-1, 5),
+    "limit": st.integers(-1, 101),
+    "undoRunId": st.sampled_from(["run_t", "run_x", ""]),
+    "commandId": st.sampled_from(["page_body_save_trace_t_00000000", "nope", ""]),
+    "toRevision": st.integers(-1, 4),
     "sessionId": st.text(max_size=4),
     "traceId": st.text(max_size=4),
 }

@@ -23,11 +23,12 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import access, history, ledger, rows
 from mnote_mcp.kernel.local.commands import COMMANDS
+from mnote_mcp.kernel.local.concurrency import check_base
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCKS, Database, MoveToThread
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.local.migrate import open_schema
-from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx
+from mnote_mcp.kernel.local.plan import Plan, Tx
 from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
 from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
 from mnote_mcp.kernel.port import (
@@ -183,7 +184,7 @@ class LocalStore:
                 ledger.record_replay(conn, command, replay.outcome)
                 return replay.outcome
             tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
-            rebased = _check_base(tx, spec, payload)
+            rebased = check_base(tx, spec, payload)
             plan = spec.plan(tx, payload)
             if plan.blocks:
                 self.limits.check(*plan.size_after(tx.page))
@@ -237,36 +238,6 @@ class LocalStore:
 def _payload_blocks(payload: dict[str, Any]) -> int:
     content = payload.get("content", payload.get("blocks"))
     return count_blocks(content) if isinstance(content, list) else 0
-
-
-def _check_base(tx: Tx, spec: CommandSpec, payload: dict[str, Any]) -> int | None:
-    """Optimistic concurrency. A stale `baseRevision` is a conflict, except for a block edit none of
-    whose blocks changed since that revision: it goes ahead, and the result says `rebasedFrom`."""
-    base, current = tx.command.base_revision, tx.page.revision
-    if base is None or base == current:
-        return None
-    if spec.depends is None or base > current:
-        raise MnoteError(
-            ErrorCode.CONFLICT, Reason.REVISION, {"currentRevision": current, "baseRevision": base}
-        )
-    depends = list(dict.fromkeys(spec.depends(tx, payload)))
-    found = tx.blocks.get_many(depends)
-    changed = {block_id: row.revision for block_id, row in found.items() if row.revision > base}
-    missing = [block_id for block_id in depends if block_id not in found]
-    changed.update(history.deleted_after(tx.conn, tx.page.workspace_id, tx.page.id, missing, base))
-    if changed:
-        conflicts = [{"blockId": block_id, "revision": changed[block_id]} for block_id in sorted(changed)]
-        raise MnoteError(
-            ErrorCode.CONFLICT,
-            Reason.BLOCKS,
-            {
-                "currentRevision": current,
-                "baseRevision": base,
-                "conflicts": conflicts,
-                "blockIds": [c["blockId"] for c in conflicts],
-            },
-        )
-    return base
 
 
 def _outcome(
