@@ -13,12 +13,12 @@ This module only orchestrates: connections (`connection`), schema (`migrate`), c
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mnote_mcp.kernel.blocks import Block, body_summary, count_blocks, summary_of
+from mnote_mcp.kernel.blocks import Block, body_summary, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import access, history, ledger, rows
@@ -165,9 +165,9 @@ class LocalStore:
         spec = COMMANDS.get(command.name)
         if spec is None:
             raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name})
+        if inline and _payload_blocks(command.payload) > INLINE_BLOCKS:
+            raise MoveToThread  # validating, planning and writing that many blocks is heavy
         payload = spec.validate(command.payload)
-        if inline and _payload_blocks(payload) > INLINE_BLOCKS:
-            raise MoveToThread
         print_ = ledger.fingerprint(command)
         with self.transaction(write=not command.dry_run, inline=inline) as conn:
             page = access.authorize(
@@ -235,9 +235,15 @@ class LocalStore:
         return revision
 
 
-def _payload_blocks(payload: dict[str, Any]) -> int:
-    content = payload.get("content", payload.get("blocks"))
-    return count_blocks(content) if isinstance(content, list) else 0
+def _payload_blocks(payload: Mapping[str, Any]) -> int:
+    """How many blocks a (not yet validated) payload carries, counted without trusting its shape."""
+    total, stack = 0, [payload.get("content", payload.get("blocks"))]
+    while stack and total <= INLINE_BLOCKS:  # past the threshold the exact count does not matter
+        items = stack.pop()
+        if isinstance(items, list):
+            total += len(items)
+            stack += [item.get("children") for item in items if isinstance(item, dict) and "children" in item]
+    return total
 
 
 def _outcome(
