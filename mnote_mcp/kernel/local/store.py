@@ -242,7 +242,8 @@ def _payload_blocks(payload: Mapping[str, Any]) -> int:
         items = stack.pop()
         if isinstance(items, list):
             total += len(items)
-            stack += [item.get("children") for item in items if isinstance(item, dict) and "children" in item]
+            if total <= INLINE_BLOCKS:
+                stack += [item["children"] for item in items if isinstance(item, dict) and "children" in item]
     return total
 
 
