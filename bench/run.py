@@ -41,7 +41,7 @@ class Plan:
 
 
 async def spawn(target: Target) -> StdioPeer:
-    peer = await StdioPeer.spawn(target.argv, target.env, str(ROOT))
+    peer = await StdioPeer.spawn(target.argv, target.env, str(target.cwd))
     await peer.initialize()
     await peer.request("tools/list")
     return peer
@@ -58,7 +58,7 @@ async def stdio_suite(
     cold: dict[str, list[float]] = {t.name: [] for t in targets}
     for _ in range(plan.cold_rounds):
         for target in targets:
-            cold[target.name].append(await cold_start(target.argv, target.env, str(ROOT)))
+            cold[target.name].append(await cold_start(target.argv, target.env, str(target.cwd)))
     peers = {t.name: await spawn(t) for t in targets}
     try:
         for target in targets:  # warm up: first calls compile, cache, page in
@@ -108,7 +108,10 @@ async def sdk_suite(plan: Plan, targets: list[Target]) -> dict[str, Any]:
         clients = {}
         for target in targets:
             params = StdioServerParameters(
-                command=target.argv[0], args=target.argv[1:], env={**os.environ, **target.env}, cwd=str(ROOT)
+                command=target.argv[0],
+                args=target.argv[1:],
+                env={**os.environ, **target.env},
+                cwd=str(target.cwd),
             )
             client = await stack.enter_async_context(Client(params, mode="legacy", read_timeout_seconds=60))
             await client.list_tools()

@@ -25,6 +25,7 @@ class Target:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = ROOT
     read: tuple[str, Args] = ("", lambda n: {})
     write: tuple[str, Args] = ("", lambda n: {})
 
@@ -36,6 +37,7 @@ def mnote(db: Path, baseline: Path | None = None) -> Target:
         env["PYTHONPATH"] = str(baseline)
     return Target(
         name="mnote" if baseline is None else "mnote-baseline",
+        cwd=baseline or ROOT,  # `python -m` puts the working directory first on sys.path
         argv=[
             sys.executable,
             "-m",

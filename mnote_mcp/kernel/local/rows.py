@@ -184,7 +184,8 @@ class PageBlocks:
         if self._all is None:
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
-                self._select(f"id IN ({', '.join('?' * len(chunk))})", chunk)
+                # ORDER BY id: the planner then reads `blocks_by_id`, not the whole page, for an IN list
+                self._select(f"id IN ({', '.join('?' * len(chunk))})", chunk, " ORDER BY id")
                 for block_id in chunk:
                     self._rows.setdefault(block_id, None)
         return {
@@ -256,11 +257,14 @@ class PageBlocks:
 
     def subtree(self, block_id: str) -> list[BlockRow]:
         """`block_id` and every block under it, in document order (one recursive query)."""
+        joined = ", ".join(f"b.{column.strip()}" for column in _COLUMNS.split(","))
         rows = self.conn.execute(
-            f"WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT b.id FROM blocks b JOIN sub"
+            f"WITH RECURSIVE sub AS (SELECT {_COLUMNS} FROM blocks"
+            f" WHERE workspace_id = ? AND page_id = ? AND id = ?"
+            f" UNION ALL SELECT {joined} FROM blocks b JOIN sub"
             f" ON b.workspace_id = ? AND b.page_id = ? AND b.parent_id = sub.id)"
-            f" SELECT {_COLUMNS} FROM blocks WHERE workspace_id = ? AND page_id = ? AND id IN (SELECT id FROM sub)",
-            (block_id, self.workspace_id, self.page_id, self.workspace_id, self.page_id),
+            f" SELECT {_COLUMNS} FROM sub",
+            (self.workspace_id, self.page_id, block_id, self.workspace_id, self.page_id),
         ).fetchall()
         found = [BlockRow.of(row) for row in rows]
         for row in found:
