@@ -1,9 +1,10 @@
 """The store's tables (schema version 2). The audit log is append-only, enforced by the database itself.
 
 A page is a `pages` row (title, options, its revision, its size) and one `blocks` row per block: a
-one-block edit touches that row, not an encoded body. Blocks are stored in document order (clustered
-on page, parent and order key, `WITHOUT ROWID`), so a whole-page read is one contiguous range scan;
-a block is found by id through `blocks_by_id`. Every write that changes a page adds one
+one-block edit touches that row, not an encoded body. A block is found by id through `blocks_by_id`,
+siblings in order through `blocks_in_order`; the integer rowid `seq` is what an FTS5 index keys on (the
+search index's triggers). Clustering the rows in document order (`WITHOUT ROWID`) would halve a
+whole-page read but leave no rowid for that index: the search branch builds on `seq`. Every write that changes a page adds one
 `page_history` row (same revision) holding its change set, from which any later revision can be
 rebuilt or undone. The SQL is kept portable (the PostgreSQL port follows it): `position` keys compare
 bytewise (`COLLATE "C"` there), `parent_id` is `''` at the top level so the sibling order is unique.
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS pages (
 """
     + """
 CREATE TABLE IF NOT EXISTS blocks (
+    seq          INTEGER PRIMARY KEY,
     workspace_id TEXT NOT NULL,
     page_id      TEXT NOT NULL,
     parent_id    TEXT NOT NULL,
@@ -55,9 +57,9 @@ CREATE TABLE IF NOT EXISTS blocks (
     text         TEXT NOT NULL,
     props        TEXT,
     revision     INTEGER NOT NULL,
-    PRIMARY KEY (workspace_id, page_id, parent_id, position),
     FOREIGN KEY (workspace_id, page_id) REFERENCES pages(workspace_id, id)
-) WITHOUT ROWID;
+);
+CREATE UNIQUE INDEX IF NOT EXISTS blocks_in_order ON blocks (workspace_id, page_id, parent_id, position);
 CREATE UNIQUE INDEX IF NOT EXISTS blocks_by_id ON blocks (workspace_id, page_id, id);
 CREATE TABLE IF NOT EXISTS page_history (
     workspace_id TEXT NOT NULL,
