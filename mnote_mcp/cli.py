@@ -260,7 +260,15 @@ def _audit(config: AuditConfig) -> int:
         store.close()
     for record in records:
         print(json.dumps(record, ensure_ascii=False))
-    return 0 if records or not (config.trace or config.command_id) else 1
+    if records or not (config.trace or config.command_id):
+        return 0
+    asked = " and ".join(
+        f"{name} {value}"
+        for name, value in (("traceId", config.trace), ("commandId", config.command_id))
+        if value
+    )
+    print(f"mnote-mcp: no audit record with {asked} in {config.db or default_store_path()}", file=sys.stderr)
+    return 1
 
 
 def _token(config: TokenConfig) -> int:

@@ -453,7 +453,7 @@ class TokenConfig(LogSettings):
 class DemoConfig(LogSettings):
     """`mnote-mcp demo`: a scripted tour of every tool over a real stdio MCP session."""
 
-    locale: Locale = setting("en", parse_locale, "language of error messages: zh-CN or en")
+    locale: Locale = setting(DEFAULT_LOCALE, parse_locale, "language of error messages: zh-CN or en")
 
 
 @dataclass(frozen=True)

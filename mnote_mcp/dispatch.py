@@ -25,6 +25,7 @@ from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.vocabulary.envelope import failure, success
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale
+from mnote_mcp.vocabulary.scopes import Scope
 
 logger = logging.getLogger(__name__)
 DEFAULT_GRACE_SECONDS = 30.0
@@ -97,9 +98,10 @@ class Dispatcher:
         self.call_timeout = call_timeout
         self.inflight = InFlight()
 
-    def exposes(self, spec: ToolSpec) -> bool:
-        """Whether `tools/list` shows the tool: read-only mode hides every write tool."""
-        return not (self.read_only and spec.writes)
+    def exposes(self, spec: ToolSpec, scopes: frozenset[Scope]) -> bool:
+        """Whether `tools/list` shows the tool to a connection granted `scopes`: a tool it could only
+        be refused (a write tool in read-only mode, a tool needing a scope it lacks) is not listed."""
+        return not (self.read_only and spec.writes) and spec.scope in scopes
 
     async def call(
         self,
