@@ -122,3 +122,13 @@ def invalid(pointer: str, reason: str, **details: Any) -> MnoteError:
     return MnoteError(
         ErrorCode.INVALID_ARGUMENT, Reason.SCHEMA, {"pointer": pointer, "reason": reason, **details}
     )
+
+
+class StoreUnavailableError(Exception):
+    """The embedded kernel's store file cannot be opened or is not a store: an operator's problem,
+    reported as one line naming the file and the cause (`mnote-mcp` exits with status 3)."""
+
+    def __init__(self, path: object, cause: str) -> None:
+        super().__init__(f"cannot open the store {path}: {cause}")
+        self.path = path
+        self.cause = cause

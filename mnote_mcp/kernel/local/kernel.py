@@ -35,7 +35,10 @@ class LocalKernel:
 
     @classmethod
     def open(cls, path: str | Path) -> LocalKernel:
-        return cls(LocalStore(path))
+        """Raises `StoreUnavailableError` (one line: the file and the cause) if it cannot be opened."""
+        from mnote_mcp.kernel.local.opening import open_store
+
+        return cls(open_store(path))
 
     @classmethod
     def open_seeded(cls, path: str | Path, *, seed: Path | None = None, demo: bool = True) -> LocalKernel:
