@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
