@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,20 +11,9 @@ from mcp import Client
 from mnote_mcp.cli import main, parse
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.helpers import FIXTURE, ROOT, dump, envelope_of, page_args, stdio_params, write_args
+from tests.helpers import FIXTURE, dump, envelope_of, page_args, run_cli, stdio_params, write_args
 
 pytestmark = pytest.mark.anyio
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mnote_mcp", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("MNOTE_")}, **(env or {})},
-    )
 
 
 def serve_config(argv: list[str]) -> ServerConfig:
