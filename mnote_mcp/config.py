@@ -321,7 +321,7 @@ class ServerConfig(LogSettings):
     )
     read_only: bool = switch("grant page.read alone and hide every write tool")
     toolsets: frozenset[Toolset] = setting(
-        frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)}); default: all", shown="all"
+        frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)})", shown="all"
     )
     tools: tuple[str, ...] = setting((), csv, "also expose tools matching these globs (either spelling)")
     exclude_tools: tuple[str, ...] = setting((), csv, "hide tools matching these globs")
