@@ -270,12 +270,16 @@ def from_sources(config_type: type[T], given: Mapping[str, str], environ: Mappin
             values[option.name] = option.value_from(raw)
         except ValueError as exc:
             shown = f"{source}={raw!r}" if source == option.env else source
-            raise SettingError(f"{shown}: {exc}") from None
+            raise SettingError(shown, str(exc)) from None
     return config_type(**values)
 
 
 class SettingError(ValueError):
     """A flag or variable whose value cannot be used; the message names it and says why."""
+
+    def __init__(self, source: str, reason: str | None = None) -> None:
+        super().__init__(f"{source}: {reason}" if reason is not None else source)
+        self.reason = reason
 
 
 # -- the commands' configurations ------------------------------------------------------------------

@@ -110,7 +110,7 @@ def _outcome(option: Option, config: type[Any], given: dict[str, str], environ: 
     try:
         return getattr(from_sources(config, {**others, **given}, environ), option.name)
     except SettingError as error:
-        return ("refused", str(error).split(": ", 1)[1])
+        return ("refused", error.reason)
 
 
 VALUES = st.one_of(
