@@ -31,7 +31,10 @@ class App:
     def server(self, identity_for: IdentityResolver | None = None) -> Server[Any]:
         identity = self.config.stdio_identity()
         return create_server(
-            self.dispatcher, identity_for or (lambda ctx: identity), watch_interval=self.config.watch_interval
+            self.dispatcher,
+            identity_for or (lambda ctx: identity),
+            scopes=self.config.granted_scopes,
+            watch_interval=self.config.watch_interval,
         )
 
 

@@ -38,6 +38,7 @@ from mnote_mcp.kernel.port import (
     PageQuery,
     PageRef,
 )
+from mnote_mcp.kernel.scopes import Scope
 from tests.helpers import FIXTURE
 from tests.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
 
@@ -696,3 +697,40 @@ async def test_revert_refuses_when_a_later_write_touched_the_same_blocks(kit: Ki
         kit.execute(kit.command(CommandName.PAGE_REVERT, {"toRevision": 1}, "x5", actor="user_viewer"))
     )
     assert viewer.reason == "page_write"
+
+
+# -- authorize ---------------------------------------------------------------------------------
+
+
+async def test_authorize_answers_the_checkpoints_in_the_contracts_order(kit: Kit) -> None:
+    """Issue 11 item 4: the question the dispatcher asks before it reports an invalid argument."""
+
+    async def ask(actor: str, doc: str, scope: Scope, ws: str | None = None) -> tuple[str, str] | None:
+        try:
+            await kit._both(lambda k: k.authorize(actor, ws or kit.ws, doc, scope))
+        except MnoteError as error:
+            return error.code.value, error.reason.value
+        return None
+
+    assert await ask("user_editor", "doc_1", Scope.PAGE_WRITE) is None
+    assert await ask("user_viewer", "doc_1", Scope.PAGE_READ) is None
+    assert await ask("user_commenter", "doc_1", Scope.ARTIFACT_WRITE) is None
+    assert await ask("", "doc_1", Scope.PAGE_READ) == ("mnote_tool_unauthenticated", "no_actor")
+    for doc in ("doc_1", "doc_nope"):
+        assert await ask("user_stranger", doc, Scope.PAGE_READ) == (
+            "mnote_tool_permission_denied",
+            "not_member",
+        )
+    assert await ask("user_editor", "doc_nope", Scope.PAGE_WRITE) == ("mnote_tool_not_found", "page")
+    assert await ask("user_editor", "doc_secret", Scope.PAGE_WRITE) == (
+        "mnote_tool_permission_denied",
+        "page_read",
+    )
+    assert await ask("user_viewer", "doc_1", Scope.PAGE_WRITE) == (
+        "mnote_tool_permission_denied",
+        "page_write",
+    )
+    assert await ask("user_viewer", "doc_1", Scope.ARTIFACT_WRITE) == (
+        "mnote_tool_permission_denied",
+        "artifact_write",
+    )

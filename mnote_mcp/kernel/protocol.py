@@ -19,6 +19,7 @@ from jsonschema_rs import Draft202012Validator, Validator
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import CommandOutcome, PageRef, revisions_from_wire
+from mnote_mcp.kernel.scopes import Scope
 
 PROTOCOL = "mnote-runtime/v1"
 CLI_PROTOCOL_VERSION = 1
@@ -123,6 +124,16 @@ HISTORY_QUERY_SCHEMA: dict[str, Any] = {
         "sinceRevision": {"type": ["integer", "null"]},
         "limit": {"type": ["integer", "null"]},
         "cursor": _NULLABLE_STRING,
+    },
+}
+AUTHORIZE_QUERY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["actorId", "workspaceId", "documentId", "scope"],
+    "properties": {
+        "actorId": _STRING,
+        "workspaceId": _STRING,
+        "documentId": _STRING,
+        "scope": {"type": "string", "enum": [scope.value for scope in Scope]},
     },
 }
 AUDIT_QUERY_SCHEMA: dict[str, Any] = {
@@ -261,6 +272,7 @@ COMMAND = _validator(COMMAND_SCHEMA)
 PAGE_REVISIONS_QUERY = _validator(PAGE_REVISIONS_QUERY_SCHEMA)
 PAGE_QUERY = _validator(PAGE_QUERY_SCHEMA)
 HISTORY_QUERY = _validator(HISTORY_QUERY_SCHEMA)
+AUTHORIZE_QUERY = _validator(AUTHORIZE_QUERY_SCHEMA)
 AUDIT_QUERY = _validator(AUDIT_QUERY_SCHEMA)
 CLI_REQUEST = _validator(CLI_REQUEST_SCHEMA)
 _ERROR = _validator(ERROR_SCHEMA)
@@ -315,8 +327,13 @@ PAGE_REVISIONS = Operation(
 PAGE_HISTORY = Operation(
     "page_history", "POST", "/v1/pages/history", "history", _validator(HISTORY_SCHEMA), dict
 )
+# An authorized actor is answered `{"authorized": true}`; a refusal is the usual error body.
+AUTHORIZE = Operation(
+    "authorize", "POST", "/v1/authorize", "authorized", _validator({"const": True}), lambda _: None
+)
 OPERATIONS: dict[str, Operation] = {
-    op.name: op for op in (EXECUTE, GET_PAGE, LIST_PAGES, PAGE_REVISIONS, PAGE_HISTORY, AUDIT_TRAIL)
+    op.name: op
+    for op in (EXECUTE, GET_PAGE, AUTHORIZE, LIST_PAGES, PAGE_REVISIONS, PAGE_HISTORY, AUDIT_TRAIL)
 }
 HEALTH_PATH = "/v1/health"
 
@@ -333,3 +350,8 @@ def unavailable(adapter: str, cause: Reason, **details: Any) -> MnoteError:
     return MnoteError(
         ErrorCode.RUNTIME_UNAVAILABLE, cause, {"adapter": adapter, "cause": cause.value, **details}
     )
+
+
+def authorize_query(actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> dict[str, str]:
+    """The body of an `authorize` request (both relays send exactly this)."""
+    return {"actorId": actor_id, "workspaceId": workspace_id, "documentId": document_id, "scope": scope.value}

@@ -25,6 +25,7 @@ from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.scopes import Scope
 
 T = TypeVar("T")
 
@@ -41,7 +42,10 @@ class LocalKernel:
     def open(
         cls, path: str | Path, *, limits: PageLimits | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     ) -> LocalKernel:
-        return cls(LocalStore(path, limits=limits, busy_timeout=busy_timeout))
+        """Raises `StoreUnavailableError` (one line: the file and the cause) if it cannot be opened."""
+        from mnote_mcp.kernel.local.opening import open_store
+
+        return cls(open_store(path, limits=limits, busy_timeout=busy_timeout))
 
     @classmethod
     def open_seeded(
@@ -86,6 +90,9 @@ class LocalKernel:
 
     async def execute(self, command: Command) -> CommandOutcome:
         return await self._run(partial(self.store.execute, command))
+
+    async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
+        await self._run(partial(self.store.check_access, workspace_id, document_id, actor_id, scope))
 
     async def list_pages(self, actor_id: str) -> list[PageRef]:
         return await self._run(partial(self.store.list_pages, actor_id))

@@ -159,6 +159,13 @@ class LocalStore:
         with self.transaction(write=False, inline=inline) as conn:
             return ledger.audit_trail(conn, trace_id=trace_id, command_id=command_id, limit=limit)
 
+    def check_access(
+        self, workspace_id: str, document_id: str, actor_id: str, need: Scope, *, inline: bool = False
+    ) -> None:
+        """The permission checkpoints alone (the kernel port's `authorize`)."""
+        with self.transaction(write=False, inline=inline) as conn:
+            access.authorize(conn, workspace_id, document_id, actor_id, need)
+
     # -- commands -----------------------------------------------------------------------------
 
     def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome:
