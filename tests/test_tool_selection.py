@@ -121,9 +121,9 @@ def test_selection_keeps_declaration_order() -> None:
 @pytest.mark.parametrize(
     ("scopes", "expected"),
     [
-        ({Scope.PAGE_READ}, {"mnote.page.get"}),
-        ({Scope.PAGE_READ, Scope.ARTIFACT_WRITE}, {"mnote.page.get"} | ARTIFACT),
-        ({Scope.PAGE_READ, Scope.PAGE_WRITE}, PAGE | BLOCK),
+        ({Scope.PAGE_READ}, {"mnote.page.get", "mnote.page.history"}),
+        ({Scope.PAGE_READ, Scope.ARTIFACT_WRITE}, {"mnote.page.get", "mnote.page.history"} | ARTIFACT),
+        ({Scope.PAGE_READ, Scope.PAGE_WRITE}, PAGE | BLOCK | HISTORY),
     ],
 )
 async def test_tools_outside_the_granted_scope_are_not_listed(
@@ -154,4 +154,4 @@ async def test_over_http_each_token_lists_the_tools_of_its_own_scopes(db: Path, 
         for token in ("tok-viewer", "tok-editor"):
             async with mcp_http(server.url, token, "legacy") as client:
                 listed[token] = {tool.name for tool in (await client.list_tools()).tools}
-    assert listed == {"tok-viewer": {"mnote.page.get"}, "tok-editor": PAGE | BLOCK | ARTIFACT}
+    assert listed == {"tok-viewer": {"mnote.page.get", "mnote.page.history"}, "tok-editor": EVERY}
