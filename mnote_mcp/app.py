@@ -30,7 +30,10 @@ class App:
     def server(self, identity_for: IdentityResolver | None = None) -> Server[Any]:
         identity = self.config.stdio_identity()
         return create_server(
-            self.dispatcher, identity_for or (lambda ctx: identity), watch_interval=self.config.watch_interval
+            self.dispatcher,
+            identity_for or (lambda ctx: identity),
+            watch_interval=self.config.watch_interval,
+            delivery=self.config.delivery,
         )
 
 
@@ -89,6 +92,7 @@ async def open_app(config: ServerConfig) -> AsyncIterator[App]:
             locale=config.locale,
             read_only=config.read_only,
             call_timeout=config.call_timeout,
+            max_result_chars=config.max_result_chars,
         )
         yield App(config=config, kernel=kernel, dispatcher=dispatcher, store_description=description)
     finally:

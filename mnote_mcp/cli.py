@@ -19,7 +19,14 @@ from typing import Any
 import anyio
 
 from mnote_mcp import __version__
-from mnote_mcp.config import DEFAULT_ACTOR, ServerConfig, default_store_path
+from mnote_mcp.config import (
+    DEFAULT_ACTOR,
+    DEFAULT_MAX_RESULT_CHARS,
+    MIN_RESULT_CHARS,
+    ServerConfig,
+    default_store_path,
+)
+from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS
 from mnote_mcp.identity import parse_scopes
 from mnote_mcp.logs import configure_logging
 
@@ -92,6 +99,27 @@ def _add_serve_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-id", default=_env("RUN_ID"), help="bind this runId to the connection")
     parser.add_argument("--trace-id", default=_env("TRACE_ID"), help="bind this traceId to the connection")
     parser.add_argument("--call-timeout", type=float, default=float(_env("CALL_TIMEOUT", "60") or 60))
+    parser.add_argument(
+        "--refusals",
+        choices=list(REFUSAL_STYLES),
+        default=_env("REFUSALS", "error"),
+        help="error: refusals are isError results (the spec's default); result: refusals caused by the"
+        " call are ok:false envelopes without isError (Hermes), real failures keep isError",
+    )
+    parser.add_argument(
+        "--result-form",
+        choices=list(RESULT_FORMS),
+        default=_env("RESULT_FORM", "both"),
+        help="both: structuredContent and a text copy; structured: no text copy (Hermes); text: no"
+        " structuredContent (tools then declare no outputSchema)",
+    )
+    parser.add_argument(
+        "--max-result-chars",
+        type=int,
+        default=int(_env("MAX_RESULT_CHARS", str(DEFAULT_MAX_RESULT_CHARS)) or DEFAULT_MAX_RESULT_CHARS),
+        help="no result larger than this many characters of envelope JSON: long pages come in pieces"
+        f" (default {DEFAULT_MAX_RESULT_CHARS})",
+    )
     http = parser.add_argument_group("HTTP transports (--transport sse|http)")
     http.add_argument(
         "--stateless", action="store_true", default=_env_flag("STATELESS"), help="no session state"
@@ -189,6 +217,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     }
     if args.watch_interval <= 0:
         raise ValueError("--watch-interval must be a positive number of seconds")
+    if args.max_result_chars < MIN_RESULT_CHARS:
+        raise ValueError(f"--max-result-chars must be at least {MIN_RESULT_CHARS}")
     config = ServerConfig(
         transport=args.transport,
         host=args.host,
@@ -207,6 +237,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         log_format=args.log_format,
         bindings=bindings,
         call_timeout=args.call_timeout,
+        refusals=args.refusals,
+        result_form=args.result_form,
+        max_result_chars=args.max_result_chars,
         stateless=args.stateless,
         sse=not args.no_sse,
         streamable_http=not args.no_streamable_http,

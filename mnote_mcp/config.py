@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from mnote_mcp.delivery import Delivery, RefusalStyle, ResultForm
 from mnote_mcp.identity import ALL_SCOPES, READ_ONLY_SCOPES, Identity, Scope
 from mnote_mcp.logs import LogFormat
 from mnote_mcp.messages import Locale
@@ -18,6 +19,11 @@ if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts
 
 Transport = Literal["stdio", "sse", "http"]
 DEFAULT_ACTOR = "user_1"
+# A result of this many characters fits Hermes's 100,000-character cut (models with a 128k-token
+# window: 76,800) in every result form: "both" doubles it and escapes the text copy (x2.1 measured),
+# "structured" adds ~7% (docs/hermes.md, "Limits").
+DEFAULT_MAX_RESULT_CHARS = 40_000
+MIN_RESULT_CHARS = 4_000  # room for the envelope, a piece of one block and the hint
 
 
 def default_store_path() -> Path:
@@ -46,6 +52,9 @@ class ServerConfig:
     log_format: LogFormat = "text"
     bindings: Mapping[str, str] = field(default_factory=dict)
     call_timeout: float = 60.0
+    refusals: RefusalStyle = "error"
+    result_form: ResultForm = "both"
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     # HTTP transports
     stateless: bool = False
     sse: bool = True
@@ -70,6 +79,10 @@ class ServerConfig:
     @property
     def store_path(self) -> Path:
         return self.db if self.db is not None else default_store_path()
+
+    @property
+    def delivery(self) -> Delivery:
+        return Delivery(refusals=self.refusals, form=self.result_form)
 
     @property
     def granted_scopes(self) -> frozenset[Scope]:

@@ -14,15 +14,18 @@ from typing import Any
 
 import anyio
 
+from mnote_mcp.config import DEFAULT_MAX_RESULT_CHARS
 from mnote_mcp.drain import InFlight
-from mnote_mcp.envelope import failure, success
+from mnote_mcp.envelope import ToolRequest, ToolResult, failure, success
 from mnote_mcp.identity import Identity
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
 from mnote_mcp.mapping import build_request, correlate, decode_stringified
 from mnote_mcp.messages import Locale
+from mnote_mcp.tools.pieces import chars
 from mnote_mcp.tools.registry import Registry, ToolSpec
+from mnote_mcp.tools.results import trim_result
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +43,14 @@ class Dispatcher:
         locale: Locale = "zh-CN",
         read_only: bool = False,
         call_timeout: float = 60.0,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self.registry = registry
         self.kernel = kernel
         self.locale: Locale = locale
         self.read_only = read_only
         self.call_timeout = call_timeout
+        self.max_result_chars = max_result_chars
         self.inflight = InFlight()
 
     def exposes(self, spec: ToolSpec) -> bool:
@@ -58,13 +63,12 @@ class Dispatcher:
         arguments: Mapping[str, Any] | None,
         meta: Mapping[str, Any] | None,
         identity: Identity,
-        request_id: Any = None,
     ) -> dict[str, Any]:
         spec = self.registry.find(name)
         if spec is None:
             raise UnknownToolError(name)
         with self.inflight.track():
-            return await self._call(spec, arguments, meta, identity, request_id)
+            return await self._call(spec, arguments, meta, identity)
 
     async def _call(
         self,
@@ -72,11 +76,10 @@ class Dispatcher:
         arguments: Mapping[str, Any] | None,
         meta: Mapping[str, Any] | None,
         identity: Identity,
-        request_id: Any,
     ) -> dict[str, Any]:
         started = time.perf_counter()
         args = decode_stringified(dict(arguments or {}), self.registry.schema(spec))
-        correlation = correlate(args, meta, identity, request_id)
+        correlation = correlate(args, meta, identity)
         workspace_id = args.get("workspaceId") if isinstance(args.get("workspaceId"), str) else None
         document_id = args.get("documentId") if isinstance(args.get("documentId"), str) else None
         try:
@@ -89,6 +92,7 @@ class Dispatcher:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, "scope", {"scope": spec.scope.value})
             with anyio.CancelScope(deadline=anyio.current_time() + self.call_timeout) as scope:
                 outcome = await spec.handler(request, self.kernel)
+                outcome = await self._within_budget(spec, request, correlation, outcome)
             if scope.cancelled_caught:
                 # A write may still commit after this; its idempotency key makes the retry safe.
                 raise MnoteError(
@@ -113,3 +117,18 @@ class Dispatcher:
             commandId=(envelope.get("audit") or {}).get("commandId"),
         )
         return envelope
+
+    async def _within_budget(
+        self, spec: ToolSpec, request: ToolRequest, correlation: Correlation, outcome: ToolResult
+    ) -> ToolResult:
+        """No envelope over `max_result_chars`: the tool's own fit (a page read answers a piece), else
+        the write report is trimmed. Measured on the result alone; the envelope around it is small."""
+        frame = success(spec.name, correlation, request.workspace_id, request.document_id, _EMPTY)
+        limit = self.max_result_chars - chars(frame) + 2
+        if chars(outcome.result) <= limit:
+            return outcome
+        fit = spec.fit or trim_result
+        return await fit(request, self.kernel, outcome, limit)
+
+
+_EMPTY = ToolResult(result={}, effect="none")

@@ -16,8 +16,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp import __version__
+from mnote_mcp.delivery import Delivery
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
-from mnote_mcp.envelope import to_json
 from mnote_mcp.identity import Identity
 from mnote_mcp.resources import PageResources
 
@@ -37,9 +37,16 @@ BLOCK_INSTRUCTIONS = (
 
 
 def create_server(
-    dispatcher: Dispatcher, identity_for: IdentityResolver, *, watch_interval: float = 1.0
+    dispatcher: Dispatcher,
+    identity_for: IdentityResolver,
+    *,
+    watch_interval: float = 1.0,
+    delivery: Delivery | None = None,
 ) -> Server[Any]:
-    tools = dispatcher.registry.advertised(include=dispatcher.exposes)
+    delivery = delivery or Delivery()
+    tools = dispatcher.registry.advertised(
+        include=dispatcher.exposes, output_schema=delivery.declares_output_schema
+    )
     listing = types.ListToolsResult(tools=tools)
     block_tools = any(
         spec.toolset == "block" and dispatcher.exposes(spec) for spec in dispatcher.registry.specs
@@ -58,19 +65,12 @@ def create_server(
         pass less over an envelope that may hold thousands of blocks."""
         meta = ctx.meta if ctx.meta is not None else params.meta
         try:
-            envelope = await dispatcher.call(
-                params.name, params.arguments, meta, identity_for(ctx), ctx.request_id
-            )
+            envelope = await dispatcher.call(params.name, params.arguments, meta, identity_for(ctx))
         except UnknownToolError:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
         if envelope["ok"] and envelope["audit"]["effect"] == "write":
             pages.nudge()
-        return {
-            "content": [{"type": "text", "text": to_json(envelope)}],
-            "structuredContent": envelope,
-            "isError": not envelope["ok"],
-            "resultType": "complete",  # required by 2026-07-28; the handshake-era sieve drops it
-        }
+        return delivery.call_result(envelope)
 
     server: Server[Any] = Server(
         "mnote-mcp",

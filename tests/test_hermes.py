@@ -41,6 +41,7 @@ from tests.hermes.harness import (
     hermes_driver,
     model_name,
     model_section,
+    payload,
     require_hermes,
     run_oneshot,
     unwrap,
@@ -286,9 +287,8 @@ def envelopes_seen(transcript: Transcript) -> list[dict[str, Any]]:
     """The envelopes the model was shown, read leniently (the strict check is `unwrap`)."""
     found = []
     for content in transcript.tool_contents():
-        body = content.split("\n\n", 1)[-1].rsplit("\n</untrusted_tool_result>", 1)[0]
         try:
-            outer = json.loads(body)
+            outer = json.loads(payload(content))
         except ValueError:
             found.append({})
             continue
@@ -370,7 +370,7 @@ def test_the_agent_loop_reads_saves_retries_inserts_and_notes(tmp_path: Path) ->
     envelopes = [unwrap(content) for content in contents]
     for content, envelope in zip(contents, envelopes, strict=True):
         assert envelope["ok"] is True, envelope
-        assert len(content) <= ONE_COPY * len(compact(envelope)) + 400  # + Hermes's untrusted-data banner
+        assert len(payload(content)) <= ONE_COPY * len(compact(envelope)) + 64
     _, save, retry, insert, note = envelopes
     assert retry["result"]["idempotentReplay"] is True
     assert retry["result"]["revision"] == save["result"]["revision"]
@@ -446,7 +446,7 @@ def test_two_hermes_runs_over_http_keep_their_ids_apart(tmp_path: Path) -> None:
                 assert envelope["ok"] is True
                 assert len(content) < HERMES_RESULT_LIMIT
                 assert "<persisted-output>" not in content
-                assert len(content) <= ONE_COPY * len(compact(envelope)) + 400
+                assert len(payload(content)) <= ONE_COPY * len(compact(envelope)) + 64
                 ids += [block["id"] for block in envelope["result"]["blocks"]]
             assert ids == [f"b_{index:04d}" for index in range(BIG_PAGE_BLOCKS)]
             runs.append([(run_id, call_id) for _, run_id, call_id in _CALL_LINE.findall(server.log)[before:]])

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from jsonschema_rs import Validator
 
 Handler = Callable[[ToolRequest, Kernel], Awaitable[ToolResult]]
+# Makes a result that is over the result budget fit it (the limit is in characters of the result's
+# JSON); the tool's own way to do so, e.g. a page read answers its first piece instead.
+Fit = Callable[[ToolRequest, Kernel, ToolResult, int], Awaitable[ToolResult]]
 ToolNames = Literal["dotted", "underscore"]
 
 _CORRELATION_PROPERTY: dict[str, Any] = {"type": "string"}
@@ -66,6 +69,7 @@ class ToolSpec:
     # Properties whose items the kernel validates in depth (the block model): the advertised `items`
     # schema documents them, and checking it twice would cost more than the write (1 ms per 50 blocks).
     kernel_validated: frozenset[str] = frozenset()
+    fit: Fit | None = None
 
     def __post_init__(self) -> None:
         contract_props = self.contract_schema.get("properties", {})
@@ -104,13 +108,13 @@ class ToolSpec:
     def advertised_name(self, style: ToolNames) -> str:
         return self.underscore_name if style == "underscore" else self.name
 
-    def to_mcp(self, *, style: ToolNames, strict: bool) -> types.Tool:
+    def to_mcp(self, *, style: ToolNames, strict: bool, output_schema: bool = True) -> types.Tool:
         return types.Tool(
             name=self.advertised_name(style),
             title=self.title,
             description=self.description,
             input_schema=self.input_schema(strict=strict),
-            output_schema=OUTPUT_SCHEMA,
+            output_schema=OUTPUT_SCHEMA if output_schema else None,
             annotations=self.annotations.to_mcp(),
         )
 
@@ -151,5 +155,13 @@ class Registry:
             validator = self._validators[spec.name] = Draft202012Validator(schema, validate_formats=False)
         return validator
 
-    def advertised(self, *, include: Callable[[ToolSpec], bool] = lambda spec: True) -> list[types.Tool]:
-        return [spec.to_mcp(style=self.style, strict=self.strict) for spec in self.specs if include(spec)]
+    def advertised(
+        self, *, include: Callable[[ToolSpec], bool] = lambda spec: True, output_schema: bool = True
+    ) -> list[types.Tool]:
+        """The `tools/list` entries; `output_schema=False` for hosts given text only (no structured
+        content to check against it)."""
+        return [
+            spec.to_mcp(style=self.style, strict=self.strict, output_schema=output_schema)
+            for spec in self.specs
+            if include(spec)
+        ]

@@ -41,6 +41,32 @@ def write_result(outcome: CommandOutcome, locale: Locale) -> ToolResult:
     return ToolResult(result=result, effect="write", command_id=outcome.command_id)
 
 
+_TRIMMABLE = ("textDiff", "diff", "blockIds")
+
+
+async def trim_result(request: ToolRequest, kernel: Kernel, outcome: ToolResult, limit: int) -> ToolResult:
+    """A write's result over the budget: the write is done, so its report is shortened instead. The
+    longest of the dry run's `textDiff`, the `diff` and the `blockIds` is halved until the result fits;
+    what was left out is counted in a `result_trimmed` warning (never silently)."""
+    from mnote_mcp.tools.pieces import chars
+
+    result = dict(outcome.result)
+    omitted: dict[str, int] = {}
+    while chars(result) > limit:
+        present = [key for key in _TRIMMABLE if result.get(key)]
+        if not present:
+            break
+        key = max(present, key=lambda name: chars(result[name]))
+        value = result[key]
+        keep = len(value) // 2
+        omitted[key] = omitted.get(key, 0) + len(value) - keep
+        result[key] = value[:keep]
+    if omitted:
+        warning = render_warning({"code": "result_trimmed", "details": {"omitted": omitted}}, request.locale)
+        result["warnings"] = [*result.get("warnings", []), warning]
+    return ToolResult(result=result, effect=outcome.effect, command_id=outcome.command_id)
+
+
 def command_handler(command_name: str, payload: PayloadMap) -> Handler:
     """The handler of every write tool: relay one kernel command, report its outcome."""
 

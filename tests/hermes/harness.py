@@ -208,19 +208,22 @@ def unwrap(text: str) -> dict[str, Any]:
     `{"result": "<text>", "structuredContent": {...}}` when both did, `{"error": "<text>"}` when
     `isError` was set. Only the first is the envelope once.
     """
-    outer = json.loads(_strip_trust_wrapper(text))
+    outer = json.loads(payload(text))
     assert set(outer) == {"result"}, f"the model saw {sorted(outer)}, not the envelope once: {text[:300]}"
     envelope = outer["result"]
     assert isinstance(envelope, dict), f"the model saw the envelope as {type(envelope).__name__}"
     return envelope
 
 
-def _strip_trust_wrapper(text: str) -> str:
-    """The agent loop puts tool output inside an `<untrusted_tool_result>` block; the JSON is its body."""
+def payload(text: str) -> str:
+    """The tool's own output in what the model was shown. The agent loop puts tool output inside an `<untrusted_tool_result>` block, and may append a
+    `[Tool loop warning: ...]` of its guardrails (agent/tool_guardrails.py); the JSON is what is left."""
     if text.startswith("<untrusted_tool_result"):
-        body = text.split("\n\n", 1)[1]
-        return body.rsplit("\n</untrusted_tool_result>", 1)[0]
-    return text
+        text = text.split("\n\n", 1)[1].rsplit("\n</untrusted_tool_result>", 1)[0]
+    return GUARDRAIL_NOTE.sub("", text)
+
+
+GUARDRAIL_NOTE = re.compile(r"\n\n\[Tool loop (?:warning|hard stop): [^\n]*\]$")
 
 
 def compact(envelope: Mapping[str, Any]) -> str:
