@@ -60,7 +60,13 @@ def dump(path: Path) -> str:
 def make_app(db: Path, **config: Any) -> App:
     cfg = replace(ServerConfig(db=db, locale="en", demo=False, actor="user_editor"), **config)
     kernel = LocalKernel.open(db)
-    dispatcher = Dispatcher(build_registry(cfg), kernel, locale=cfg.locale, read_only=cfg.read_only)
+    dispatcher = Dispatcher(
+        build_registry(cfg),
+        kernel,
+        locale=cfg.locale,
+        read_only=cfg.read_only,
+        max_result_chars=cfg.max_result_chars,
+    )
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 
 
