@@ -455,3 +455,71 @@ def test_two_hermes_runs_over_http_keep_their_ids_apart(tmp_path: Path) -> None:
     assert len({run_id for run_id, _ in second}) == 1
     assert {run_id for run_id, _ in first}.isdisjoint(run_id for run_id, _ in second)
     assert {call_id for _, call_id in first}.isdisjoint(call_id for _, call_id in second)
+
+
+# -- the default budget against Hermes's limit, in every result form ---------------------------
+
+FORMS = ("both", "text", "structured")
+
+
+def _special_pages() -> list[dict[str, Any]]:
+    """Pages whose JSON escapes differently: CJK prose, and code full of quotes and backslashes."""
+    cjk = "会议纪要：我们决定先发布 MCP 服务器，再接入更多的智能体框架，并记录每一次修改的原因。"
+    code = 'print("a \\"quoted\\" path: C:\\\\temp\\\\x", {"k": "v"})'
+    return [
+        {
+            "id": "doc_cjk",
+            "title": "中文长页面",
+            "blocks": [{"id": f"c_{i:04d}", "type": "paragraph", "text": f"{i} {cjk}"} for i in range(600)],
+        },
+        {
+            "id": "doc_code",
+            "title": "Code",
+            "blocks": [
+                {"id": f"k_{i:04d}", "type": "code", "text": code, "props": {"language": "python"}}
+                for i in range(600)
+            ],
+        },
+    ]
+
+
+def test_the_default_budget_fits_hermes_in_every_result_form(tmp_path: Path) -> None:
+    """What the model reads for the first piece of a long page, per result form, with the default
+    budget: below Hermes's 100,000 characters with a 10% margin for ordinary prose in every form; the
+    structured form within 1.1x of the envelope whatever the text."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db")
+    from mnote_mcp.kernel.local import LocalKernel
+    from mnote_mcp.kernel.local.fixtures import load_fixture
+
+    fixture = json.loads((ROOT / "mnote_mcp" / "data" / "demo_workspace.json").read_text(encoding="utf-8"))
+    fixture["workspaces"][0]["pages"] = _special_pages()
+    kernel = LocalKernel.open(db)
+    load_fixture(kernel.store, fixture)
+    kernel.store.close()
+    servers = "".join(
+        f"  mnote-{form}:\n"
+        f"    command: {MNOTE_COMMAND}\n"
+        f'    args: ["--db", "{db}", "--refusals", "result", "--result-form", "{form}"]\n'
+        for form in FORMS
+    )
+    home = write_home(tmp_path / "home", "mcp_servers:\n" + servers)
+    sizes: dict[tuple[str, str], tuple[int, int]] = {}
+    with hermes_driver(home, tmp_path / "hermes.log") as driver:
+        driver.discover(*(f"mnote-{form}" for form in FORMS))
+        for form in FORMS:
+            for page in (BIG_PAGE, "doc_cjk", "doc_code"):
+                text = driver.call(
+                    model_name(f"mnote-{form}", "mnote.page.get"), workspaceId="ws_1", documentId=page
+                )
+                outer = json.loads(text)
+                value = outer.get("structuredContent", outer["result"])
+                envelope = json.loads(value) if isinstance(value, str) else value
+                assert envelope["result"].get("nextCursor"), (form, page)
+                sizes[form, page] = (len(text), len(compact(envelope)))
+    for (form, page), (seen, envelope_chars) in sorted(sizes.items()):
+        print(f"{form:10} {page:9} envelope {envelope_chars:6} model {seen:6} x{seen / envelope_chars:.2f}")
+        if form == "structured":
+            assert seen <= ONE_COPY * envelope_chars
+        if page != "doc_code":
+            assert seen <= 0.9 * HERMES_RESULT_LIMIT, (form, page, seen)
