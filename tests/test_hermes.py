@@ -523,3 +523,26 @@ def test_the_default_budget_fits_hermes_in_every_result_form(tmp_path: Path) -> 
             assert seen <= ONE_COPY * envelope_chars
         if page != "doc_code":
             assert seen <= 0.9 * HERMES_RESULT_LIMIT, (form, page, seen)
+
+
+def test_the_documented_failures_look_as_documented(
+    tmp_path: Path, http_example_server: tuple[RunningServer, Path]
+) -> None:
+    """docs/hermes.md, "Troubleshooting": `/sse` without `transport: sse` is a 405, a wrong token a
+    401, and either leaves the server with no tools."""
+    server, _ = http_example_server
+    config = (
+        "mcp_servers:\n"
+        "  no-transport:\n"
+        f"    url: {server.url}/sse\n"
+        f'    headers: {{Authorization: "Bearer {EDITOR_TOKEN}"}}\n'
+        "  wrong-token:\n"
+        f"    url: {server.url}/mcp\n"
+        '    headers: {Authorization: "Bearer not-a-token"}\n'
+    )
+    home = write_home(tmp_path / "home", config)
+    with hermes_driver(home, tmp_path / "hermes.log") as driver:
+        assert driver.discover("no-transport", "wrong-token") == []
+        status = {entry["name"]: entry for entry in driver.status()}
+    assert "405" in status["no-transport"]["error"] and status["no-transport"]["tools"] == 0
+    assert "401" in status["wrong-token"]["error"] and status["wrong-token"]["tools"] == 0
