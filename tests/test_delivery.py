@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.types import TextContent
 
 from mnote_mcp.delivery import CALLER_REFUSALS
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
@@ -18,6 +19,13 @@ from tests.helpers import MODES, connect, page_args, write_args
 pytestmark = pytest.mark.anyio
 
 Refusal = Callable[[Client], Awaitable[Any]]
+
+
+def _text(result: Any) -> str:
+    """The one text block of a result."""
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
 
 
 async def _conflict(client: Client) -> Any:
@@ -72,7 +80,7 @@ async def test_refusals_are_results_only_when_asked(
         result = await make_call(client)
     envelope = result.structured_content
     assert envelope["ok"] is False and envelope["error"]["code"] == code.value
-    assert json.loads(result.content[0].text) == envelope
+    assert json.loads(_text(result)) == envelope
     assert result.is_error is (refusals == "error")
 
 
@@ -155,13 +163,13 @@ async def test_text_form_declares_no_output_schema(db: Path, mode: str) -> None:
         refused = await client.call_tool("mnote.page.get", page_args("doc_missing"))
     assert all(tool.output_schema is None for tool in listed.tools)
     assert result.structured_content is None and refused.structured_content is None
-    envelope = json.loads(result.content[0].text)
+    envelope = json.loads(_text(result))
     assert envelope["ok"] is True and envelope["result"]["title"] == "Project plan"
-    assert json.loads(refused.content[0].text)["error"]["code"] == "mnote_tool_not_found"
+    assert json.loads(_text(refused))["error"]["code"] == "mnote_tool_not_found"
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_both_forms_is_the_default(db: Path, mode: str) -> None:
     async with connect(db, mode) as client:
         result = await client.call_tool("mnote.page.get", page_args())
-    assert json.loads(result.content[0].text) == result.structured_content
+    assert json.loads(_text(result)) == result.structured_content

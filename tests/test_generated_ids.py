@@ -18,7 +18,7 @@ from tests.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
 
 pytestmark = pytest.mark.anyio
 
-PAGE = {"workspaceId": "ws_1", "documentId": "doc_1"}
+PAGE: dict[str, Any] = {"workspaceId": "ws_1", "documentId": "doc_1"}
 
 
 def _note(key: str) -> dict[str, Any]:

@@ -221,7 +221,7 @@ def test_a_refusal_reaches_the_model_as_an_envelope(hermes: tuple[Connected, str
 def test_five_refusals_in_a_row_then_a_read_succeeds(hermes: tuple[Connected, str]) -> None:
     """Hermes opens its circuit breaker after 3 consecutive errors; refusals must not count."""
     connected, key = hermes
-    refusals = [
+    refusals: list[tuple[str, dict[str, Any], str]] = [
         ("mnote.page.get", {"workspaceId": "ws_1", "documentId": "doc_missing"}, "mnote_tool_not_found"),
         ("mnote.page.get", {"workspaceId": "ws_2", "documentId": "doc_9"}, "mnote_tool_permission_denied"),
         ("mnote.page.get", {**DOC, "maxBlocks": 0}, "mnote_tool_invalid_argument"),
@@ -285,7 +285,7 @@ def test_a_long_page_comes_in_pieces_within_the_limit(hermes: tuple[Connected, s
 
 def envelopes_seen(transcript: Transcript) -> list[dict[str, Any]]:
     """The envelopes the model was shown, read leniently (the strict check is `unwrap`)."""
-    found = []
+    found: list[dict[str, Any]] = []
     for content in transcript.tool_contents():
         try:
             outer = json.loads(payload(content))

@@ -181,8 +181,8 @@ def scripted_model(script: Script) -> Iterator[tuple[str, Transcript]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        host, port = server.server_address[:2]
-        yield f"http://{host}:{port}/v1", server.transcript
+        port = server.server_address[1]
+        yield f"http://127.0.0.1:{port}/v1", server.transcript
     finally:
         server.shutdown()
         server.server_close()
