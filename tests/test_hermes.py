@@ -546,3 +546,21 @@ def test_the_documented_failures_look_as_documented(
         status = {entry["name"]: entry for entry in driver.status()}
     assert "405" in status["no-transport"]["error"] and status["no-transport"]["tools"] == 0
     assert "401" in status["wrong-token"]["error"] and status["wrong-token"]["tools"] == 0
+
+
+def test_a_viewer_refused_again_and_again_is_not_cut_off(
+    tmp_path: Path, http_example_server: tuple[RunningServer, Path]
+) -> None:
+    """Issue 10's second case: a viewer's writes, refused one after the other (five, more than
+    Hermes's breaker allows errors), then a read, over the HTTP example with the viewer's token."""
+    server, _ = http_example_server
+    address = server.url.removeprefix("http://")
+    home = write_home(tmp_path / "home", example_config("hermes-http.yaml", {ADDRESS_PLACEHOLDER: address}))
+    with hermes_driver(home, tmp_path / "hermes.log", MNOTE_TOKEN=VIEWER_TOKEN) as driver:
+        driver.discover(HTTP)
+        for attempt in range(5):
+            arguments = _write("viewer", f"viewer-{attempt}", title=f"Viewer title {attempt}")
+            envelope = unwrap(driver.call(model_name(HTTP, "mnote.page.update_title"), **arguments))
+            assert envelope["error"]["code"] == "mnote_tool_permission_denied", envelope
+        read = unwrap(driver.call(model_name(HTTP, "mnote.page.get"), **DOC))
+    assert read["ok"] is True and read["result"]["title"]
