@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from mnote_mcp.budget import fits, result_limit
 from mnote_mcp.config import DEFAULT_MAX_RESULT_CHARS
 from mnote_mcp.drain import InFlight
 from mnote_mcp.envelope import ToolRequest, ToolResult, failure, success
@@ -23,7 +24,6 @@ from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
 from mnote_mcp.mapping import build_request, correlate, decode_stringified
 from mnote_mcp.messages import Locale
-from mnote_mcp.tools.pieces import chars
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
 
@@ -122,13 +122,11 @@ class Dispatcher:
         self, spec: ToolSpec, request: ToolRequest, correlation: Correlation, outcome: ToolResult
     ) -> ToolResult:
         """No envelope over `max_result_chars`: the tool's own fit (a page read answers a piece), else
-        the write report is trimmed. Measured on the result alone; the envelope around it is small."""
-        frame = success(spec.name, correlation, request.workspace_id, request.document_id, _EMPTY)
-        limit = self.max_result_chars - chars(frame) + 2
-        if chars(outcome.result) <= limit:
+        the write report is trimmed."""
+        limit = result_limit(
+            self.max_result_chars, spec.name, correlation, request.workspace_id, request.document_id, outcome
+        )
+        if fits(outcome.result, limit):
             return outcome
         fit = spec.fit or trim_result
         return await fit(request, self.kernel, outcome, limit)
-
-
-_EMPTY = ToolResult(result={}, effect="none")

@@ -221,3 +221,33 @@ def test_pieces_cover_the_page_once_within_the_budget(
             assert len(compact(envelope)) <= budget
         else:
             assert len(envelope["result"].get("blocks", [])) <= 1
+
+
+_ID = st.text(max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    tool=_ID,
+    ids=st.tuples(_ID, _ID, _ID, _ID),
+    command_id=st.none() | _ID,
+    effect=st.sampled_from(["read", "write", "dry_run"]),
+    result=st.dictionaries(_ID, _ID | st.integers(-(2**63), 2**63 - 1) | st.none(), max_size=5),
+)
+def test_the_envelope_frame_is_measured_exactly(
+    tool: str,
+    ids: tuple[str, str, str, str],
+    command_id: str | None,
+    effect: Any,
+    result: dict[str, Any],
+) -> None:
+    from mnote_mcp.budget import chars, result_limit
+    from mnote_mcp.envelope import ToolResult, success
+    from mnote_mcp.kernel.port import Correlation
+
+    call_id, trace_id, workspace_id, document_id = ids
+    correlation = Correlation(session_id="s", run_id="r", tool_call_id=call_id, trace_id=trace_id)
+    outcome = ToolResult(result=result, effect=effect, command_id=command_id)
+    envelope = success(tool, correlation, workspace_id, document_id, outcome)
+    room = result_limit(100_000, tool, correlation, workspace_id, document_id, outcome)
+    assert chars(envelope) == 100_000 - room + chars(result)

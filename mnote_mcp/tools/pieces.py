@@ -9,10 +9,8 @@ the revision all come from the kernel (any adapter, relays included) and nothing
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
-import orjson
-
+from mnote_mcp.budget import chars
 from mnote_mcp.envelope import ToolRequest, ToolResult
 from mnote_mcp.kernel.blocks import Block, count_blocks
 from mnote_mcp.kernel.markdown import render_markdown
@@ -39,11 +37,6 @@ def page_query(request: ToolRequest) -> PageQuery:
         max_blocks=args.get("maxBlocks"),
         cursor=args.get("cursor"),
     )
-
-
-def chars(value: Any) -> int:
-    """Characters of the compact JSON (what a host counts), not bytes: CJK text is 1 char, 3 bytes."""
-    return len(orjson.dumps(value).decode("utf-8"))
 
 
 async def fit_piece(request: ToolRequest, kernel: Kernel, outcome: ToolResult, limit: int) -> ToolResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mnote_mcp.budget import chars
 from mnote_mcp.envelope import ToolRequest, ToolResult
 from mnote_mcp.kernel.port import Command, CommandOutcome, Kernel
 from mnote_mcp.messages import Locale, render_warning
@@ -48,8 +49,6 @@ async def trim_result(request: ToolRequest, kernel: Kernel, outcome: ToolResult,
     """A write's result over the budget: the write is done, so its report is shortened instead. The
     longest of the dry run's `textDiff`, the `diff` and the `blockIds` is halved until the result fits;
     what was left out is counted in a `result_trimmed` warning (never silently)."""
-    from mnote_mcp.tools.pieces import chars
-
     result = dict(outcome.result)
     omitted: dict[str, int] = {}
     while chars(result) > limit:
