@@ -564,3 +564,25 @@ def test_a_viewer_refused_again_and_again_is_not_cut_off(
             assert envelope["error"]["code"] == "mnote_tool_permission_denied", envelope
         read = unwrap(driver.call(model_name(HTTP, "mnote.page.get"), **DOC))
     assert read["ok"] is True and read["result"]["title"]
+
+
+def test_the_readme_snippet_works_as_written(tmp_path: Path) -> None:
+    """The README's Hermes block, as a user would paste it (paths substituted): every tool registers,
+    and a read and a refusal reach the model as the envelope, once."""
+    require_hermes()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    snippet = readme.split("**Hermes**", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    db = demo_store(tmp_path / "mnote.db")
+    for placeholder, value in {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}.items():
+        assert placeholder in snippet
+        snippet = snippet.replace(placeholder, value)
+    home = write_home(tmp_path / "home", snippet)
+    with hermes_driver(home, tmp_path / "hermes.log") as driver:
+        names = {d["function"]["name"] for d in driver.discover(STDIO)}
+        read = unwrap(driver.call(model_name(STDIO, "mnote.page.get"), **DOC))
+        refused = unwrap(
+            driver.call(model_name(STDIO, "mnote.page.get"), workspaceId="ws_2", documentId="doc_9")
+        )
+    assert {model_name(STDIO, spec.name) for spec in advertised()} <= names
+    assert read["ok"] is True
+    assert refused["error"]["code"] == "mnote_tool_permission_denied"
