@@ -146,7 +146,11 @@ async def _wait_for_port(port: int, process: asyncio.subprocess.Process, within:
 
 async def http_suite(plan: Plan, db: Path) -> dict[str, Any]:
     """mnote (stateful sessions, as the echo's SDK app, with a bearer token) and mnote --stateless."""
-    quiet = {"stdout": asyncio.subprocess.DEVNULL, "stderr": asyncio.subprocess.DEVNULL, "cwd": ROOT}
+    quiet: dict[str, Any] = {
+        "stdout": asyncio.subprocess.DEVNULL,
+        "stderr": asyncio.subprocess.DEVNULL,
+        "cwd": ROOT,
+    }
     mnote_argv = [
         sys.executable,
         "-m",
@@ -265,7 +269,7 @@ async def validation_cost(db: Path) -> float:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
-    from mnote_mcp.envelope import OUTPUT_SCHEMA
+    from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
     peer = await spawn(mnote(db))
     try:

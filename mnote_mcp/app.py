@@ -15,7 +15,8 @@ from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.server import IdentityResolver, create_server
-from mnote_mcp.tools import ALL_TOOLS, Registry
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.registry import Registry
 
 logger = logging.getLogger(__name__)
 

@@ -1,29 +1,54 @@
-"""Server configuration: one frozen value built from flags and their `MNOTE_*` environment twins."""
+"""Every setting of every `mnote-mcp` command, each declared once.
+
+A setting is a dataclass field declared with `setting(...)` or `switch(...)`. That one declaration
+gives its flag, its `MNOTE_*` environment variable, the function that parses and checks a value, its
+default and its help text; the command line (`mnote_mcp.cli`) builds the parser from it, reads the
+variable through the *same* function as the flag, and `--help` shows each flag with its default and
+its variable. The flag wins over the variable; a variable that does not parse is a usage error
+(exit 2) naming the variable, exactly as a bad flag is.
+
+How to add a flag (one declaration). In the command's dataclass below, add a field:
+
+    idle_timeout: float = setting(300.0, positive_number, "seconds before an idle session is closed",
+                                  group=HTTP)
+
+This gives `--idle-timeout` (the field name with dashes), `MNOTE_IDLE_TIMEOUT` (the field name upper-
+cased), the default, `--help`, and `config.idle_timeout`. Name the flag or the variable yourself with
+`flag="--x"` / `env="MNOTE_X"`, or leave one out with `flag=""` (environment only, e.g. secrets that
+must not show in a process listing) / `env=""`. A flag without a value is `switch(...)`: present, it
+sets the opposite of its default; its variable is a boolean (`1/true/yes/on/y`, `0/false/no/off/n`).
+Parsers raise `ValueError` with a reason; `mnote_mcp.cli` turns it into a usage error. The docs'
+table of flags is `python -m mnote_mcp --help`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from mnote_mcp.delivery import Delivery, RefusalStyle, ResultForm
-from mnote_mcp.identity import ALL_SCOPES, READ_ONLY_SCOPES, Identity, Scope
+from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.logs import LogFormat
-from mnote_mcp.messages import Locale
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
+from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
+from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale, parse_locale
+from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, parse_scopes
 
 if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
     from mnote_mcp.tools.registry import ToolNames
     from mnote_mcp.tools.selection import ToolSelection
 
-
 Transport = Literal["stdio", "sse", "http"]
 DEFAULT_ACTOR = "user_1"
-# A result of this many characters fits Hermes's 100,000-character cut (models with a 128k-token
-# window: 76,800) in every result form: "both" doubles it and escapes the text copy (x2.1 measured),
-# "structured" adds ~7% (docs/hermes.md, "Limits").
-DEFAULT_MAX_RESULT_CHARS = 40_000
-MIN_RESULT_CHARS = 4_000  # room for the envelope, a piece of one block and the hint
+ENV_PREFIX = "MNOTE_"
+HTTP = "HTTP transports (--transport http|sse)"
+RELAY = "relay to a runtime (--kernel http://… | cli:…)"
+LOGGING = "logging (stderr)"
+_SETTING = "mnote_mcp.setting"
+T = TypeVar("T")
 
 
 def default_store_path() -> Path:
@@ -33,61 +58,381 @@ def default_store_path() -> Path:
     return user_data_path("mnote-mcp", appauthor=False) / "mnote.db"
 
 
+# -- parsers: text in, a checked value out, or ValueError with the reason ------------------------
+
+
+def text(value: str) -> str:
+    return value
+
+
+def optional_text(value: str) -> str | None:
+    """Empty means "none": `--actor ''` binds no actor."""
+    return value or None
+
+
+def optional_path(value: str) -> Path | None:
+    return Path(value).expanduser() if value.strip() else None
+
+
+def path(value: str) -> Path:
+    if not value.strip():
+        raise ValueError("a path is required")
+    return Path(value).expanduser()
+
+
+def csv(value: str) -> tuple[str, ...]:
+    """A comma-separated value as its non-empty items."""
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def scope_list(value: str) -> frozenset[Scope]:
+    return parse_scopes(csv(value))
+
+
+def toolset_list(value: str) -> frozenset[Toolset]:
+    return parse_toolsets(csv(value))
+
+
+def port_number(value: str) -> int:
+    """A TCP port, 0 to 65535 (0: the system picks a free one; the log says which)."""
+    number = _integer(value)
+    if not 0 <= number <= 65535:
+        raise ValueError(f"{number} is not a TCP port (0 to 65535)")
+    return number
+
+
+def positive_number(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not number > 0 or number == float("inf"):
+        raise ValueError(f"must be a positive number, not {value}")
+    return number
+
+
+def positive_int(value: str) -> int:
+    number = _integer(value)
+    if number < 1:
+        raise ValueError(f"must be a positive whole number, not {value}")
+    return number
+
+
+def non_negative_int(value: str) -> int:
+    number = _integer(value)
+    if number < 0:
+        raise ValueError(f"must not be negative, not {value}")
+    return number
+
+
+def _integer(value: str) -> int:
+    try:
+        return int(value.strip().replace("_", ""))
+    except ValueError:
+        raise ValueError(f"{value!r} is not a whole number") from None
+
+
+def result_budget(value: str) -> int:
+    number = _integer(value)
+    if number < MIN_RESULT_CHARS:
+        raise ValueError(f"must be at least {MIN_RESULT_CHARS} characters, not {value}")
+    return number
+
+
+class choice:  # noqa: N801  (used like the parser functions beside it)
+    """One of a few words; `--help` shows them as `{a,b}`."""
+
+    def __init__(self, *values: str) -> None:
+        self.values = values
+
+    def __call__(self, value: str) -> str:
+        if value not in self.values:
+            raise ValueError(f"{value!r} is not one of {', '.join(self.values)}")
+        return value
+
+
+_TRUE = frozenset({"1", "true", "yes", "on", "y"})
+_FALSE = frozenset({"0", "false", "no", "off", "n", ""})
+
+
+def boolean(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(f"{value!r} is not a boolean; use 1/true/yes/on or 0/false/no/off")
+
+
+# -- the declaration -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """What a field declares besides its default (see the module docstring)."""
+
+    parse: Callable[[str], Any]
+    help: str
+    flag: str | None = None  # None: "--" + the field name with dashes; "": no flag
+    env: str | None = None  # None: "MNOTE_" + the field name upper-cased; "": no variable
+    switch: bool = False
+    metavar: str | None = None
+    group: str | None = None
+    required: bool = False
+    positional: bool = False
+    shown: str | None = None  # how the default reads in --help, when str(default) would not do
+
+
+def setting(
+    default: Any,
+    parse: Callable[[str], Any],
+    help: str,
+    *,
+    flag: str | None = None,
+    env: str | None = None,
+    metavar: str | None = None,
+    group: str | None = None,
+    required: bool = False,
+    positional: bool = False,
+    shown: str | None = None,
+) -> Any:
+    """A setting with a value (`--port 8765`)."""
+    declared = Setting(parse, help, flag, env, False, metavar, group, required, positional, shown)
+    return field(default=default, metadata={_SETTING: declared})
+
+
+def switch(
+    help: str,
+    *,
+    default: bool = False,
+    flag: str | None = None,
+    env: str | None = None,
+    group: str | None = None,
+) -> Any:
+    """A flag without a value (`--read-only`); present, it sets the opposite of `default`."""
+    declared = Setting(boolean, help, flag, env, True, None, group)
+    return field(default=default, metadata={_SETTING: declared})
+
+
+def secret(help: str, *, flag: str = "", env: str | None = None, group: str | None = None) -> Any:
+    """A credential: kept out of `repr`, and by default out of the flags (a flag shows in `ps`)."""
+    declared = Setting(optional_text, help, flag, env, group=group)
+    return field(default=None, repr=False, metadata={_SETTING: declared})
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A declared setting of one command, with its names resolved."""
+
+    name: str
+    default: Any
+    setting: Setting
+    flag: str | None
+    env: str | None
+
+    def value_from(self, raw: str) -> Any:
+        """The value a flag's or a variable's text gives; raises ValueError with the reason."""
+        if self.setting.switch:
+            return (not self.default) if boolean(raw) else self.default
+        return self.setting.parse(raw)
+
+    @property
+    def shown_default(self) -> str:
+        if self.setting.shown is not None:
+            return self.setting.shown
+        value = self.default
+        if value is None or value == () or value == frozenset():
+            return "none"
+        if isinstance(value, (tuple, frozenset)):
+            return ",".join(sorted(str(item) for item in value))
+        return str(value)
+
+
+def options(config_type: type[Any]) -> Iterator[Option]:
+    """The declared settings of a command's dataclass, in declaration order."""
+    for item in dataclasses.fields(config_type):
+        declared: Setting | None = item.metadata.get(_SETTING)
+        if declared is None:
+            continue
+        flag = declared.flag if declared.flag is not None else "--" + item.name.replace("_", "-")
+        env = declared.env if declared.env is not None else ENV_PREFIX + item.name.upper()
+        yield Option(item.name, item.default, declared, flag or None, env or None)
+
+
+def from_sources(config_type: type[T], given: Mapping[str, str], environ: Mapping[str, str]) -> T:
+    """A command's configuration: each setting from its flag's text, else its variable, else its default.
+
+    Raises `SettingError` naming the flag or the variable whose value does not parse.
+    """
+    values: dict[str, Any] = {}
+    for option in options(config_type):
+        if option.name in given:
+            source, raw = option.flag or option.name, given[option.name]
+        elif option.env is not None and option.env in environ:
+            source, raw = option.env, environ[option.env]
+        elif option.setting.required:
+            names = " or ".join(filter(None, (option.flag or option.name, option.env)))
+            raise SettingError(f"{names} is required")
+        else:
+            continue
+        try:
+            values[option.name] = option.value_from(raw)
+        except ValueError as exc:
+            shown = f"{source}={raw!r}" if source == option.env else source
+            raise SettingError(f"{shown}: {exc}") from None
+    return config_type(**values)
+
+
+class SettingError(ValueError):
+    """A flag or variable whose value cannot be used; the message names it and says why."""
+
+
+# -- the commands' configurations ------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
-class ServerConfig:
-    transport: Transport = "stdio"
-    host: str = "127.0.0.1"
-    port: int = 8765
-    db: Path | None = None
-    kernel: str = "local"
-    actor: str | None = DEFAULT_ACTOR
-    scopes: frozenset[Scope] = ALL_SCOPES
-    read_only: bool = False
-    tool_names: ToolNames = "dotted"
-    strict_contract: bool = False
-    seed: Path | None = None
-    demo: bool = True
-    locale: Locale = "zh-CN"
-    log_level: str = "info"
-    log_format: LogFormat = "text"
-    bindings: Mapping[str, str] = field(default_factory=dict)
-    call_timeout: float = 60.0
-    refusals: RefusalStyle = "error"
-    result_form: ResultForm = "both"
-    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
+class LogSettings:
+    log_level: str = setting(
+        "info", choice("debug", "info", "warning", "error"), "how much to log on stderr", group=LOGGING
+    )
+    log_format: LogFormat = setting(
+        "text", choice("text", "json"), "one line of text or JSON per record", group=LOGGING
+    )
+
+
+def db_setting() -> Any:
+    return setting(
+        None, optional_path, "the embedded kernel's SQLite store", metavar="PATH", shown="per-user data path"
+    )
+
+
+@dataclass(frozen=True)
+class ServerConfig(LogSettings):
+    """`mnote-mcp serve`: the MCP server."""
+
+    transport: Transport = setting("stdio", choice("stdio", "sse", "http"), "how clients connect")
+    db: Path | None = db_setting()
+    kernel: str = setting(
+        "local",
+        text,
+        "where reads and writes go: local (the store in --db), http://HOST:PORT or 'cli:PATH [ARGS...]'",
+        metavar="KERNEL",
+    )
+    actor: str | None = setting(
+        DEFAULT_ACTOR, optional_text, "the identity of a stdio connection ('' for none)"
+    )
+    scopes: frozenset[Scope] = setting(
+        ALL_SCOPES,
+        scope_list,
+        "the scopes connections are granted at most",
+        flag="--scope",
+        env="MNOTE_SCOPE",
+    )
+    read_only: bool = switch("grant page.read alone and hide every write tool")
+    toolsets: frozenset[Toolset] = setting(
+        frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)}); default: all", shown="all"
+    )
+    tools: tuple[str, ...] = setting((), csv, "also expose tools matching these globs (either spelling)")
+    exclude_tools: tuple[str, ...] = setting((), csv, "hide tools matching these globs")
+    tool_names: ToolNames = setting("dotted", choice("dotted", "underscore"), "how tool names are spelled")
+    strict_contract: bool = switch("require the correlation ids, as the contract's schemas do")
+    seed: Path | None = setting(
+        None, optional_path, "load this workspace fixture before serving", metavar="FILE"
+    )
+    demo: bool = switch(
+        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
+    )
+    locale: Locale = setting(
+        DEFAULT_LOCALE, parse_locale, "language of error messages: zh-CN or en (zh_CN, en_US.UTF-8, ...)"
+    )
+    watch_interval: float = setting(
+        1.0, positive_number, "seconds between revision polls of resource subscriptions"
+    )
+    call_timeout: float = setting(60.0, positive_number, "seconds a tool call may take")
+    refusals: RefusalStyle = setting(
+        "error",
+        choice(*REFUSAL_STYLES),
+        "error: every refusal is an isError result (the MCP spec); result: refusals the call caused are"
+        " ok:false envelopes without isError (Hermes), real failures keep isError",
+    )
+    result_form: ResultForm = setting(
+        "both",
+        choice(*RESULT_FORMS),
+        "both: structuredContent and the same JSON as text; structured: no text copy (Hermes); text: no"
+        " structuredContent, and no outputSchema",
+    )
+    max_result_chars: int = setting(
+        DEFAULT_MAX_RESULT_CHARS,
+        result_budget,
+        f"largest result, in characters of envelope JSON (at least {MIN_RESULT_CHARS}): a longer page"
+        " read answers a piece with nextCursor",
+        metavar="N",
+    )
+    session_id: str | None = setting(None, optional_text, "bind this sessionId to the connection")
+    run_id: str | None = setting(None, optional_text, "bind this runId to the connection")
+    trace_id: str | None = setting(None, optional_text, "bind this traceId to the connection")
+    # relay adapters
+    runtime_timeout: float = setting(10.0, positive_number, "seconds per runtime request", group=RELAY)
+    runtime_retries: int = setting(
+        2, non_negative_int, "retries of a failed runtime request where safe", group=RELAY
+    )
+    runtime_token: str | None = secret("the runtime's service token", group=RELAY)
     # HTTP transports
-    stateless: bool = False
-    sse: bool = True
-    streamable_http: bool = True
-    auth_file: Path | None = None
-    token: str | None = None
-    token_file: Path | None = None
-    unsafe_no_auth: bool = False
-    allowed_hosts: tuple[str, ...] = ()
-    allowed_origins: tuple[str, ...] = ()
-    max_body_bytes: int = 4 * 1024 * 1024
-    shutdown_grace: float = 30.0
-    toolsets: frozenset[str] = frozenset()
-    tools: tuple[str, ...] = ()
-    exclude_tools: tuple[str, ...] = ()
-    watch_interval: float = 1.0
-    # Relay adapters (--kernel http://… | cli:…); the token comes from MNOTE_RUNTIME_TOKEN only.
-    runtime_token: str | None = field(default=None, repr=False)
-    runtime_timeout: float = 10.0
-    runtime_retries: int = 2
+    host: str = setting("127.0.0.1", text, "address to listen on", group=HTTP)
+    port: int = setting(8765, port_number, "TCP port to listen on", group=HTTP)
+    stateless: bool = switch("keep no session state (replicas behind a load balancer)", group=HTTP)
+    sse: bool = switch(
+        "turn the legacy HTTP+SSE endpoint /sse off",
+        default=True,
+        flag="--no-sse",
+        env="MNOTE_NO_SSE",
+        group=HTTP,
+    )
+    streamable_http: bool = switch(
+        "turn streamable HTTP /mcp off",
+        default=True,
+        flag="--no-streamable-http",
+        env="MNOTE_NO_STREAMABLE_HTTP",
+        group=HTTP,
+    )
+    auth_file: Path | None = setting(
+        None, optional_path, "bearer tokens file (mode 0600)", metavar="FILE", group=HTTP
+    )
+    token: str | None = secret("one bearer token, acting as --actor", group=HTTP)
+    token_file: Path | None = setting(
+        None,
+        optional_path,
+        "where a generated token is kept",
+        metavar="FILE",
+        shown="beside the default store",
+        group=HTTP,
+    )
+    unsafe_no_auth: bool = switch("serve without tokens (loopback only)", group=HTTP)
+    allowed_hosts: tuple[str, ...] = setting(
+        (), csv, "Host header values to accept", shown="loopback names", group=HTTP
+    )
+    allowed_origins: tuple[str, ...] = setting(
+        (), csv, "Origin header values to accept", shown="the allowed hosts", group=HTTP
+    )
+    max_body_bytes: int = setting(4 * 1024 * 1024, positive_int, "largest request body", group=HTTP)
+    shutdown_grace: float = setting(
+        30.0, positive_number, "seconds calls in flight get to answer on shutdown", group=HTTP
+    )
 
     @property
     def store_path(self) -> Path:
         return self.db if self.db is not None else default_store_path()
 
     @property
-    def delivery(self) -> Delivery:
-        return Delivery(refusals=self.refusals, form=self.result_form)
-
-    @property
     def granted_scopes(self) -> frozenset[Scope]:
         """Read-only mode wins over everything: it grants page.read alone, whatever --scope says."""
         return self.scopes & READ_ONLY_SCOPES if self.read_only else self.scopes
+
+    @property
+    def bindings(self) -> dict[str, str]:
+        """Correlation ids fixed for every call of a connection (below arguments and `_meta`)."""
+        ids = {"sessionId": self.session_id, "runId": self.run_id, "traceId": self.trace_id}
+        return {name: value for name, value in ids.items() if value}
 
     @property
     def tool_selection(self) -> ToolSelection:
@@ -96,4 +441,78 @@ class ServerConfig:
         return ToolSelection(toolsets=self.toolsets, tools=self.tools, exclude=self.exclude_tools)
 
     def stdio_identity(self) -> Identity:
-        return Identity(actor_id=self.actor or None, scopes=self.granted_scopes, bindings=dict(self.bindings))
+        return Identity(actor_id=self.actor or None, scopes=self.granted_scopes, bindings=self.bindings)
+
+    @property
+    def delivery(self) -> Delivery:
+        return Delivery(refusals=self.refusals, form=self.result_form)
+
+
+@dataclass(frozen=True)
+class SeedConfig(LogSettings):
+    """`mnote-mcp seed`: load a workspace fixture into a store."""
+
+    fixture: Path = setting(
+        None, path, "the workspace fixture (JSON)", positional=True, required=True, env="", metavar="FILE"
+    )
+    db: Path | None = db_setting()
+
+
+@dataclass(frozen=True)
+class AuditConfig(LogSettings):
+    """`mnote-mcp audit`: read the audit trail of a store."""
+
+    db: Path | None = db_setting()
+    trace: str | None = setting(None, optional_text, "only records of this traceId", env="")
+    command_id: str | None = setting(None, optional_text, "only the record of this commandId", env="")
+    limit: int = setting(100, positive_int, "at most this many records (the latest)", env="")
+
+
+@dataclass(frozen=True)
+class TokenConfig(LogSettings):
+    """`mnote-mcp token`: mint a bearer token into a tokens file (printed once)."""
+
+    auth_file: Path = setting(None, path, "tokens file, created 0600 if new", metavar="FILE", required=True)
+    actor: str = setting(None, text, "the actor the token acts as", required=True, env="")
+    scopes: frozenset[Scope] = setting(ALL_SCOPES, scope_list, "the token's scopes", flag="--scope", env="")
+    workspaces: tuple[str, ...] = setting(
+        (), csv, "limit the token to these workspace ids", shown="all", env=""
+    )
+    name: str | None = setting(None, optional_text, "a label for the token", env="")
+
+
+@dataclass(frozen=True)
+class DemoConfig(LogSettings):
+    """`mnote-mcp demo`: a scripted tour of every tool over a real stdio MCP session."""
+
+    locale: Locale = setting("en", parse_locale, "language of error messages: zh-CN or en")
+
+
+@dataclass(frozen=True)
+class RuntimeConfig(LogSettings):
+    """`mnote-mcp runtime serve`: the embedded kernel over the runtime protocol v1 (HTTP)."""
+
+    db: Path | None = db_setting()
+    host: str = setting("127.0.0.1", text, "address to listen on", env="MNOTE_RUNTIME_HOST")
+    port: int = setting(8766, port_number, "TCP port to listen on", env="MNOTE_RUNTIME_PORT")
+    token: str | None = secret("service token to require", flag="--token", env="MNOTE_RUNTIME_TOKEN")
+    seed: Path | None = setting(None, optional_path, "load this fixture before serving", metavar="FILE")
+    demo: bool = switch(
+        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
+    )
+    record: Path | None = setting(
+        None, optional_path, "append each request's headers here (JSON lines; tests)", metavar="FILE", env=""
+    )
+
+
+@dataclass(frozen=True)
+class RuntimeCliConfig(LogSettings):
+    """`mnote-mcp runtime cli`: answer one mnote-cli JSON request from stdin on stdout."""
+
+    log_level: str = setting(
+        "warning", choice("debug", "info", "warning", "error"), "how much to log on stderr", group=LOGGING
+    )
+    db: Path | None = db_setting()
+    demo: bool = switch(
+        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
+    )

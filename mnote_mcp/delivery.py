@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mnote_mcp.envelope import to_json
 from mnote_mcp.kernel.errors import ErrorCode
+from mnote_mcp.vocabulary.envelope import to_json
 
 RefusalStyle = Literal["error", "result"]
 ResultForm = Literal["both", "structured", "text"]

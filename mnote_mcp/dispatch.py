@@ -2,36 +2,84 @@
 
 The SDK's low-level server neither validates arguments nor catches exceptions (it would turn them into
 JSON-RPC errors the model never sees), so this is where every failure becomes an `isError` envelope.
-Only an unknown tool name escapes, as `UnknownToolError`, to become a protocol error.
+Only an unknown tool name escapes, as `UnknownToolError`, to become a protocol error. The dispatcher
+also counts the calls in flight (`InFlight`), so that a closing connection or a stopping server can let
+them answer first.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
 
-from mnote_mcp.budget import fits, result_limit
-from mnote_mcp.config import DEFAULT_MAX_RESULT_CHARS
-from mnote_mcp.drain import InFlight
-from mnote_mcp.envelope import ToolRequest, ToolResult, failure, success
-from mnote_mcp.identity import Identity
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
 from mnote_mcp.mapping import build_request, correlate, decode_stringified
-from mnote_mcp.messages import Locale
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
+from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult, failure, success
+from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale
 
 logger = logging.getLogger(__name__)
+DEFAULT_GRACE_SECONDS = 30.0
+_QUIET_ROUNDS = 3
+_ROUND_SECONDS = 0.02
 
 
 class UnknownToolError(LookupError):
     pass
+
+
+class InFlight:
+    """Counts calls in progress; `wait_idle` returns once there are none."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle: anyio.Event | None = None
+
+    @contextmanager
+    def track(self) -> Iterator[None]:
+        self.count += 1
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if self.count == 0 and self._idle is not None:
+                self._idle.set()
+                self._idle = None
+
+    async def wait_idle(self, grace: float = DEFAULT_GRACE_SECONDS) -> bool:
+        """True when idle; False when the grace period ran out first."""
+        with anyio.move_on_after(grace):
+            while self.count:
+                if self._idle is None:
+                    self._idle = anyio.Event()
+                await self._idle.wait()
+            return True
+        return False
+
+    async def settle(self, grace: float = DEFAULT_GRACE_SECONDS) -> bool:
+        """Wait until idle and staying idle: a request read just before the end may not have reached
+        its handler yet, so idleness must hold across a few scheduling rounds."""
+        with anyio.move_on_after(grace):
+            quiet = 0
+            while quiet < _QUIET_ROUNDS:
+                await anyio.sleep(_ROUND_SECONDS)
+                if self.count:
+                    quiet = 0
+                    await self.wait_idle(grace)
+                else:
+                    quiet += 1
+            return True
+        return False
 
 
 class Dispatcher:
@@ -40,7 +88,7 @@ class Dispatcher:
         registry: Registry,
         kernel: Kernel,
         *,
-        locale: Locale = "zh-CN",
+        locale: Locale = DEFAULT_LOCALE,
         read_only: bool = False,
         call_timeout: float = 60.0,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
@@ -84,19 +132,19 @@ class Dispatcher:
         document_id = args.get("documentId") if isinstance(args.get("documentId"), str) else None
         try:
             if spec.writes and self.read_only:
-                raise MnoteError(ErrorCode.PERMISSION_DENIED, "read_only")
+                raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY)
             request = build_request(
                 spec, self.registry.validator(spec), args, meta, identity, correlation, self.locale
             )
             if spec.scope not in request.capability_scope:
-                raise MnoteError(ErrorCode.PERMISSION_DENIED, "scope", {"scope": spec.scope.value})
+                raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.SCOPE, {"scope": spec.scope.value})
             with anyio.CancelScope(deadline=anyio.current_time() + self.call_timeout) as scope:
                 outcome = await spec.handler(request, self.kernel)
                 outcome = await self._within_budget(spec, request, correlation, outcome)
             if scope.cancelled_caught:
                 # A write may still commit after this; its idempotency key makes the retry safe.
                 raise MnoteError(
-                    ErrorCode.RUNTIME_UNAVAILABLE, "timeout", {"timeoutSeconds": self.call_timeout}
+                    ErrorCode.RUNTIME_UNAVAILABLE, Reason.TIMEOUT, {"timeoutSeconds": self.call_timeout}
                 )
             envelope = success(spec.name, correlation, request.workspace_id, request.document_id, outcome)
             label = "ok"
@@ -105,7 +153,7 @@ class Dispatcher:
             label = error.code.value
         except Exception:
             logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
-            internal = MnoteError(ErrorCode.INTERNAL, "unexpected")
+            internal = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
             envelope = failure(spec.name, correlation, workspace_id, document_id, internal, self.locale)
             label = internal.code.value
         log_call(
@@ -113,7 +161,7 @@ class Dispatcher:
             identity.actor_id,
             label,
             (time.perf_counter() - started) * 1000,
-            correlation,
+            correlation.to_wire(),
             commandId=(envelope.get("audit") or {}).get("commandId"),
         )
         return envelope

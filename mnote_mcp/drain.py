@@ -8,61 +8,14 @@ the stream back until the calls in flight have answered, or a grace period has p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 import anyio
 
+from mnote_mcp.dispatch import DEFAULT_GRACE_SECONDS, InFlight
+
 T = TypeVar("T")
-DEFAULT_GRACE_SECONDS = 30.0
-_QUIET_ROUNDS = 3
-_ROUND_SECONDS = 0.02
-
-
-class InFlight:
-    """Counts calls in progress; `wait_idle` returns once there are none."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._idle: anyio.Event | None = None
-
-    @contextmanager
-    def track(self) -> Iterator[None]:
-        self.count += 1
-        try:
-            yield
-        finally:
-            self.count -= 1
-            if self.count == 0 and self._idle is not None:
-                self._idle.set()
-                self._idle = None
-
-    async def wait_idle(self, grace: float = DEFAULT_GRACE_SECONDS) -> bool:
-        """True when idle; False when the grace period ran out first."""
-        with anyio.move_on_after(grace):
-            while self.count:
-                if self._idle is None:
-                    self._idle = anyio.Event()
-                await self._idle.wait()
-            return True
-        return False
-
-    async def settle(self, grace: float = DEFAULT_GRACE_SECONDS) -> bool:
-        """Wait until idle and staying idle: a request read just before the end may not have reached
-        its handler yet, so idleness must hold across a few scheduling rounds."""
-        with anyio.move_on_after(grace):
-            quiet = 0
-            while quiet < _QUIET_ROUNDS:
-                await anyio.sleep(_ROUND_SECONDS)
-                if self.count:
-                    quiet = 0
-                    await self.wait_idle(grace)
-                else:
-                    quiet += 1
-            return True
-        return False
 
 
 class DrainingReadStream(Generic[T]):

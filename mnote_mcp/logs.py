@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from typing import Any, Literal
-
-from mnote_mcp.kernel.port import Correlation
 
 LogFormat = Literal["text", "json"]
 CALLS = logging.getLogger("mnote_mcp.calls")
@@ -45,7 +44,7 @@ def configure_logging(level: str = "info", fmt: LogFormat = "text") -> None:
 
 
 def log_call(
-    tool: str, actor: str | None, outcome: str, latency_ms: float, correlation: Correlation, **extra: Any
+    tool: str, actor: str | None, outcome: str, latency_ms: float, ids: Mapping[str, str], **extra: Any
 ) -> None:
     if not CALLS.isEnabledFor(logging.INFO):
         return
@@ -54,7 +53,7 @@ def log_call(
         "actor": actor,
         "outcome": outcome,
         "latencyMs": round(latency_ms, 2),
-        **correlation.to_wire(),
+        **ids,
         **extra,
     }
     text = " ".join(f"{key}={value}" for key, value in fields.items() if value is not None)

@@ -8,17 +8,18 @@ Scopes: the connection's grant, narrowed (never widened) by `capabilityScope`.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mnote_mcp.envelope import ToolRequest
-from mnote_mcp.identity import CORRELATION_FIELDS, Identity, Scope
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.port import Correlation
-from mnote_mcp.messages import Locale
 from mnote_mcp.tools.registry import ToolSpec
+from mnote_mcp.tracecontext import trace_id_of
+from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest
+from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.messages import Locale
+from mnote_mcp.vocabulary.scopes import Scope
 
 if TYPE_CHECKING:
     from jsonschema_rs import ValidationError, Validator
@@ -36,18 +37,8 @@ ENVELOPE_FIELDS = frozenset(
         "baseRevision",
     }
 )
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _MAX_REASON = 300
 _MAX_ERRORS = 5
-
-
-def trace_id_from_traceparent(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    match = _TRACEPARENT.match(value.strip().lower())
-    if match is None or set(match.group(1)) == {"0"}:
-        return None
-    return match.group(1)
 
 
 def correlate(
@@ -65,7 +56,7 @@ def correlate(
             if isinstance(source, str) and source:
                 return source
         if name == "traceId":
-            from_parent = trace_id_from_traceparent(meta.get("traceparent"))
+            from_parent = trace_id_of(meta.get("traceparent"))
             if from_parent:
                 return from_parent
         bound = identity.bindings.get(name)
@@ -148,15 +139,17 @@ def build_request(
 ) -> ToolRequest:
     check_arguments(validator, arguments)
     if not identity.actor_id:
-        raise MnoteError(ErrorCode.UNAUTHENTICATED, "no_actor")
+        raise MnoteError(ErrorCode.UNAUTHENTICATED, Reason.NO_ACTOR)
     if identity.workspaces is not None and arguments["workspaceId"] not in identity.workspaces:
         # Exactly what a non-member hears: a limited token learns nothing about other workspaces.
-        raise MnoteError(ErrorCode.PERMISSION_DENIED, "not_member", {"workspaceId": arguments["workspaceId"]})
+        raise MnoteError(
+            ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": arguments["workspaceId"]}
+        )
     if spec.writes and not str(arguments.get("idempotencyKey", "")).strip():
         raise invalid("/idempotencyKey", "must not be empty: one key per intended change")
     claimed = arguments.get("actorId")
     if claimed is not None and claimed != identity.actor_id:
-        raise MnoteError(ErrorCode.PERMISSION_DENIED, "actor_mismatch")
+        raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.ACTOR_MISMATCH)
     base_revision = arguments.get("baseRevision")
     return ToolRequest(
         tool_name=spec.name,

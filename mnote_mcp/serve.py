@@ -73,7 +73,9 @@ async def serve_stdio(config: ServerConfig) -> None:
 
 
 async def serve_http(config: ServerConfig) -> None:
-    from mnote_mcp.transports.http import build_http_app, is_loopback, resolve_auth
+    from mnote_mcp.net import is_loopback
+    from mnote_mcp.transports.auth import resolve_auth
+    from mnote_mcp.transports.http import build_http_app
     from mnote_mcp.transports.server import make_server
 
     auth = resolve_auth(config)  # refuse a bad auth setup before opening anything

@@ -18,8 +18,9 @@ from mcp.shared.exceptions import MCPError
 from mnote_mcp import __version__
 from mnote_mcp.delivery import Delivery
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
-from mnote_mcp.identity import Identity
 from mnote_mcp.resources import PageResources
+from mnote_mcp.tools.toolsets import Toolset
+from mnote_mcp.vocabulary.identity import Identity
 
 IdentityResolver = Callable[[ServerRequestContext[Any, Any]], Identity]
 
@@ -49,7 +50,7 @@ def create_server(
     )
     listing = types.ListToolsResult(tools=tools)
     block_tools = any(
-        spec.toolset == "block" and dispatcher.exposes(spec) for spec in dispatcher.registry.specs
+        spec.toolset is Toolset.BLOCK and dispatcher.exposes(spec) for spec in dispatcher.registry.specs
     )
     pages = PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
 

@@ -10,17 +10,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from mcp import Client, StdioServerParameters
+from mcp.types import RequestParamsMeta
 
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.envelope import OUTPUT_SCHEMA
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "workspace.json"
@@ -97,7 +98,7 @@ def envelope_of(result: Any) -> dict[str, Any]:
 async def call(
     client: Client, tool: str, meta: dict[str, Any] | None = None, **arguments: Any
 ) -> dict[str, Any]:
-    return envelope_of(await client.call_tool(tool, arguments, meta=meta))
+    return envelope_of(await client.call_tool(tool, arguments, meta=cast(RequestParamsMeta | None, meta)))
 
 
 def page_args(document_id: str = "doc_1", workspace_id: str = "ws_1", **extra: Any) -> dict[str, Any]:
@@ -136,7 +137,7 @@ async def basic_path(client: Client) -> list[dict[str, Any]]:
 
 def comparable(envelope: dict[str, Any]) -> dict[str, Any]:
     """An envelope with its one non-deterministic part (the commandId's nonce) blanked."""
-    copy = json.loads(json.dumps(envelope))
+    copy: dict[str, Any] = json.loads(json.dumps(envelope))
     command_id = (copy.get("audit") or {}).get("commandId")
     if command_id:
         copy["audit"]["commandId"] = command_id.rsplit("_", 1)[0]

@@ -221,7 +221,7 @@ def new_block(draw: Any, fresh: str, depth: int = 1) -> dict[str, Any]:
 
 
 def placement(draw: Any, pick: Any) -> dict[str, Any]:
-    return draw(
+    chosen: dict[str, Any] = draw(
         st.sampled_from(
             [
                 {},
@@ -234,11 +234,13 @@ def placement(draw: Any, pick: Any) -> dict[str, Any]:
             ]
         )
     )
+    return chosen
 
 
 def operation(draw: Any, model: Model, step: int) -> tuple[str, dict[str, Any]]:
     def pick() -> str:
-        return draw(st.sampled_from([*model.walk(), "ghost"]))
+        block_id: str = draw(st.sampled_from([*model.walk(), "ghost"]))
+        return block_id
 
     kind = draw(st.sampled_from(["insert", "update", "delete", "move"]))
     if kind == "insert":

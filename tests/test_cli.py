@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mnote_mcp.cli import build_parser, config_from_args, main
-from mnote_mcp.identity import Scope
+from mnote_mcp.cli import main, parse
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.vocabulary.scopes import Scope
 from tests.helpers import FIXTURE, ROOT, dump, envelope_of, page_args, stdio_params, write_args
 
 pytestmark = pytest.mark.anyio
@@ -29,11 +30,17 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
+def serve_config(argv: list[str]) -> ServerConfig:
+    command, config = parse(argv)
+    assert command == "serve" and isinstance(config, ServerConfig)
+    return config
+
+
 def test_serve_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNOTE_ACTOR", "env_actor")
     monkeypatch.setenv("MNOTE_READ_ONLY", "true")
     monkeypatch.setenv("MNOTE_LOCALE", "en")
-    args = build_parser().parse_args(
+    config = serve_config(
         [
             "serve",
             "--scope",
@@ -45,13 +52,12 @@ def test_serve_flags(monkeypatch: pytest.MonkeyPatch) -> None:
             "--strict-contract",
         ]
     )
-    config = config_from_args(args)
     assert config.actor == "env_actor" and config.read_only and config.locale == "en"
     assert config.scopes == {Scope.PAGE_READ, Scope.ARTIFACT_WRITE}
     assert config.granted_scopes == {Scope.PAGE_READ}, "read-only wins over --scope"
     assert config.tool_names == "underscore" and config.strict_contract
     assert config.bindings == {"sessionId": "s1"}
-    flag_wins = config_from_args(build_parser().parse_args(["serve", "--actor", "flag_actor"]))
+    flag_wins = serve_config(["serve", "--actor", "flag_actor"])
     assert flag_wins.actor == "flag_actor"
 
 

@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.types import TextContent
 
 from mnote_mcp.delivery import CALLER_REFUSALS
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from tests.helpers import MODES, connect, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -102,7 +102,7 @@ class _Failing:
 @pytest.mark.parametrize(
     ("failure", "code"),
     [
-        (MnoteError(ErrorCode.RUNTIME_UNAVAILABLE, "connect"), ErrorCode.RUNTIME_UNAVAILABLE),
+        (MnoteError(ErrorCode.RUNTIME_UNAVAILABLE, Reason.CONNECT), ErrorCode.RUNTIME_UNAVAILABLE),
         (RuntimeError("a bug"), ErrorCode.INTERNAL),
     ],
     ids=["runtime_unavailable", "internal"],
@@ -173,3 +173,18 @@ async def test_both_forms_is_the_default(db: Path, mode: str) -> None:
     async with connect(db, mode) as client:
         result = await client.call_tool("mnote.page.get", page_args())
     assert json.loads(_text(result)) == result.structured_content
+
+
+def test_the_flags_and_their_variables() -> None:
+    from mnote_mcp.cli import parse
+    from mnote_mcp.config import SettingError
+
+    default = parse(["serve"], {})[1]
+    assert (default.refusals, default.result_form) == ("error", "both")
+    hermes = parse(["serve", "--refusals", "result", "--result-form", "structured"], {})[1]
+    assert (hermes.refusals, hermes.result_form) == ("result", "structured")
+    by_env = parse(["serve"], {"MNOTE_REFUSALS": "result", "MNOTE_RESULT_FORM": "text"})[1]
+    assert (by_env.refusals, by_env.result_form) == ("result", "text")
+    for flag in ("--refusals", "--result-form"):
+        with pytest.raises(SettingError):
+            parse(["serve", flag, "sometimes"], {})

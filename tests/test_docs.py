@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnote_mcp.messages import HINTS, MESSAGES
+from mnote_mcp.vocabulary.messages import HINTS, MESSAGES
 from tests.helpers import ROOT
 
 

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -100,7 +101,7 @@ def test_stdout_carries_nothing_but_the_protocol(tmp_path: Path) -> None:
 
 async def test_twenty_concurrent_identical_calls_from_two_processes_write_once(db: Path) -> None:
     args = write_args("k_race", content=[{"type": "paragraph", "text": "once"}], mode="append")
-    envelopes: list[dict[str, object]] = []
+    envelopes: list[dict[str, Any]] = []
     async with (
         Client(stdio_params(db, "--actor", "user_editor"), read_timeout_seconds=TIMEOUT) as first,
         Client(stdio_params(db, "--actor", "user_editor"), read_timeout_seconds=TIMEOUT) as second,
@@ -115,9 +116,9 @@ async def test_twenty_concurrent_identical_calls_from_two_processes_write_once(d
             for n in range(20):
                 group.start_soon(fire, first if n % 2 else second)
     assert len(envelopes) == 20 and all(e["ok"] for e in envelopes)
-    assert len({e["audit"]["commandId"] for e in envelopes}) == 1  # type: ignore[index]
-    assert {e["result"]["revision"] for e in envelopes} == {2}  # type: ignore[index]
-    assert sum(1 for e in envelopes if not e["result"].get("idempotentReplay")) == 1  # type: ignore[union-attr]
+    assert len({e["audit"]["commandId"] for e in envelopes}) == 1
+    assert {e["result"]["revision"] for e in envelopes} == {2}
+    assert sum(1 for e in envelopes if not e["result"].get("idempotentReplay")) == 1
     store = LocalStore(db)
     try:
         assert len(store.audit_trail(trace_id="trace_t")) == 1

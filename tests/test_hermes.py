@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mnote_mcp.tools import ALL_TOOLS
+from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.registry import ToolSpec
 from tests.helpers import ROOT
 from tests.hermes.fake_model import ToolCall, Transcript, Turn, scripted_model

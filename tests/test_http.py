@@ -26,7 +26,7 @@ from tests.helpers import (
 from tests.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-TOKENS = {
+TOKENS: dict[str, dict[str, Any]] = {
     "tok-editor": {"actorId": "user_editor"},
     "tok-viewer": {"actorId": "user_viewer", "scopes": ["page.read"]},
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -16,7 +17,7 @@ from tests.http_helpers import http_server, mcp_http, start_failure, write_token
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 INIT = RAW_INITIALIZE
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-TOKENS = {
+TOKENS: dict[str, dict[str, Any]] = {
     "tok-editor": {"actorId": "user_editor"},
     "tok-viewer": {"actorId": "user_viewer", "scopes": ["page.read"]},
     "tok-artifacts-only": {"actorId": "user_editor", "scopes": ["artifact.write"]},
@@ -109,7 +110,7 @@ def test_bad_host_and_origin_are_refused(db: Path, tokens: Path) -> None:
 
 def test_oversized_bodies_are_refused(db: Path, tokens: Path) -> None:
     with http_server(db, "--auth-file", str(tokens), "--max-body-bytes", "2048") as server:
-        body = {**INIT, "params": {**INIT["params"], "padding": "x" * 4096}}  # type: ignore[dict-item]
+        body = {**INIT, "params": {**INIT["params"], "padding": "x" * 4096}}
         response = httpx2.post(
             f"{server.url}/mcp",
             json=body,

@@ -39,7 +39,7 @@ async def _revision(client: Any, doc: str = "doc_1") -> int:
 async def test_revision_rises_by_one_per_write(db: Path, mode: str) -> None:
     async with connect(db, mode) as client:
         assert await _revision(client) == 1
-        steps = [
+        steps: list[tuple[str, dict[str, Any]]] = [
             ("mnote.page.save", {"content": PARA, "mode": "append"}),
             ("mnote.page.update_title", {"title": "Renamed"}),
             ("mnote.page.update_options", {"options": {"smallText": True}}),
@@ -144,7 +144,7 @@ async def test_dry_run_names_the_block_ids_the_real_call_creates(db: Path) -> No
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_non_wired_option_fails_for_real_and_warns_on_dry_run(db: Path, mode: str) -> None:
-    args = {"options": {"protectEditing": True}}
+    args: dict[str, Any] = {"options": {"protectEditing": True}}
     async with connect(db, mode) as client:
         before = dump(db)
         real = await call(client, "mnote.page.update_options", **write_args("k", **args))
@@ -304,7 +304,7 @@ async def test_arguments_sent_as_json_text_are_decoded_once(db: Path) -> None:
 
 async def test_empty_append_and_blank_texts_are_refused(db: Path) -> None:
     async with connect(db) as client:
-        cases = [
+        cases: list[tuple[str, dict[str, Any]]] = [
             ("mnote.page.save", {"content": [], "mode": "append"}),
             ("mnote.page.update_title", {"title": "   "}),
             ("mnote.page.update_options", {"options": {}}),

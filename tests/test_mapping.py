@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from mnote_mcp.identity import ALL_SCOPES, Identity, Scope
-from mnote_mcp.mapping import correlate, trace_id_from_traceparent
+from mnote_mcp.mapping import correlate
+from mnote_mcp.tracecontext import trace_id_of
+from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.scopes import ALL_SCOPES, Scope
 from tests.helpers import MODES, call, connect, write_args
 
 pytestmark = pytest.mark.anyio
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-BASE = {"workspaceId": "ws_1", "documentId": "doc_1"}
+BASE: dict[str, Any] = {"workspaceId": "ws_1", "documentId": "doc_1"}
 
 
 def test_arguments_win_over_meta_over_bindings_over_generated() -> None:
@@ -39,7 +42,7 @@ def test_meta_trace_id_beats_traceparent() -> None:
 
 @pytest.mark.parametrize("value", ["", "garbage", "00-" + "0" * 32 + "-00f067aa0ba902b7-01", 42])
 def test_bad_traceparents_are_ignored(value: object) -> None:
-    assert trace_id_from_traceparent(value) is None
+    assert trace_id_of(value) is None
 
 
 def test_generated_session_and_run_ids_are_stable_per_connection() -> None:
@@ -75,8 +78,7 @@ async def test_meta_correlation_reaches_the_envelope_and_the_audit(db: Path, mod
 
 
 async def test_connection_bindings_fill_missing_ids(db: Path) -> None:
-    bindings = {"sessionId": "cli_session", "runId": "cli_run"}
-    async with connect(db, bindings=bindings) as client:
+    async with connect(db, session_id="cli_session", run_id="cli_run") as client:
         envelope = await call(client, "mnote.page.get", **BASE)
     assert envelope["ok"] and envelope["toolCallId"].startswith("call_")
     assert re.fullmatch(r"[0-9a-f]{32}", envelope["traceId"])

@@ -12,16 +12,16 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
-from mcp import Client, MCPDeprecationWarning, MCPError
+from mcp import Client, MCPError
 
-from mnote_mcp.identity import Scope
 from mnote_mcp.kernel.markdown import parse_markdown
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.resources import page_uri
 from mnote_mcp.resources import pages as resource_pages
+from mnote_mcp.vocabulary.scopes import Scope
 from tests.helpers import MODES, SECRETS, call, connect, page_args, stdio_params, write_args
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore", category=MCPDeprecationWarning)]
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 DOC_1 = page_uri(PageKey("ws_1", "doc_1"))
 SECRET = page_uri(PageKey("ws_1", "doc_secret"))
 OTHER = page_uri(PageKey("ws_other", "doc_other"))

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnote_mcp.config import DEFAULT_MAX_RESULT_CHARS
-from mnote_mcp.identity import Identity
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
+from mnote_mcp.vocabulary.identity import Identity
 from tests.helpers import FIXTURE, MODES, call, connect, make_app, page_args, write_args
 from tests.hermes.harness import BIG_PAGE, big_page, compact
 
@@ -157,11 +157,16 @@ async def test_a_write_report_over_the_budget_is_trimmed_and_says_what_it_left_o
     assert texts == [f"Rewritten {index}." for index in range(400)]  # the whole write happened
 
 
-def test_a_budget_below_the_minimum_is_a_usage_error() -> None:
-    from mnote_mcp.cli import build_parser, config_from_args
+def test_the_budget_flag_and_its_variable() -> None:
+    from mnote_mcp.cli import parse
+    from mnote_mcp.config import SettingError
 
-    with pytest.raises(ValueError, match="max-result-chars"):
-        config_from_args(build_parser().parse_args(["serve", "--max-result-chars", "100"]))
+    assert parse(["serve"], {})[1].max_result_chars == DEFAULT_MAX_RESULT_CHARS
+    assert parse(["serve", "--max-result-chars", "8000"], {})[1].max_result_chars == 8_000
+    assert parse(["serve"], {"MNOTE_MAX_RESULT_CHARS": "12_000"})[1].max_result_chars == 12_000
+    for bad in ("100", "lots"):
+        with pytest.raises(SettingError):
+            parse(["serve", "--max-result-chars", bad], {})
 
 
 _TEXT = st.text(alphabet='ab 中文"\\\n', max_size=1_500)
@@ -241,9 +246,9 @@ def test_the_envelope_frame_is_measured_exactly(
     effect: Any,
     result: dict[str, Any],
 ) -> None:
-    from mnote_mcp.budget import chars, result_limit
-    from mnote_mcp.envelope import ToolResult, success
     from mnote_mcp.kernel.port import Correlation
+    from mnote_mcp.tools.budget import chars, result_limit
+    from mnote_mcp.vocabulary.envelope import ToolResult, success
 
     call_id, trace_id, workspace_id, document_id = ids
     correlation = Correlation(session_id="s", run_id="r", tool_call_id=call_id, trace_id=trace_id)

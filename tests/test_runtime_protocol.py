@@ -27,15 +27,8 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
-from mnote_mcp.kernel.protocol import (
-    OPERATIONS,
-    STATUS_OF,
-    decode_key,
-    encode_key,
-    trace_id_of,
-    traceparent,
-    w3c_trace_id,
-)
+from mnote_mcp.kernel.protocol import OPERATIONS, STATUS_OF, decode_key, encode_key
+from mnote_mcp.tracecontext import trace_id_of, traceparent, w3c_trace_id
 from tests.helpers import FIXTURE, ROOT
 from tests.runtimes import RuntimeProcess, mnote_command, reference_runtime
 

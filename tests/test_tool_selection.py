@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from mcp import MCPError
 
-from mnote_mcp.cli import build_parser, config_from_args, main
-from mnote_mcp.tools import ALL_TOOLS, ToolSelection
+from mnote_mcp.cli import main, parse
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.selection import ToolSelection
 from tests.helpers import MODES, call, connect, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -75,15 +76,11 @@ def test_flags_and_their_environment_twins(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("MNOTE_TOOLSETS", "page,artifact")
     monkeypatch.setenv("MNOTE_EXCLUDE_TOOLS", "mnote.page.save")
     monkeypatch.setenv("MNOTE_WATCH_INTERVAL", "0.25")
-    from_env = config_from_args(build_parser().parse_args(["serve"]))
+    from_env = parse(["serve"])[1]
     assert from_env.toolsets == {"page", "artifact"}
     assert from_env.exclude_tools == ("mnote.page.save",)
     assert from_env.watch_interval == 0.25
-    flags = config_from_args(
-        build_parser().parse_args(
-            ["serve", "--toolsets", "block", "--tools", "mnote.page.get, mnote_artifact_*"]
-        )
-    )
+    flags = parse(["serve", "--toolsets", "block", "--tools", "mnote.page.get, mnote_artifact_*"])[1]
     assert flags.toolsets == {"block"}, "the flag wins over the environment"
     assert flags.tools == ("mnote.page.get", "mnote_artifact_*")
     selected = {spec.name for spec in flags.tool_selection.select(ALL_TOOLS)}
@@ -96,7 +93,7 @@ def test_flags_and_their_environment_twins(monkeypatch: pytest.MonkeyPatch) -> N
         (["--toolsets", "pages"], "unknown toolset 'pages'"),
         (["--tools", "mnote.pgae.*"], "tool pattern 'mnote.pgae.*' matches no tool"),
         (["--exclude-tools", "mnote.block.remove"], "tool pattern 'mnote.block.remove' matches no tool"),
-        (["--watch-interval", "0"], "--watch-interval must be a positive number"),
+        (["--watch-interval", "0"], "--watch-interval: must be a positive number"),
     ],
 )
 def test_a_selection_that_names_nothing_is_a_usage_error(

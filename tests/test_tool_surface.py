@@ -150,3 +150,34 @@ async def test_tools_list_stays_small(db: Path, mode: str) -> None:
         assert tool.description is not None and len(tool.description) <= DESCRIPTION_BUDGET, tool.name
         for prop, schema in tool.input_schema["properties"].items():
             assert len(schema.get("description", "")) <= 120, f"{tool.name}.{prop}: description too long"
+
+
+def test_the_readme_tool_table_is_generated_from_the_declarations() -> None:
+    from mnote_mcp.tools.catalog import TABLE_BEGIN, TABLE_END, markdown_table
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    start, end = readme.index(TABLE_BEGIN), readme.index(TABLE_END) + len(TABLE_END)
+    assert readme[start:end] == markdown_table(), "run: python -m mnote_mcp.tools.catalog, paste into README"
+
+
+def test_the_write_schema_skeleton_is_written_once() -> None:
+    """Every write tool's schema comes from tools/schemas.write_schema; no copy of its skeleton remains."""
+    tools = Path(__file__).parent.parent / "mnote_mcp" / "tools"
+    copies = {
+        path.name: text.count('"dryRun": {"type": "boolean"}')
+        + text.count('"documentId": {"type": "string"}')
+        for path in tools.glob("*.py")
+        if (text := path.read_text(encoding="utf-8"))
+    }
+    assert {name: n for name, n in copies.items() if n} == {"schemas.py": 2}
+
+
+def test_scope_and_read_only_hint_follow_from_the_command() -> None:
+    from mnote_mcp.kernel.policy import COMMAND_SCOPES
+    from mnote_mcp.tools.catalog import ALL_TOOLS
+    from mnote_mcp.vocabulary.scopes import Scope
+
+    for spec in ALL_TOOLS:
+        expected = COMMAND_SCOPES[spec.command] if spec.command is not None else Scope.PAGE_READ
+        assert spec.scope is expected and spec.mcp_annotations().read_only_hint is (spec.command is None)
+    assert set(COMMAND_SCOPES) == {spec.command for spec in ALL_TOOLS if spec.command is not None}

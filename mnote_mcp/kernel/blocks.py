@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 
 Block = dict[str, Any]
 
@@ -99,7 +99,7 @@ def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list
     if not isinstance(kind, str) or kind not in BLOCK_TYPES:
         raise MnoteError(
             ErrorCode.INVALID_ARGUMENT,
-            "block_type",
+            Reason.BLOCK_TYPE,
             {
                 "pointer": f"{pointer}/type",
                 "reason": "unsupported block type",
@@ -231,10 +231,6 @@ def height(block: Block) -> int:
 
 def count_blocks(blocks: list[Block]) -> int:
     return sum(1 for _ in walk(blocks))
-
-
-def plain_text(blocks: list[Block]) -> str:
-    return "\n".join(block["text"] for block, _, _ in walk(blocks) if block["text"])
 
 
 def body_summary(blocks: list[Block], limit: int = 200) -> str:

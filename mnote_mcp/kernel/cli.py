@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
@@ -36,9 +37,9 @@ from mnote_mcp.kernel.protocol import (
     MalformedReplyError,
     Operation,
     decode_error,
-    traceparent,
     unavailable,
 )
+from mnote_mcp.tracecontext import traceparent
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ class CliKernel:
             status, stdout, stderr = await self._run(data)
         self._relay_stderr(stderr, failed=status != 0)
         if status != 0:
-            raise unavailable("cli", "exit_status", exitStatus=status)
+            raise unavailable("cli", Reason.EXIT_STATUS, exitStatus=status)
         try:
             reply = json.loads(stdout)
         except ValueError:
@@ -148,7 +149,7 @@ class CliKernel:
             )
         except OSError as exc:
             logger.error("cannot start the mnote-cli adapter %s: %s", self.argv[0], exc)
-            raise unavailable("cli", "spawn") from None
+            raise unavailable("cli", Reason.SPAWN) from None
         out, err = _Sink(process), _Sink(process)
         try:
             with anyio.fail_after(self.timeout):
@@ -161,11 +162,11 @@ class CliKernel:
         except TimeoutError:
             logger.warning("the mnote-cli adapter did not answer within %.1fs; killed", self.timeout)
             self._relay_stderr(b"".join(err.chunks), failed=True)
-            raise unavailable("cli", "timeout") from None
+            raise unavailable("cli", Reason.TIMEOUT) from None
         finally:
             await _reap(process)
         if out.overflow or err.overflow:
-            raise unavailable("cli", "reply_too_large")
+            raise unavailable("cli", Reason.REPLY_TOO_LARGE)
         return status, b"".join(out.chunks), b"".join(err.chunks)
 
     def _relay_stderr(self, stderr: bytes, *, failed: bool) -> None:
@@ -176,7 +177,7 @@ class CliKernel:
 
     def _malformed(self, op: Operation, why: str) -> Exception:
         logger.warning("mnote-cli %s reply does not follow the protocol: %s", op.name, why)
-        return unavailable("cli", "malformed_reply")
+        return unavailable("cli", Reason.MALFORMED_REPLY)
 
 
 class _Sink:

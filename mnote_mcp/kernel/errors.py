@@ -1,8 +1,9 @@
 """The error vocabulary shared by every kernel adapter and the envelope.
 
 The kernel speaks in codes and reasons, never in sentences: the words a caller reads are chosen at the
-envelope (mnote_mcp.messages), in the caller's locale. A reason names which rule refused the call, so
-the same code can carry the contract's different messages (page read vs page write, for instance).
+envelope (mnote_mcp.vocabulary.messages), in the caller's locale. A reason names which rule refused
+the call, so the same code can carry the contract's different messages (page read vs page write, for
+instance). Both are enums: a reason raised in one layer and rendered in another cannot drift apart.
 """
 
 from __future__ import annotations
@@ -24,6 +25,53 @@ class ErrorCode(StrEnum):
     INTERNAL = "mnote_tool_internal"
 
 
+class Reason(StrEnum):
+    """Which rule refused a call. The wire carries the value; an unknown one reads as `GENERIC`."""
+
+    GENERIC = "generic"
+    # unauthenticated
+    NO_ACTOR = "no_actor"
+    SERVICE_TOKEN = "service_token"  # the service token was refused (runtime side and relay side)
+    # permission denied, in checkpoint order
+    NOT_MEMBER = "not_member"
+    PAGE_READ = "page_read"
+    PAGE_WRITE = "page_write"
+    ARTIFACT_WRITE = "artifact_write"
+    SCOPE = "scope"
+    READ_ONLY = "read_only"
+    ACTOR_MISMATCH = "actor_mismatch"
+    # not found
+    PAGE = "page"
+    BLOCK = "block"
+    # invalid argument
+    SCHEMA = "schema"
+    BLOCK_TYPE = "block_type"
+    UNKNOWN_COMMAND = "unknown_command"
+    ENVELOPE = "envelope"
+    # conflict
+    REVISION = "revision"
+    CURSOR = "cursor"
+    # idempotency conflict (GENERIC, or the contract's summary wording)
+    SUMMARY = "summary"
+    # option not wired
+    OPTION = "option"
+    # runtime unavailable: what went wrong between us and the runtime (also `details.cause`)
+    CONNECT = "connect"
+    TIMEOUT = "timeout"
+    CONNECTION_LOST = "connection_lost"
+    TRANSPORT = "transport"
+    STATUS = "status"
+    MALFORMED_REPLY = "malformed_reply"
+    EXIT_STATUS = "exit_status"
+    SPAWN = "spawn"
+    REPLY_TOO_LARGE = "reply_too_large"
+    # internal
+    UNEXPECTED = "unexpected"
+    UNKNOWN_ERROR_CODE = "unknown_error_code"
+    # dry-run warnings
+    REPLAY = "replay"
+
+
 RETRYABLE_CODES = frozenset({ErrorCode.RUNTIME_UNAVAILABLE})
 
 
@@ -34,8 +82,8 @@ class MnoteError(Exception):
     Never titles, bodies or artifact text.
     """
 
-    def __init__(self, code: ErrorCode, reason: str, details: Mapping[str, Any] | None = None) -> None:
-        super().__init__(f"{code.value}:{reason}")
+    def __init__(self, code: ErrorCode, reason: Reason, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(f"{code.value}:{reason.value}")
         self.code = code
         self.reason = reason
         self.details: dict[str, Any] = dict(details or {})
@@ -46,18 +94,29 @@ class MnoteError(Exception):
 
     def to_wire(self) -> dict[str, Any]:
         """The form kernel adapters exchange (the runtime protocol's error body)."""
-        return {"code": self.code.value, "reason": self.reason, "details": self.details}
+        return {"code": self.code.value, "reason": self.reason.value, "details": self.details}
 
     @classmethod
     def from_wire(cls, body: Mapping[str, Any]) -> MnoteError:
         try:
             code = ErrorCode(str(body["code"]))
         except (KeyError, ValueError):
-            return cls(ErrorCode.INTERNAL, "unknown_error_code")
+            return cls(ErrorCode.INTERNAL, Reason.UNKNOWN_ERROR_CODE)
         details = body.get("details")
-        return cls(code, str(body.get("reason") or "generic"), details if isinstance(details, dict) else None)
+        return cls(code, reason_of(body.get("reason")), details if isinstance(details, dict) else None)
+
+
+def reason_of(value: Any) -> Reason:
+    """A reason read from the wire; one this version does not know is the code's generic one."""
+    try:
+        return Reason(str(value))
+    except ValueError:
+        return Reason.GENERIC
 
 
 def invalid(pointer: str, reason: str, **details: Any) -> MnoteError:
-    """An invalid-argument refusal that names where (a JSON pointer) and why."""
-    return MnoteError(ErrorCode.INVALID_ARGUMENT, "schema", {"pointer": pointer, "reason": reason, **details})
+    """An invalid-argument refusal that names where (a JSON pointer) and why (words for the log and the
+    caller's `details.reason`, not a `Reason`: the rule is always "the schema")."""
+    return MnoteError(
+        ErrorCode.INVALID_ARGUMENT, Reason.SCHEMA, {"pointer": pointer, "reason": reason, **details}
+    )

@@ -22,7 +22,7 @@ import anyio
 import httpx2
 
 from mnote_mcp import __version__
-from mnote_mcp.kernel.errors import MnoteError
+from mnote_mcp.kernel.errors import MnoteError, Reason
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
@@ -38,9 +38,9 @@ from mnote_mcp.kernel.protocol import (
     Operation,
     decode_error,
     encode_key,
-    traceparent,
     unavailable,
 )
+from mnote_mcp.tracecontext import traceparent
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +56,8 @@ LIMITS = httpx2.Limits(max_connections=32, max_keepalive_connections=8, keepaliv
 class _AttemptError(Exception):
     """One attempt that did not produce an answer; `retry` says whether another attempt is safe."""
 
-    def __init__(self, cause: str, *, retry: bool, status: int | None = None, wait: float | None = None):
-        super().__init__(cause)
+    def __init__(self, cause: Reason, *, retry: bool, status: int | None = None, wait: float | None = None):
+        super().__init__(cause.value)
         self.cause = cause
         self.retry = retry
         self.status = status
@@ -187,15 +187,15 @@ class HttpKernel:
                 op.method, op.path, json=json, params=params, headers=headers
             )
         except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout):
-            raise _AttemptError("connect", retry=True) from None
+            raise _AttemptError(Reason.CONNECT, retry=True) from None
         except httpx2.TimeoutException:
-            raise _AttemptError("timeout", retry=False) from None
+            raise _AttemptError(Reason.TIMEOUT, retry=False) from None
         except (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError):
             # The connection broke mid-request (a stale keep-alive, a runtime that died): whether the
             # command ran is unknown, which the idempotency key makes safe to find out by asking again.
-            raise _AttemptError("connection_lost", retry=True) from None
+            raise _AttemptError(Reason.CONNECTION_LOST, retry=True) from None
         except httpx2.HTTPError:
-            raise _AttemptError("transport", retry=False) from None
+            raise _AttemptError(Reason.TRANSPORT, retry=False) from None
         return self._interpret(op, response)
 
     def _interpret(self, op: Operation, response: httpx2.Response) -> Any:
@@ -203,23 +203,23 @@ class HttpKernel:
         if status == 200:
             body = _json_object(response)
             if body is None or op.reply_key not in body:
-                raise _AttemptError("malformed_reply", retry=False, status=status)
+                raise _AttemptError(Reason.MALFORMED_REPLY, retry=False, status=status)
             try:
                 return op.decode(body[op.reply_key])
             except MalformedReplyError as exc:
                 logger.warning("runtime reply does not follow the protocol: %s", exc)
-                raise _AttemptError("malformed_reply", retry=False, status=status) from None
+                raise _AttemptError(Reason.MALFORMED_REPLY, retry=False, status=status) from None
         if status == SERVICE_TOKEN_STATUS:
             logger.error("the runtime refused the service token: check MNOTE_RUNTIME_TOKEN")
-            raise _AttemptError("service_token", retry=False, status=status)
+            raise _AttemptError(Reason.SERVICE_TOKEN, retry=False, status=status)
         if status in RETRY_STATUSES:
-            raise _AttemptError("status", retry=True, status=status, wait=_retry_after(response))
+            raise _AttemptError(Reason.STATUS, retry=True, status=status, wait=_retry_after(response))
         if 400 <= status < 500:
             body = _json_object(response)
             error: MnoteError | None = decode_error(body.get("error")) if body is not None else None
             if error is not None:
                 raise error
-        raise _AttemptError("status", retry=False, status=status)
+        raise _AttemptError(Reason.STATUS, retry=False, status=status)
 
 
 def _json_object(response: httpx2.Response) -> dict[str, Any] | None:

@@ -1,30 +1,50 @@
-"""Who may do what: roles, the grants they carry, and the grant each command needs. Policy as data."""
+"""Who may do what: the scopes, the roles that grant them, and the scope each command needs. Policy as data.
+
+`Scope` is one vocabulary for both ends of a call: the connection's upper bound (`--scope`, a bearer
+token's scopes, `capabilityScope`) and what an actor's role grants in a workspace. A call needs both.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
+from mnote_mcp.kernel.errors import Reason
+from mnote_mcp.kernel.port import CommandName
 
-class Grant(StrEnum):
+
+class Scope(StrEnum):
     PAGE_READ = "page.read"
     PAGE_WRITE = "page.write"
     ARTIFACT_WRITE = "artifact.write"
 
 
-ROLE_GRANTS: dict[str, frozenset[Grant]] = {
-    "viewer": frozenset({Grant.PAGE_READ}),
-    "commenter": frozenset({Grant.PAGE_READ, Grant.ARTIFACT_WRITE}),
-    "editor": frozenset({Grant.PAGE_READ, Grant.PAGE_WRITE, Grant.ARTIFACT_WRITE}),
-    "owner": frozenset({Grant.PAGE_READ, Grant.PAGE_WRITE, Grant.ARTIFACT_WRITE}),
+ROLE_GRANTS: dict[str, frozenset[Scope]] = {
+    "viewer": frozenset({Scope.PAGE_READ}),
+    "commenter": frozenset({Scope.PAGE_READ, Scope.ARTIFACT_WRITE}),
+    "editor": frozenset({Scope.PAGE_READ, Scope.PAGE_WRITE, Scope.ARTIFACT_WRITE}),
+    "owner": frozenset({Scope.PAGE_READ, Scope.PAGE_WRITE, Scope.ARTIFACT_WRITE}),
 }
 ROLES: tuple[str, ...] = tuple(ROLE_GRANTS)
 _RANK = {role: rank for rank, role in enumerate(ROLES)}
 
-# The permission checkpoint that refuses an actor lacking a grant, named as the error's reason.
-DENIAL_REASON: dict[Grant, str] = {
-    Grant.PAGE_READ: "page_read",
-    Grant.PAGE_WRITE: "page_write",
-    Grant.ARTIFACT_WRITE: "artifact_write",
+# The one table of what each kernel command needs; a tool's scope is its command's (reads: page.read).
+COMMAND_SCOPES: dict[CommandName, Scope] = {
+    CommandName.PAGE_BODY_SAVE: Scope.PAGE_WRITE,
+    CommandName.PAGE_HEAD_UPDATE_TITLE: Scope.PAGE_WRITE,
+    CommandName.PAGE_LAYOUT_UPDATE_OPTIONS: Scope.PAGE_WRITE,
+    CommandName.PAGE_BLOCK_INSERT: Scope.PAGE_WRITE,
+    CommandName.PAGE_BLOCK_UPDATE: Scope.PAGE_WRITE,
+    CommandName.PAGE_BLOCK_DELETE: Scope.PAGE_WRITE,
+    CommandName.PAGE_BLOCK_MOVE: Scope.PAGE_WRITE,
+    CommandName.ARTIFACT_SUMMARY_UPSERT: Scope.ARTIFACT_WRITE,
+    CommandName.ARTIFACT_AI_NOTE_CREATE: Scope.ARTIFACT_WRITE,
+}
+
+# The permission checkpoint that refuses an actor lacking a scope, named as the error's reason.
+DENIAL_REASON: dict[Scope, Reason] = {
+    Scope.PAGE_READ: Reason.PAGE_READ,
+    Scope.PAGE_WRITE: Reason.PAGE_WRITE,
+    Scope.ARTIFACT_WRITE: Reason.ARTIFACT_WRITE,
 }
 
 
@@ -37,5 +57,6 @@ def effective_role(workspace_role: str, page_role: str | None, restricted: bool)
     return min(workspace_role, page_role, key=lambda role: _RANK.get(role, -1))
 
 
-def grants_of(role: str | None) -> frozenset[Grant]:
+def grants_of(role: str | None) -> frozenset[Scope]:
+    """What a role grants; no role (not a member, not listed on a restricted page) grants nothing."""
     return ROLE_GRANTS.get(role or "", frozenset())

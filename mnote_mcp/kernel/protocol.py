@@ -1,8 +1,7 @@
 """The runtime protocol v1 as code, shared by the relay adapters (clients) and the reference runtime.
 
 docs/runtime-protocol.md is the prose; this module is the single place both sides take paths, headers,
-the HTTP status of each error code, the JSON schemas of requests and replies, and the W3C trace
-context from, so the adapters and the runtime cannot drift apart. Each kernel operation is one
+the HTTP status of each error code and the JSON schemas of requests and replies from, so the adapters and the runtime cannot drift apart. Each kernel operation is one
 `Operation` row: adding a port method means one row here, one client method, one runtime handler.
 
 Schemas never close objects (`additionalProperties` stays open): a field added to a port type in a
@@ -11,9 +10,6 @@ later version passes through an older peer instead of breaking it.
 
 from __future__ import annotations
 
-import hashlib
-import re
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,12 +17,11 @@ from urllib.parse import quote, unquote
 
 from jsonschema_rs import Draft202012Validator, Validator
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import CommandOutcome, PageRef, revisions_from_wire
 
 PROTOCOL = "mnote-runtime/v1"
 CLI_PROTOCOL_VERSION = 1
-TOKEN_ENV = "MNOTE_RUNTIME_TOKEN"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 TRACEPARENT_HEADER = "traceparent"
 
@@ -48,37 +43,7 @@ SERVICE_TOKEN_STATUS = 401
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 
-# -- W3C trace context and the idempotency header ------------------------------------------------
-
-_HEX32 = re.compile(r"^[0-9a-f]{32}$")
-_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
-
-
-def w3c_trace_id(trace_id: str) -> str:
-    """The 32-hex trace id a runtime sees for an envelope trace id.
-
-    A trace id that already is one (what a W3C `traceparent` in `_meta` or a generated id gives) is
-    kept, lower-cased, so traces join across systems; anything else (`trace_1`) is hashed, stably, so
-    every command of one envelope trace still lands in one W3C trace.
-    """
-    lowered = trace_id.lower()
-    if _HEX32.match(lowered) and set(lowered) != {"0"}:
-        return lowered
-    return hashlib.sha256(trace_id.encode("utf-8")).hexdigest()[:32]
-
-
-def traceparent(trace_id: str) -> str:
-    """`00-<trace-id>-<new parent span id>-01`: one new span per outgoing request, sampled."""
-    return f"00-{w3c_trace_id(trace_id)}-{secrets.token_hex(8)}-01"
-
-
-def trace_id_of(value: str | None) -> str | None:
-    """The trace id of a well-formed version-00 `traceparent`, else None."""
-    match = _TRACEPARENT.match((value or "").strip())
-    if match is None or set(match.group(1)) == {"0"} or set(match.group(2)) == {"0"}:
-        return None
-    return match.group(1)
-
+# -- the idempotency header ----------------------------------------------------------------
 
 # Visible ASCII except "%" passes as is, so ordinary keys are sent verbatim; anything else (spaces,
 # non-ASCII) is percent-encoded as UTF-8, because a header value cannot carry it.
@@ -246,7 +211,7 @@ def check_request(validator: Validator, value: Any, pointer_prefix: str = "") ->
         pointer, reason = problem
         raise MnoteError(
             ErrorCode.INVALID_ARGUMENT,
-            "envelope",
+            Reason.ENVELOPE,
             {"pointer": pointer_prefix + (pointer if pointer != "/" else ""), "reason": reason},
         )
 
@@ -318,6 +283,8 @@ def decode_error(value: Any) -> MnoteError | None:
     return MnoteError.from_wire(value)
 
 
-def unavailable(adapter: str, cause: str, **details: Any) -> MnoteError:
+def unavailable(adapter: str, cause: Reason, **details: Any) -> MnoteError:
     """The one failure every transport problem becomes: retryable, and naming only safe facts."""
-    return MnoteError(ErrorCode.RUNTIME_UNAVAILABLE, cause, {"adapter": adapter, "cause": cause, **details})
+    return MnoteError(
+        ErrorCode.RUNTIME_UNAVAILABLE, cause, {"adapter": adapter, "cause": cause.value, **details}
+    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH, Block, height, walk
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 
 Position = Literal["start", "end"]
 
@@ -41,7 +41,7 @@ class Target:
 
 
 def not_found(block_id: str, pointer: str) -> MnoteError:
-    return MnoteError(ErrorCode.NOT_FOUND, "block", {"blockId": block_id, "pointer": pointer})
+    return MnoteError(ErrorCode.NOT_FOUND, Reason.BLOCK, {"blockId": block_id, "pointer": pointer})
 
 
 class BlockTree:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, Block, block_id, body_summary, count_blocks, walk
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import PageQuery
 from mnote_mcp.kernel.tree import not_found
@@ -123,7 +123,9 @@ def _decode_cursor(query: PageQuery, revision: int, total: int) -> int:
         raise invalid("/cursor", "belongs to another page or another blockIds selection")
     if cursor_revision != revision:
         raise MnoteError(
-            ErrorCode.CONFLICT, "cursor", {"currentRevision": revision, "cursorRevision": cursor_revision}
+            ErrorCode.CONFLICT,
+            Reason.CURSOR,
+            {"currentRevision": revision, "cursorRevision": cursor_revision},
         )
     if not 0 < offset < total:
         raise invalid("/cursor", "not a cursor returned by mnote.page.get")

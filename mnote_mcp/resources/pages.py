@@ -24,12 +24,13 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from mnote_mcp.identity import Identity, Scope
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Kernel, PageKey, PageQuery
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
+from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.scopes import Scope
 
 Context = ServerRequestContext[Any, Any]
 IdentityResolver = Callable[[Context], Identity]

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import anyio
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
@@ -26,9 +26,9 @@ from mnote_mcp.kernel.protocol import (
     LIST_PAGES,
     PAGE_REVISIONS,
     check_request,
-    trace_id_of,
 )
 from mnote_mcp.runtime import faults, service
+from mnote_mcp.tracecontext import trace_id_of
 
 Op = Callable[[Kernel, dict[str, Any]], Awaitable[Any]]
 
@@ -79,14 +79,14 @@ def parse_request(raw: bytes) -> tuple[Op, dict[str, Any]]:
         request = json.loads(raw)
     except ValueError:
         raise MnoteError(
-            ErrorCode.INVALID_ARGUMENT, "envelope", {"pointer": "", "reason": "the request is not JSON"}
+            ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": "", "reason": "the request is not JSON"}
         ) from None
     check_request(CLI_REQUEST, request)
     op = OPS.get(request["op"])
     if op is None:
         raise MnoteError(
             ErrorCode.INVALID_ARGUMENT,
-            "envelope",
+            Reason.ENVELOPE,
             {"pointer": "/op", "reason": f"unknown op; known: {', '.join(OPS)}"},
         )
     return op, request

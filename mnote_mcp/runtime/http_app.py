@@ -8,7 +8,6 @@ refusal to its status and error body. Adding an operation is one function and on
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import time
@@ -23,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mnote_mcp import __version__
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
@@ -38,16 +37,17 @@ from mnote_mcp.kernel.protocol import (
     STATUS_OF,
     TRACEPARENT_HEADER,
     decode_key,
-    trace_id_of,
 )
+from mnote_mcp.net import is_loopback
 from mnote_mcp.runtime import faults, service
+from mnote_mcp.tracecontext import trace_id_of
 
 logger = logging.getLogger(__name__)
 Endpoint = Callable[[Request, Kernel], Awaitable[dict[str, Any]]]
 
 
 def _invalid(pointer: str, reason: str) -> MnoteError:
-    return MnoteError(ErrorCode.INVALID_ARGUMENT, "envelope", {"pointer": pointer, "reason": reason})
+    return MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": pointer, "reason": reason})
 
 
 async def _json_body(request: Request) -> Any:
@@ -137,7 +137,7 @@ class _Runtime:
     async def _answer(self, request: Request, endpoint: Endpoint, public: bool) -> Response:
         if not public and not self._authorized(request):
             return JSONResponse(
-                {"error": MnoteError(ErrorCode.UNAUTHENTICATED, "service_token").to_wire()},
+                {"error": MnoteError(ErrorCode.UNAUTHENTICATED, Reason.SERVICE_TOKEN).to_wire()},
                 status_code=SERVICE_TOKEN_STATUS,
                 headers={"WWW-Authenticate": 'Bearer realm="mnote-runtime"'},
             )
@@ -147,7 +147,7 @@ class _Runtime:
             return JSONResponse({"error": error.to_wire()}, status_code=STATUS_OF[error.code])
         except Exception:
             logger.exception("runtime %s %s failed unexpectedly", request.method, request.url.path)
-            internal = MnoteError(ErrorCode.INTERNAL, "unexpected")
+            internal = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
             return JSONResponse({"error": internal.to_wire()}, status_code=STATUS_OF[internal.code])
 
     def _authorized(self, request: Request) -> bool:
@@ -193,15 +193,6 @@ def create_app(kernel: Kernel, *, token: str | None = None, record: Path | None 
             await kernel.aclose()
 
     return Starlette(routes=routes, lifespan=lifespan)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve_runtime(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Command, Kernel, PageKey, PageQuery, revisions_to_wire
 from mnote_mcp.kernel.protocol import (
     AUDIT_QUERY,
@@ -17,9 +17,9 @@ from mnote_mcp.kernel.protocol import (
     PAGE_QUERY,
     PAGE_REVISIONS_QUERY,
     check_request,
-    w3c_trace_id,
 )
 from mnote_mcp.runtime import faults
+from mnote_mcp.tracecontext import w3c_trace_id
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ async def execute(
     if idempotency_key is not None and idempotency_key != command.idempotency_key:
         raise MnoteError(
             ErrorCode.INVALID_ARGUMENT,
-            "envelope",
+            Reason.ENVELOPE,
             {"pointer": "/idempotencyKey", "reason": "differs from the Idempotency-Key header"},
         )
     _check_trace(traceparent_trace_id, command.correlation.trace_id)
@@ -68,7 +68,7 @@ async def get_page(
 async def list_pages(kernel: Kernel, actor_id: Any) -> list[dict[str, Any]]:
     if not isinstance(actor_id, str):
         raise MnoteError(
-            ErrorCode.INVALID_ARGUMENT, "envelope", {"pointer": "/actorId", "reason": "required"}
+            ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": "/actorId", "reason": "required"}
         )
     return [ref.to_wire() for ref in await kernel.list_pages(actor_id)]
 

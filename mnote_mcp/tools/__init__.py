@@ -1,12 +1,6 @@
-"""Every tool the server can expose, each declared once with its whole contract."""
+"""The tool declarations: one `ToolSpec` per tool, carrying its whole contract.
 
-from mnote_mcp.tools.artifact import ARTIFACT_TOOLS
-from mnote_mcp.tools.block import BLOCK_TOOLS
-from mnote_mcp.tools.page import PAGE_TOOLS
-from mnote_mcp.tools.registry import Annotations, Registry, ToolSpec
-from mnote_mcp.tools.selection import TOOLSETS, ToolSelection
-
-CONTRACT_TOOLS = (*PAGE_TOOLS, *ARTIFACT_TOOLS)
-ALL_TOOLS = (*PAGE_TOOLS, *BLOCK_TOOLS, *ARTIFACT_TOOLS)
-
-__all__ = ["ALL_TOOLS", "CONTRACT_TOOLS", "TOOLSETS", "Annotations", "Registry", "ToolSelection", "ToolSpec"]
+`catalog.ALL_TOOLS` lists them; `registry` advertises and finds them; `selection` decides which exist for
+one server. This package file imports nothing, so the command line can name toolsets without loading
+the MCP SDK.
+"""

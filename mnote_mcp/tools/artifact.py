@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from mnote_mcp.identity import Scope
 from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.registry import Annotations, ToolSpec
-from mnote_mcp.tools.results import command_handler
-from mnote_mcp.tools.schemas import WRITE_EXTENSIONS, WRITE_REQUIRED
+from mnote_mcp.tools.results import fields
+from mnote_mcp.tools.schemas import write_schema
+from mnote_mcp.tools.toolsets import Toolset
 
 CREATE_SUMMARY = ToolSpec(
     name="mnote.artifact.create_summary",
@@ -15,22 +15,12 @@ CREATE_SUMMARY = ToolSpec(
         "Create or replace the page's single summary, linked to the page by a reference edge. "
         "Leaves the page body and revision unchanged."
     ),
-    toolset="artifact",
-    scope=Scope.ARTIFACT_WRITE,
-    annotations=Annotations(read_only=False, destructive=True, idempotent=True),
-    contract_schema={
-        "type": "object",
-        "required": ["workspaceId", "documentId", "summary", *WRITE_REQUIRED],
-        "properties": {
-            "workspaceId": {"type": "string"},
-            "documentId": {"type": "string"},
-            "summary": {"type": "string"},
-            "idempotencyKey": {"type": "string"},
-            "dryRun": {"type": "boolean"},
-        },
-    },
-    extensions=WRITE_EXTENSIONS,
-    handler=command_handler(CommandName.ARTIFACT_SUMMARY_UPSERT, lambda args: {"summary": args["summary"]}),
+    summary="the page's single summary node + reference edge",
+    toolset=Toolset.ARTIFACT,
+    annotations=Annotations(destructive=True, idempotent=True),
+    contract_schema=write_schema({"summary": {"type": "string"}}, required=["summary"]),
+    command=CommandName.ARTIFACT_SUMMARY_UPSERT,
+    payload=fields("summary"),
 )
 
 CREATE_AI_NOTE = ToolSpec(
@@ -40,22 +30,12 @@ CREATE_AI_NOTE = ToolSpec(
         "Attach a new AI note to the page (one per idempotencyKey), linked by a reference edge. "
         "Leaves the page body and revision unchanged."
     ),
-    toolset="artifact",
-    scope=Scope.ARTIFACT_WRITE,
-    annotations=Annotations(read_only=False, destructive=False, idempotent=True),
-    contract_schema={
-        "type": "object",
-        "required": ["workspaceId", "documentId", "content", *WRITE_REQUIRED],
-        "properties": {
-            "workspaceId": {"type": "string"},
-            "documentId": {"type": "string"},
-            "content": {"type": "string"},
-            "idempotencyKey": {"type": "string"},
-            "dryRun": {"type": "boolean"},
-        },
-    },
-    extensions=WRITE_EXTENSIONS,
-    handler=command_handler(CommandName.ARTIFACT_AI_NOTE_CREATE, lambda args: {"content": args["content"]}),
+    summary="a new ai_note node per idempotency key + reference edge",
+    toolset=Toolset.ARTIFACT,
+    annotations=Annotations(destructive=False, idempotent=True),
+    contract_schema=write_schema({"content": {"type": "string"}}, required=["content"]),
+    command=CommandName.ARTIFACT_AI_NOTE_CREATE,
+    payload=fields("content"),
 )
 
 ARTIFACT_TOOLS = (CREATE_SUMMARY, CREATE_AI_NOTE)

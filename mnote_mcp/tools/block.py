@@ -8,19 +8,16 @@ block the call inserted, updated, deleted or moved, and the page's new `revision
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from mnote_mcp.identity import Scope
 from mnote_mcp.kernel.blocks import SUPPORTED_TYPES
 from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.registry import Annotations, ToolSpec
-from mnote_mcp.tools.results import PayloadMap, command_handler
-from mnote_mcp.tools.schemas import BLOCK_ITEM, WRITE_EXTENSIONS, WRITE_REQUIRED
+from mnote_mcp.tools.results import fields
+from mnote_mcp.tools.schemas import BLOCK_ITEM, write_schema
+from mnote_mcp.tools.toolsets import Toolset
 
 _ID: dict[str, Any] = {"type": "string"}  # ids come from mnote.page.get; the kernel checks their form
-_PAGE: dict[str, Any] = {"workspaceId": {"type": "string"}, "documentId": {"type": "string"}}
-_WRITE: dict[str, Any] = {"idempotencyKey": {"type": "string"}, "dryRun": {"type": "boolean"}}
 _PLACEMENT: dict[str, Any] = {
     "afterBlockId": {**_ID, "description": "Place right after this block, as its sibling."},
     "parentId": {**_ID, "description": "Place among this list/todo block's children."},
@@ -32,23 +29,6 @@ _PLACEMENT: dict[str, Any] = {
 }
 
 
-def _schema(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["workspaceId", "documentId", *required, *WRITE_REQUIRED],
-        "properties": {**_PAGE, **properties, **_WRITE},
-    }
-
-
-def _fields(*names: str) -> PayloadMap:
-    """The command payload: the named arguments the caller gave, nothing invented."""
-
-    def payload(args: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: args[name] for name in names if name in args}
-
-    return payload
-
-
 BLOCK_INSERT = ToolSpec(
     name="mnote.block.insert",
     title="Insert blocks",
@@ -56,19 +36,17 @@ BLOCK_INSERT = ToolSpec(
         "Insert blocks after afterBlockId, or at the start/end of the page or of parentId's children. "
         "Omit ids for new blocks; the result gives their ids."
     ),
-    toolset="block",
-    scope=Scope.PAGE_WRITE,
-    annotations=Annotations(read_only=False, destructive=False, idempotent=True),
-    contract_schema=_schema(
-        ["blocks"],
+    summary="insert blocks after a block, or at the start/end of the page or of a parent's children",
+    toolset=Toolset.BLOCK,
+    annotations=Annotations(destructive=False, idempotent=True),
+    contract_schema=write_schema(
         {"blocks": {"type": "array", "items": BLOCK_ITEM, "description": "Blocks to insert, in order."}}
         | _PLACEMENT,
+        required=["blocks"],
     ),
-    extensions=WRITE_EXTENSIONS,
     kernel_validated=frozenset({"blocks"}),
-    handler=command_handler(
-        CommandName.PAGE_BLOCK_INSERT, _fields("blocks", "afterBlockId", "parentId", "position")
-    ),
+    command=CommandName.PAGE_BLOCK_INSERT,
+    payload=fields("blocks", "afterBlockId", "parentId", "position"),
 )
 
 BLOCK_UPDATE = ToolSpec(
@@ -78,32 +56,32 @@ BLOCK_UPDATE = ToolSpec(
         "Change one block's type, text or props; what is not given stays. props merge into the block's "
         "(null resets one); a type change drops props the new type lacks."
     ),
-    toolset="block",
-    scope=Scope.PAGE_WRITE,
-    annotations=Annotations(read_only=False, destructive=True, idempotent=True),
-    contract_schema=_schema(
-        ["blockId"],
+    summary="change one block's type, text or props (props merge)",
+    toolset=Toolset.BLOCK,
+    annotations=Annotations(destructive=True, idempotent=True),
+    contract_schema=write_schema(
         {
             "blockId": _ID,
             "type": {"type": "string", "enum": list(SUPPORTED_TYPES)},
             "text": {"type": "string"},
             "props": {"type": "object", "description": BLOCK_ITEM["properties"]["props"]["description"]},
         },
+        required=["blockId"],
     ),
-    extensions=WRITE_EXTENSIONS,
-    handler=command_handler(CommandName.PAGE_BLOCK_UPDATE, _fields("blockId", "type", "text", "props")),
+    command=CommandName.PAGE_BLOCK_UPDATE,
+    payload=fields("blockId", "type", "text", "props"),
 )
 
 BLOCK_DELETE = ToolSpec(
     name="mnote.block.delete",
     title="Delete blocks",
     description="Delete blocks by id, each with its children.",
-    toolset="block",
-    scope=Scope.PAGE_WRITE,
-    annotations=Annotations(read_only=False, destructive=True, idempotent=True),
-    contract_schema=_schema(["blockIds"], {"blockIds": {"type": "array", "items": _ID}}),
-    extensions=WRITE_EXTENSIONS,
-    handler=command_handler(CommandName.PAGE_BLOCK_DELETE, _fields("blockIds")),
+    summary="delete blocks by id, with their children",
+    toolset=Toolset.BLOCK,
+    annotations=Annotations(destructive=True, idempotent=True),
+    contract_schema=write_schema({"blockIds": {"type": "array", "items": _ID}}, required=["blockIds"]),
+    command=CommandName.PAGE_BLOCK_DELETE,
+    payload=fields("blockIds"),
 )
 
 BLOCK_MOVE = ToolSpec(
@@ -113,14 +91,12 @@ BLOCK_MOVE = ToolSpec(
         "Move a block, with its children, after afterBlockId or to the start/end of the page or of "
         "parentId's children."
     ),
-    toolset="block",
-    scope=Scope.PAGE_WRITE,
-    annotations=Annotations(read_only=False, destructive=False, idempotent=True),
-    contract_schema=_schema(["blockId"], {"blockId": _ID} | _PLACEMENT),
-    extensions=WRITE_EXTENSIONS,
-    handler=command_handler(
-        CommandName.PAGE_BLOCK_MOVE, _fields("blockId", "afterBlockId", "parentId", "position")
-    ),
+    summary="move a block, with its children, after a block or under a parent",
+    toolset=Toolset.BLOCK,
+    annotations=Annotations(destructive=False, idempotent=True),
+    contract_schema=write_schema({"blockId": _ID} | _PLACEMENT, required=["blockId"]),
+    command=CommandName.PAGE_BLOCK_MOVE,
+    payload=fields("blockId", "afterBlockId", "parentId", "position"),
 )
 
 BLOCK_TOOLS = (BLOCK_INSERT, BLOCK_UPDATE, BLOCK_DELETE, BLOCK_MOVE)

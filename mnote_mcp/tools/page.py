@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnote_mcp.envelope import ToolRequest, ToolResult
-from mnote_mcp.identity import Scope
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, SUPPORTED_TYPES
 from mnote_mcp.kernel.port import CommandName, Kernel
 from mnote_mcp.tools.pieces import fit_piece, page_query
 from mnote_mcp.tools.registry import Annotations, ToolSpec
-from mnote_mcp.tools.results import command_handler
-from mnote_mcp.tools.schemas import BLOCK_ITEM, WRITE_EXTENSIONS, WRITE_REQUIRED
+from mnote_mcp.tools.results import fields
+from mnote_mcp.tools.schemas import BLOCK_ITEM, page_schema, write_schema
+from mnote_mcp.tools.toolsets import Toolset
+from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
 
 
 async def _get_page(request: ToolRequest, kernel: Kernel) -> ToolResult:
@@ -27,20 +27,20 @@ PAGE_GET = ToolSpec(
         "children?}), or the body as Markdown with block ids. Pass the revision as baseRevision to a later "
         "write. Long pages come in pieces: while nextCursor is present, call again with cursor=nextCursor."
     ),
-    toolset="page",
-    scope=Scope.PAGE_READ,
-    annotations=Annotations(read_only=True, destructive=False, idempotent=True),
-    contract_schema={
-        "type": "object",
-        "required": ["workspaceId", "documentId", "sessionId", "runId", "toolCallId", "traceId"],
-        "properties": {
-            "workspaceId": {"type": "string"},
-            "documentId": {"type": "string"},
+    summary=(
+        "title, revision, body summary, options, blocks — or the body as Markdown with block ids "
+        "(`format`), a subset (`blockIds`), in pieces (`maxBlocks`, `cursor`)"
+    ),
+    toolset=Toolset.PAGE,
+    annotations=Annotations(destructive=False, idempotent=True),
+    contract_schema=page_schema(
+        {
             "includeBody": {"type": "boolean", "default": True},
             "includeOptions": {"type": "boolean", "default": True},
             "includeBlocks": {"type": "boolean", "default": True},
         },
-    },
+        required=CORRELATION_FIELDS,
+    ),
     extensions={
         "includeBody": {"description": "Include bodySummary, a plain-text opening of the body."},
         "format": {
@@ -62,7 +62,7 @@ PAGE_GET = ToolSpec(
         },
         "cursor": {"type": "string", "description": "nextCursor of the previous call, same revision."},
     },
-    handler=_get_page,
+    read=_get_page,
     fit=fit_piece,
 )
 
@@ -74,53 +74,33 @@ PAGE_SAVE = ToolSpec(
         f"by id (keep ids to update in place, omit for new blocks). mode=append: add blocks at the end. Block "
         f"types: {', '.join(SUPPORTED_TYPES)}. The result lists every inserted, updated, moved and deleted block."
     ),
-    toolset="page",
-    scope=Scope.PAGE_WRITE,
-    annotations=Annotations(read_only=False, destructive=True, idempotent=True),
-    contract_schema={
-        "type": "object",
-        "required": ["workspaceId", "documentId", *WRITE_REQUIRED, "content"],
-        "properties": {
-            "workspaceId": {"type": "string"},
-            "documentId": {"type": "string"},
-            "content": {"type": "array"},
-            "mode": {"type": "string", "enum": ["replace", "append"]},
-            "idempotencyKey": {"type": "string"},
-            "dryRun": {"type": "boolean"},
-        },
-    },
+    summary="replace (default) or append the body, blocks matched by id",
+    toolset=Toolset.PAGE,
+    annotations=Annotations(destructive=True, idempotent=True),
+    contract_schema=write_schema(
+        {"content": {"type": "array"}, "mode": {"type": "string", "enum": ["replace", "append"]}},
+        required=(),
+        required_last=("content",),
+    ),
     extensions={
         "content": {"items": BLOCK_ITEM, "description": "Blocks, in order."},
         "mode": {"description": "replace (default) or append."},
-        **WRITE_EXTENSIONS,
     },
     kernel_validated=frozenset({"content"}),
-    handler=command_handler(
-        CommandName.PAGE_BODY_SAVE,
-        lambda args: {"content": args["content"], "mode": args.get("mode", "replace")},
-    ),
+    command=CommandName.PAGE_BODY_SAVE,
+    payload=lambda args: {"content": args["content"], "mode": args.get("mode", "replace")},
 )
 
 PAGE_UPDATE_TITLE = ToolSpec(
     name="mnote.page.update_title",
     title="Rename page",
     description="Change a page's title.",
-    toolset="page",
-    scope=Scope.PAGE_WRITE,
-    annotations=Annotations(read_only=False, destructive=True, idempotent=True),
-    contract_schema={
-        "type": "object",
-        "required": ["workspaceId", "documentId", "title", *WRITE_REQUIRED],
-        "properties": {
-            "workspaceId": {"type": "string"},
-            "documentId": {"type": "string"},
-            "title": {"type": "string", "minLength": 1},
-            "idempotencyKey": {"type": "string"},
-            "dryRun": {"type": "boolean"},
-        },
-    },
-    extensions=WRITE_EXTENSIONS,
-    handler=command_handler(CommandName.PAGE_HEAD_UPDATE_TITLE, lambda args: {"title": args["title"]}),
+    summary="rename a page",
+    toolset=Toolset.PAGE,
+    annotations=Annotations(destructive=True, idempotent=True),
+    contract_schema=write_schema({"title": {"type": "string", "minLength": 1}}, required=["title"]),
+    command=CommandName.PAGE_HEAD_UPDATE_TITLE,
+    payload=fields("title"),
 )
 
 _OPTIONS_SCHEMA: dict[str, Any] = {
@@ -141,24 +121,12 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
         "Set page layout options. An option the runtime has not wired yet (protectEditing by default) is "
         "refused on a real call and reported as a warning on a dry run."
     ),
-    toolset="page",
-    scope=Scope.PAGE_WRITE,
-    annotations=Annotations(read_only=False, destructive=False, idempotent=True),
-    contract_schema={
-        "type": "object",
-        "required": ["workspaceId", "documentId", "options", *WRITE_REQUIRED],
-        "properties": {
-            "workspaceId": {"type": "string"},
-            "documentId": {"type": "string"},
-            "options": _OPTIONS_SCHEMA,
-            "idempotencyKey": {"type": "string"},
-            "dryRun": {"type": "boolean"},
-        },
-    },
-    extensions=WRITE_EXTENSIONS,
-    handler=command_handler(
-        CommandName.PAGE_LAYOUT_UPDATE_OPTIONS, lambda args: {"options": args["options"]}
-    ),
+    summary="layout options; non-wired ones refused / warned",
+    toolset=Toolset.PAGE,
+    annotations=Annotations(destructive=False, idempotent=True),
+    contract_schema=write_schema({"options": _OPTIONS_SCHEMA}, required=["options"]),
+    command=CommandName.PAGE_LAYOUT_UPDATE_OPTIONS,
+    payload=fields("options"),
 )
 
 PAGE_TOOLS = (PAGE_GET, PAGE_SAVE, PAGE_UPDATE_TITLE, PAGE_UPDATE_OPTIONS)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mnote_mcp.budget import chars
-from mnote_mcp.envelope import ToolRequest, ToolResult
 from mnote_mcp.kernel.blocks import Block, count_blocks
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import Kernel, PageQuery
-from mnote_mcp.messages import render_warning
+from mnote_mcp.tools.budget import chars
+from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
+from mnote_mcp.vocabulary.messages import render_warning
 
 _CURSOR_ROOM = 200  # a nextCursor and its key
 _ATTEMPTS = 3

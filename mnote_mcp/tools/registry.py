@@ -3,29 +3,32 @@
 A spec carries the contract's input schema verbatim (`contract_schema`) and only *adds* to it
 (`extensions`: descriptions, item schemas, optional properties such as `baseRevision`); an extension
 that would change a keyword the contract already sets is refused at import time, so the advertised
-schema can never drift from the contract.
+schema can never drift from the contract. A write tool names its kernel command, and everything else
+follows from that one name: its scope (`kernel.policy.COMMAND_SCOPES`), its handler, `readOnlyHint`,
+and the write extensions every write tool takes.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp.types as types
 
-from mnote_mcp.envelope import OUTPUT_SCHEMA, ToolRequest, ToolResult
-from mnote_mcp.identity import CORRELATION_FIELDS, Scope
-from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.kernel.policy import COMMAND_SCOPES
+from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
+from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
+from mnote_mcp.tools.toolsets import Toolset
+from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, OUTPUT_SCHEMA
+from mnote_mcp.vocabulary.scopes import Scope
 
 if TYPE_CHECKING:
     from jsonschema_rs import Validator
 
-Handler = Callable[[ToolRequest, Kernel], Awaitable[ToolResult]]
-# Makes a result that is over the result budget fit it (the limit is in characters of the result's
-# JSON); the tool's own way to do so, e.g. a page read answers its first piece instead.
-Fit = Callable[[ToolRequest, Kernel, ToolResult, int], Awaitable[ToolResult]]
 ToolNames = Literal["dotted", "underscore"]
 
 _CORRELATION_PROPERTY: dict[str, Any] = {"type": "string"}
@@ -41,30 +44,27 @@ _SCOPE_PROPERTY: dict[str, Any] = {
 
 @dataclass(frozen=True, slots=True)
 class Annotations:
-    read_only: bool
+    """The hints a tool sets besides `readOnlyHint`, which follows from whether it runs a command."""
+
     destructive: bool
     idempotent: bool
     open_world: bool = False
 
-    def to_mcp(self) -> types.ToolAnnotations:
-        return types.ToolAnnotations(
-            read_only_hint=self.read_only,
-            destructive_hint=self.destructive,
-            idempotent_hint=self.idempotent,
-            open_world_hint=self.open_world,
-        )
-
 
 @dataclass(frozen=True)
 class ToolSpec:
+    """One tool, whole: a read tool gives its `read` handler, a write tool its `command` and `payload`."""
+
     name: str
     title: str
     description: str
-    toolset: str
-    scope: Scope
+    summary: str  # one line for the README's tool table
+    toolset: Toolset
     annotations: Annotations
     contract_schema: Mapping[str, Any]
-    handler: Handler
+    command: CommandName | None = None
+    payload: PayloadMap | None = None
+    read: Handler | None = None
     extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Properties whose items the kernel validates in depth (the block model): the advertised `items`
     # schema documents them, and checking it twice would cost more than the write (1 ms per 50 blocks).
@@ -72,8 +72,10 @@ class ToolSpec:
     fit: Fit | None = None
 
     def __post_init__(self) -> None:
+        if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):
+            raise ValueError(f"{self.name}: give either read, or command and payload")
         contract_props = self.contract_schema.get("properties", {})
-        for prop, extra in self.extensions.items():
+        for prop, extra in self.all_extensions.items():
             if prop in contract_props and not set(extra) <= _ANNOTATING_KEYWORDS - set(contract_props[prop]):
                 raise ValueError(
                     f"{self.name}: extension of {prop!r} may only add {sorted(_ANNOTATING_KEYWORDS)}"
@@ -81,7 +83,22 @@ class ToolSpec:
 
     @property
     def writes(self) -> bool:
-        return not self.annotations.read_only
+        return self.command is not None
+
+    @property
+    def scope(self) -> Scope:
+        return COMMAND_SCOPES[self.command] if self.command is not None else Scope.PAGE_READ
+
+    @cached_property
+    def handler(self) -> Handler:
+        if self.read is not None:
+            return self.read
+        assert self.command is not None and self.payload is not None  # checked in __post_init__
+        return command_handler(self.command, self.payload)
+
+    @property
+    def all_extensions(self) -> Mapping[str, Mapping[str, Any]]:
+        return {**self.extensions, **WRITE_EXTENSIONS} if self.writes else self.extensions
 
     @property
     def underscore_name(self) -> str:
@@ -90,10 +107,11 @@ class ToolSpec:
     def input_schema(self, *, strict: bool) -> dict[str, Any]:
         """The advertised schema: the contract's, plus extensions; correlation ids optional unless strict."""
         contract = copy.deepcopy(dict(self.contract_schema))
+        extensions = self.all_extensions
         properties: dict[str, Any] = {}
         for prop, declared in contract.get("properties", {}).items():
-            properties[prop] = {**declared, **self.extensions.get(prop, {})}
-        for prop, extension in self.extensions.items():
+            properties[prop] = {**declared, **extensions.get(prop, {})}
+        for prop, extension in extensions.items():
             properties.setdefault(prop, dict(extension))
         for prop in CORRELATION_FIELDS:
             properties.setdefault(prop, dict(_CORRELATION_PROPERTY))
@@ -108,6 +126,14 @@ class ToolSpec:
     def advertised_name(self, style: ToolNames) -> str:
         return self.underscore_name if style == "underscore" else self.name
 
+    def mcp_annotations(self) -> types.ToolAnnotations:
+        return types.ToolAnnotations(
+            read_only_hint=not self.writes,
+            destructive_hint=self.annotations.destructive,
+            idempotent_hint=self.annotations.idempotent,
+            open_world_hint=self.annotations.open_world,
+        )
+
     def to_mcp(self, *, style: ToolNames, strict: bool, output_schema: bool = True) -> types.Tool:
         return types.Tool(
             name=self.advertised_name(style),
@@ -115,7 +141,7 @@ class ToolSpec:
             description=self.description,
             input_schema=self.input_schema(strict=strict),
             output_schema=OUTPUT_SCHEMA if output_schema else None,
-            annotations=self.annotations.to_mcp(),
+            annotations=self.mcp_annotations(),
         )
 
 

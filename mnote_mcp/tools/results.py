@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from mnote_mcp.budget import chars
-from mnote_mcp.envelope import ToolRequest, ToolResult
-from mnote_mcp.kernel.port import Command, CommandOutcome, Kernel
-from mnote_mcp.messages import Locale, render_warning
-from mnote_mcp.tools.registry import Handler
+from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Kernel
+from mnote_mcp.tools.budget import chars
+from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
+from mnote_mcp.vocabulary.messages import Locale, render_warning
 
+Handler = Callable[[ToolRequest, Kernel], Awaitable[ToolResult]]
+# Makes a result that is over the result budget fit it (the limit is in characters of the result's
+# JSON); the tool's own way to do so, e.g. a page read answers a piece instead.
+Fit = Callable[[ToolRequest, Kernel, ToolResult, int], Awaitable[ToolResult]]
+# A write tool's arguments (envelope fields removed) -> its kernel command's payload.
 PayloadMap = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def fields(*names: str) -> PayloadMap:
+    """The payload of the named arguments the caller gave, nothing invented."""
+
+    def payload(args: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: args[name] for name in names if name in args}
+
+    return payload
 
 
 def write_result(outcome: CommandOutcome, locale: Locale) -> ToolResult:
@@ -66,7 +79,7 @@ async def trim_result(request: ToolRequest, kernel: Kernel, outcome: ToolResult,
     return ToolResult(result=result, effect=outcome.effect, command_id=outcome.command_id)
 
 
-def command_handler(command_name: str, payload: PayloadMap) -> Handler:
+def command_handler(command_name: CommandName, payload: PayloadMap) -> Handler:
     """The handler of every write tool: relay one kernel command, report its outcome."""
 
     async def handle(request: ToolRequest, kernel: Kernel) -> ToolResult:

@@ -1,8 +1,10 @@
 """Which tools a server exposes: toolsets and name globs, decided once from the static configuration.
 
 The selection is an upper bound: tools outside it are not in the registry at all, so no request can
-reach them (a call is an unknown tool). Read-only mode is applied after it, by the dispatcher, and
-still hides every write tool that the selection kept.
+reach them (a call is an unknown tool). Read-only mode and the granted scopes are applied after it,
+by the dispatcher, and still hide every tool the connection could not use.
+
+This module imports nothing heavy: the command line builds the selection with it.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
-from mnote_mcp.tools.registry import ToolSpec
+from mnote_mcp.tools.toolsets import Toolset
 
-TOOLSETS: tuple[str, ...] = ("page", "block", "artifact")
+if TYPE_CHECKING:
+    from mnote_mcp.tools.registry import ToolSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,15 +27,12 @@ class ToolSelection:
     Globs match either spelling of a name (`mnote.page.*` or `mnote_page_*`), case-sensitively.
     """
 
-    toolsets: frozenset[str] = frozenset()
+    toolsets: frozenset[Toolset] = frozenset()
     tools: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
 
     def select(self, specs: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
-        """The selected specs, in declaration order; raises ValueError for a name that selects nothing."""
-        unknown = sorted(self.toolsets - set(TOOLSETS))
-        if unknown:
-            raise ValueError(f"unknown toolset {unknown[0]!r}; toolsets: {', '.join(TOOLSETS)}")
+        """The selected specs, in declaration order; raises ValueError for a glob that selects nothing."""
         for pattern in (*self.tools, *self.exclude):
             if not any(_matches(spec, pattern) for spec in specs):
                 names = ", ".join(spec.name for spec in specs)

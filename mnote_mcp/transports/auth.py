@@ -1,5 +1,6 @@
-"""Bearer tokens for the HTTP transports: each token maps to an actor, its scopes, and optionally the
-workspaces it may touch.
+"""Who may call over HTTP: bearer tokens, each mapping to an actor, its scopes, and optionally the
+workspaces it may touch; where the tokens come from (`resolve_auth`); and the scopes every endpoint and
+every connection are held to.
 
 Tokens are kept as SHA-256 digests and every presented token is compared against every entry with
 `hmac.compare_digest`, so neither the file nor the timing of a refusal gives a token away. A tokens
@@ -11,19 +12,28 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from mnote_mcp.identity import Scope, parse_scopes
+from mnote_mcp.config import ServerConfig, default_store_path
+from mnote_mcp.net import is_loopback
+from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.scopes import Scope, parse_scopes
 
+logger = logging.getLogger("mnote_mcp")
 TOKEN_BYTES = 32
+# Every MCP endpoint needs a token carrying page.read: there is nothing an agent can do in mnote
+# without reading the page first. Lacking it is the HTTP-level 403 insufficient_scope; lacking a
+# write scope is the tool-level mnote_tool_permission_denied.
+ENDPOINT_SCOPES = [Scope.PAGE_READ.value]
 
 
 class AuthConfigError(ValueError):
@@ -178,3 +188,46 @@ class GrantVerifier:
             scopes=sorted(s.value for s in grant.scopes),
             claims=claims,
         )
+
+
+@dataclass(frozen=True)
+class AuthSetup:
+    store: TokenStore | None
+    description: str
+
+
+def resolve_auth(config: ServerConfig) -> AuthSetup:
+    """Tokens from --auth-file, else MNOTE_TOKEN, else a generated token kept in a 0600 file."""
+    if config.unsafe_no_auth:
+        if not is_loopback(config.host):
+            raise AuthConfigError("--unsafe-no-auth is only allowed on a loopback address")
+        logger.warning(
+            "!!! --unsafe-no-auth: every local process can act as %s on %s without a token !!!",
+            config.actor,
+            config.host,
+        )
+        return AuthSetup(None, "none (--unsafe-no-auth)")
+    if config.auth_file is not None:
+        store = TokenStore.from_file(config.auth_file)
+        return AuthSetup(store, f"{len(store)} token(s) from {config.auth_file}")
+    if not config.actor:
+        raise AuthConfigError(
+            "MNOTE_TOKEN and a generated token act as --actor; give an actor or --auth-file"
+        )
+    grant = TokenGrant(actor_id=config.actor, scopes=config.granted_scopes)
+    if config.token:
+        return AuthSetup(TokenStore.single(config.token, grant), f"MNOTE_TOKEN as {config.actor}")
+    path = config.token_file or default_store_path().with_name("http-token")
+    token, created = load_or_generate_token(path)
+    logger.warning(
+        "%s bearer token for %s in %s (send 'Authorization: Bearer <token>')",
+        "generated a" if created else "using the",
+        config.actor,
+        path,
+    )
+    return AuthSetup(TokenStore.single(token, grant), f"token file {path} as {config.actor}")
+
+
+def within(identity: Identity, ceiling: frozenset[Scope]) -> Identity:
+    """The server's static configuration (read-only, --scope) is an upper bound on any token."""
+    return identity if identity.scopes <= ceiling else replace(identity, scopes=identity.scopes & ceiling)

@@ -8,8 +8,9 @@ from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
-from mnote_mcp.identity import Identity, parse_scopes
-from mnote_mcp.mapping import trace_id_from_traceparent
+from mnote_mcp.tracecontext import trace_id_of
+from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.scopes import parse_scopes
 
 SESSION_HEADER = "x-mnote-session-id"
 RUN_HEADER = "x-mnote-run-id"
@@ -24,7 +25,7 @@ def identity_from_request(request: Any, fallback: Identity | None) -> Identity:
         bindings["sessionId"] = session
     if run := headers.get(RUN_HEADER):
         bindings["runId"] = run
-    if trace := trace_id_from_traceparent(headers.get("traceparent")):
+    if trace := trace_id_of(headers.get("traceparent")):
         bindings["traceId"] = trace
     connection = headers.get("mcp-session-id") or (
         request.query_params.get("session_id") if request else None

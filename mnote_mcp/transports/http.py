@@ -9,11 +9,9 @@ behind a load balancer.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -31,33 +29,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnote_mcp import __version__
 from mnote_mcp.app import App
-from mnote_mcp.config import ServerConfig, default_store_path
-from mnote_mcp.identity import Identity
-from mnote_mcp.transports.auth import (
-    AuthConfigError,
-    GrantVerifier,
-    TokenGrant,
-    TokenStore,
-    load_or_generate_token,
-)
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.net import is_loopback
+from mnote_mcp.transports.auth import ENDPOINT_SCOPES, AuthConfigError, AuthSetup, GrantVerifier, within
 from mnote_mcp.transports.headers import identity_from_request
+from mnote_mcp.vocabulary.identity import Identity
 
 logger = logging.getLogger("mnote_mcp")
 
-# Every MCP endpoint needs a token carrying page.read: there is nothing an agent can do in mnote
-# without reading the page first. Lacking it is the HTTP-level 403 insufficient_scope; lacking a
-# write scope is the tool-level mnote_tool_permission_denied.
-ENDPOINT_SCOPES = ["page.read"]
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def security_settings(config: ServerConfig) -> TransportSecuritySettings:
@@ -79,53 +59,13 @@ def security_settings(config: ServerConfig) -> TransportSecuritySettings:
     )
 
 
-@dataclass(frozen=True)
-class AuthSetup:
-    store: TokenStore | None
-    description: str
-
-
-def resolve_auth(config: ServerConfig) -> AuthSetup:
-    """Tokens from --auth-file, else MNOTE_TOKEN, else a generated token kept in a 0600 file."""
-    if config.unsafe_no_auth:
-        if not is_loopback(config.host):
-            raise AuthConfigError("--unsafe-no-auth is only allowed on a loopback address")
-        logger.warning(
-            "!!! --unsafe-no-auth: every local process can act as %s on %s without a token !!!",
-            config.actor,
-            config.host,
-        )
-        return AuthSetup(None, "none (--unsafe-no-auth)")
-    if config.auth_file is not None:
-        store = TokenStore.from_file(config.auth_file)
-        return AuthSetup(store, f"{len(store)} token(s) from {config.auth_file}")
-    if not config.actor:
-        raise AuthConfigError(
-            "MNOTE_TOKEN and a generated token act as --actor; give an actor or --auth-file"
-        )
-    grant = TokenGrant(actor_id=config.actor, scopes=config.granted_scopes)
-    if config.token:
-        return AuthSetup(TokenStore.single(config.token, grant), f"MNOTE_TOKEN as {config.actor}")
-    path = config.token_file or default_store_path().with_name("http-token")
-    token, created = load_or_generate_token(path)
-    logger.warning(
-        "%s bearer token for %s in %s (send 'Authorization: Bearer <token>')",
-        "generated a" if created else "using the",
-        config.actor,
-        path,
-    )
-    return AuthSetup(TokenStore.single(token, grant), f"token file {path} as {config.actor}")
-
-
 def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     config = app.config
     fallback: Identity | None = config.stdio_identity() if auth.store is None else None
     ceiling = config.granted_scopes
 
     def identity_for(ctx: Any) -> Identity:
-        # The server's static configuration (read-only, --scope) is an upper bound on any token.
-        identity = identity_from_request(ctx.request, fallback)
-        return identity if identity.scopes <= ceiling else replace(identity, scopes=identity.scopes & ceiling)
+        return within(identity_from_request(ctx.request, fallback), ceiling)
 
     server = app.server(identity_for)
     security = security_settings(config)

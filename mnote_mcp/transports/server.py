@@ -15,7 +15,7 @@ import socket
 import uvicorn
 from sse_starlette.sse import AppStatus
 
-from mnote_mcp.drain import InFlight
+from mnote_mcp.dispatch import InFlight
 
 logger = logging.getLogger("mnote_mcp")
 

@@ -27,10 +27,9 @@ from mnote_mcp.kernel.blocks import (
     walk_pointers,
 )
 from mnote_mcp.kernel.diff import append_diff, placed, replace_diff, text_diff
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.markdown import render_markdown
-from mnote_mcp.kernel.policy import Grant
 from mnote_mcp.kernel.port import Command, CommandName
 from mnote_mcp.kernel.tree import BlockTree, Position, Target
 
@@ -58,10 +57,9 @@ Planner = Callable[["LocalStore", sqlite3.Connection, "PageRow", Command, dict[s
 
 @dataclass(frozen=True, slots=True)
 class CommandSpec:
-    grant: Grant
     validate: Callable[[Mapping[str, Any]], dict[str, Any]]
     plan: Planner
-    conflict_reason: str = "generic"
+    conflict_reason: Reason = Reason.GENERIC
 
 
 def _write_page(conn: sqlite3.Connection, page: PageRow, column: str, value: str) -> int:
@@ -182,13 +180,13 @@ def _plan_options(
     if not_wired and not cmd.dry_run:
         raise MnoteError(
             ErrorCode.OPTION_NOT_WIRED,
-            "option",
+            Reason.OPTION,
             {"options": not_wired, "runtimeSupport": {name: registry[name] for name in not_wired}},
         )
     warnings = [
         {
             "code": ErrorCode.OPTION_NOT_WIRED.value,
-            "reason": "option",
+            "reason": Reason.OPTION.value,
             "details": {"options": [name], "runtimeSupport": {name: registry[name]}},
         }
         for name in not_wired
@@ -477,15 +475,15 @@ def _insert_edge(conn: sqlite3.Connection, edge_id: str, page: PageRow, artifact
 
 
 COMMANDS: dict[str, CommandSpec] = {
-    CommandName.PAGE_BODY_SAVE: CommandSpec(Grant.PAGE_WRITE, _validate_save, _plan_save),
-    CommandName.PAGE_HEAD_UPDATE_TITLE: CommandSpec(Grant.PAGE_WRITE, _validate_title, _plan_title),
-    CommandName.PAGE_LAYOUT_UPDATE_OPTIONS: CommandSpec(Grant.PAGE_WRITE, _validate_options, _plan_options),
+    CommandName.PAGE_BODY_SAVE: CommandSpec(_validate_save, _plan_save),
+    CommandName.PAGE_HEAD_UPDATE_TITLE: CommandSpec(_validate_title, _plan_title),
+    CommandName.PAGE_LAYOUT_UPDATE_OPTIONS: CommandSpec(_validate_options, _plan_options),
     CommandName.ARTIFACT_SUMMARY_UPSERT: CommandSpec(
-        Grant.ARTIFACT_WRITE, _validate_summary, _plan_summary, conflict_reason="summary"
+        _validate_summary, _plan_summary, conflict_reason=Reason.SUMMARY
     ),
-    CommandName.ARTIFACT_AI_NOTE_CREATE: CommandSpec(Grant.ARTIFACT_WRITE, _validate_note, _plan_note),
-    CommandName.PAGE_BLOCK_INSERT: CommandSpec(Grant.PAGE_WRITE, _validate_insert, _plan_insert),
-    CommandName.PAGE_BLOCK_UPDATE: CommandSpec(Grant.PAGE_WRITE, _validate_update, _plan_update),
-    CommandName.PAGE_BLOCK_DELETE: CommandSpec(Grant.PAGE_WRITE, _validate_delete, _plan_delete),
-    CommandName.PAGE_BLOCK_MOVE: CommandSpec(Grant.PAGE_WRITE, _validate_move, _plan_move),
+    CommandName.ARTIFACT_AI_NOTE_CREATE: CommandSpec(_validate_note, _plan_note),
+    CommandName.PAGE_BLOCK_INSERT: CommandSpec(_validate_insert, _plan_insert),
+    CommandName.PAGE_BLOCK_UPDATE: CommandSpec(_validate_update, _plan_update),
+    CommandName.PAGE_BLOCK_DELETE: CommandSpec(_validate_delete, _plan_delete),
+    CommandName.PAGE_BLOCK_MOVE: CommandSpec(_validate_move, _plan_move),
 }

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local.commands import COMMANDS, Plan
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
-from mnote_mcp.kernel.policy import DENIAL_REASON, Grant, effective_role, grants_of
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.policy import COMMAND_SCOPES, DENIAL_REASON, Scope, effective_role, grants_of
+from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, PageKey, PageQuery, PageRef
 from mnote_mcp.kernel.view import check_query, page_view
 
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -159,7 +159,7 @@ class LocalStore:
         check_query(query)
         with self.transaction(write=False, wait=wait) as conn:
             page = self.authorize(
-                conn, query.workspace_id, query.document_id, query.actor_id, Grant.PAGE_READ
+                conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
             )
         return page_view(
             query, title=page.title, options=page.options, blocks=page.blocks, revision=page.revision
@@ -178,7 +178,7 @@ class LocalStore:
         return [
             PageRef(workspace_id=ws, document_id=doc, title=title, revision=rev)
             for ws, doc, title, rev, restricted, role, page_role in rows
-            if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted)))
+            if Scope.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted)))
         ]
 
     def page_revisions(
@@ -200,7 +200,7 @@ class LocalStore:
                 if row is None:
                     continue
                 revision, restricted, role, page_role = row
-                if Grant.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted))):
+                if Scope.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted))):
                     revisions[key] = revision
         return revisions
 
@@ -234,7 +234,7 @@ class LocalStore:
     # -- permission checkpoints ----------------------------------------------------------------
 
     def authorize(
-        self, conn: sqlite3.Connection, workspace_id: str, document_id: str, actor_id: str, need: Grant
+        self, conn: sqlite3.Connection, workspace_id: str, document_id: str, actor_id: str, need: Scope
     ) -> PageRow:
         """Login, workspace member, page read, then the write grant the command needs, in that order.
 
@@ -242,7 +242,7 @@ class LocalStore:
         give the same refusal, decided before the page is looked at.
         """
         if not actor_id:
-            raise MnoteError(ErrorCode.UNAUTHENTICATED, "no_actor")
+            raise MnoteError(ErrorCode.UNAUTHENTICATED, Reason.NO_ACTOR)
         # One query for both checkpoints; which of them fails is read from the row, in order.
         row = conn.execute(
             "SELECT m.role, p.id, p.title, p.options, p.blocks, p.revision, p.restricted, a.role"
@@ -254,14 +254,14 @@ class LocalStore:
             (document_id, workspace_id, actor_id),
         ).fetchone()
         if row is None:
-            raise MnoteError(ErrorCode.PERMISSION_DENIED, "not_member", {"workspaceId": workspace_id})
+            raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": workspace_id})
         role, found, title, options, blocks, revision, restricted, page_role = row
         if found is None:
             raise MnoteError(
-                ErrorCode.NOT_FOUND, "page", {"workspaceId": workspace_id, "documentId": document_id}
+                ErrorCode.NOT_FOUND, Reason.PAGE, {"workspaceId": workspace_id, "documentId": document_id}
             )
         grants = grants_of(effective_role(role, page_role, bool(restricted)))
-        for grant in (Grant.PAGE_READ, need):
+        for grant in (Scope.PAGE_READ, need):
             if grant not in grants:
                 raise MnoteError(
                     ErrorCode.PERMISSION_DENIED, DENIAL_REASON[grant], {"documentId": document_id}
@@ -284,12 +284,16 @@ class LocalStore:
     def execute(self, command: Command, *, wait: bool = True) -> CommandOutcome:
         spec = COMMANDS.get(command.name)
         if spec is None:
-            raise MnoteError(ErrorCode.INVALID_ARGUMENT, "unknown_command", {"command": command.name})
+            raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name})
         payload = spec.validate(command.payload)
         fingerprint = _fingerprint(command)
         with self.transaction(write=not command.dry_run, wait=wait) as conn:
             page = self.authorize(
-                conn, command.workspace_id, command.document_id, command.actor_id, spec.grant
+                conn,
+                command.workspace_id,
+                command.document_id,
+                command.actor_id,
+                COMMAND_SCOPES[CommandName(command.name)],
             )
             earlier = self._ledger_entry(conn, command, fingerprint, spec.conflict_reason)
             if earlier is not None and not command.dry_run:
@@ -297,7 +301,7 @@ class LocalStore:
             if command.base_revision is not None and command.base_revision != page.revision:
                 raise MnoteError(
                     ErrorCode.CONFLICT,
-                    "revision",
+                    Reason.REVISION,
                     {"currentRevision": page.revision, "baseRevision": command.base_revision},
                 )
             plan = spec.plan(self, conn, page, command, payload)
@@ -307,7 +311,7 @@ class LocalStore:
                     warnings.append(
                         {
                             "code": "idempotent_replay",
-                            "reason": "replay",
+                            "reason": Reason.REPLAY.value,
                             "details": {"commandId": earlier.command_id},
                         }
                     )
@@ -319,7 +323,7 @@ class LocalStore:
             return outcome
 
     def _ledger_entry(
-        self, conn: sqlite3.Connection, command: Command, fingerprint: str, conflict_reason: str
+        self, conn: sqlite3.Connection, command: Command, fingerprint: str, conflict_reason: Reason
     ) -> CommandOutcome | None:
         row = conn.execute(
             "SELECT fingerprint, outcome FROM idempotency"

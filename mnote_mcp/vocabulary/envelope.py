@@ -12,12 +12,14 @@ from typing import Any, Literal
 
 import orjson
 
-from mnote_mcp.identity import Scope
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Correlation
-from mnote_mcp.messages import Locale, render_error
+from mnote_mcp.vocabulary.messages import Locale, render_error
+from mnote_mcp.vocabulary.scopes import Scope
 
 Effect = Literal["read", "write", "dry_run", "none"]
+# The contract requires these on every call; this server fills in any the caller leaves out.
+CORRELATION_FIELDS: tuple[str, ...] = ("sessionId", "runId", "toolCallId", "traceId")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,19 +37,6 @@ class ToolRequest:
     args: dict[str, Any]
     base_revision: int | None = None
     locale: Locale = "zh-CN"
-
-    def to_envelope(self) -> dict[str, Any]:
-        return {
-            "toolName": self.tool_name,
-            "workspaceId": self.workspace_id,
-            "documentId": self.document_id,
-            "actorId": self.actor_id,
-            **self.correlation.to_wire(),
-            "idempotencyKey": self.idempotency_key,
-            "dryRun": self.dry_run,
-            "capabilityScope": sorted(scope.value for scope in self.capability_scope),
-            "args": self.args,
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,110 +9,124 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, reason_of
 
 Locale = Literal["zh-CN", "en"]
-LOCALES: tuple[Locale, ...] = ("zh-CN", "en")
+DEFAULT_LOCALE: Locale = "zh-CN"
+_LANGUAGES: dict[str, Locale] = {"zh": "zh-CN", "en": "en", "c": "en", "posix": "en"}
+
+
+def parse_locale(value: str) -> Locale:
+    """`zh-CN` or `en` from the spellings people and systems use: `zh_CN`, `zh-cn`, `zh_CN.UTF-8`,
+    `en_US.UTF-8`, `en-GB`, `C`. Messages exist in two languages, so the region only picks the language."""
+    language = value.strip().split(".", 1)[0].split("@", 1)[0].replace("_", "-").split("-", 1)[0].lower()
+    if language not in _LANGUAGES:
+        raise ValueError(
+            f"unknown locale {value!r}; use zh-CN or en (zh_CN, en_US.UTF-8 and the like work too)"
+        )
+    return _LANGUAGES[language]
+
 
 _C = ErrorCode
-# (code, reason) -> {locale: text}; reason "*" is the code's fallback.
-MESSAGES: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
-    (_C.UNAUTHENTICATED, "*"): {
+_R = Reason
+# (code, reason) -> {locale: text}; reason None is the code's fallback.
+MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
+    (_C.UNAUTHENTICATED, None): {
         "zh-CN": "未登录：当前连接没有绑定用户身份",
         "en": "not signed in: no actor is bound to this connection",
     },
-    (_C.PERMISSION_DENIED, "*"): {"zh-CN": "没有权限", "en": "permission denied"},
-    (_C.PERMISSION_DENIED, "not_member"): {
+    (_C.PERMISSION_DENIED, None): {"zh-CN": "没有权限", "en": "permission denied"},
+    (_C.PERMISSION_DENIED, _R.NOT_MEMBER): {
         "zh-CN": "不是该 workspace 的成员",
         "en": "not a member of this workspace",
     },
-    (_C.PERMISSION_DENIED, "page_read"): {"zh-CN": "无页面读取权限", "en": "no page read permission"},
-    (_C.PERMISSION_DENIED, "page_write"): {"zh-CN": "无页面写权限", "en": "no page write permission"},
-    (_C.PERMISSION_DENIED, "artifact_write"): {
+    (_C.PERMISSION_DENIED, _R.PAGE_READ): {"zh-CN": "无页面读取权限", "en": "no page read permission"},
+    (_C.PERMISSION_DENIED, _R.PAGE_WRITE): {"zh-CN": "无页面写权限", "en": "no page write permission"},
+    (_C.PERMISSION_DENIED, _R.ARTIFACT_WRITE): {
         "zh-CN": "无 artifact 写权限",
         "en": "no artifact write permission",
     },
-    (_C.PERMISSION_DENIED, "scope"): {
+    (_C.PERMISSION_DENIED, _R.SCOPE): {
         "zh-CN": "当前连接未授予权限范围 {scope}",
         "en": "this connection is not granted the scope {scope}",
     },
-    (_C.PERMISSION_DENIED, "read_only"): {
+    (_C.PERMISSION_DENIED, _R.READ_ONLY): {
         "zh-CN": "服务器处于只读模式，写工具不可用",
         "en": "the server is in read-only mode: write tools are disabled",
     },
-    (_C.PERMISSION_DENIED, "actor_mismatch"): {
+    (_C.PERMISSION_DENIED, _R.ACTOR_MISMATCH): {
         "zh-CN": "actorId 与当前连接的身份不一致",
         "en": "actorId does not match the identity of this connection",
     },
-    (_C.NOT_FOUND, "*"): {"zh-CN": "对象不存在", "en": "not found"},
-    (_C.NOT_FOUND, "page"): {"zh-CN": "页面不存在", "en": "page not found"},
-    (_C.NOT_FOUND, "block"): {"zh-CN": "块不存在：{blockId}", "en": "block not found: {blockId}"},
-    (_C.INVALID_ARGUMENT, "*"): {
+    (_C.NOT_FOUND, None): {"zh-CN": "对象不存在", "en": "not found"},
+    (_C.NOT_FOUND, _R.PAGE): {"zh-CN": "页面不存在", "en": "page not found"},
+    (_C.NOT_FOUND, _R.BLOCK): {"zh-CN": "块不存在：{blockId}", "en": "block not found: {blockId}"},
+    (_C.INVALID_ARGUMENT, None): {
         "zh-CN": "参数无效：{pointer} {reason}",
         "en": "invalid argument at {pointer}: {reason}",
     },
-    (_C.INVALID_ARGUMENT, "block_type"): {
+    (_C.INVALID_ARGUMENT, _R.BLOCK_TYPE): {
         "zh-CN": "不支持的块类型（{pointer}），支持：{supportedTypes}",
         "en": "unsupported block type at {pointer}; supported: {supportedTypes}",
     },
-    (_C.INVALID_ARGUMENT, "unknown_command"): {
+    (_C.INVALID_ARGUMENT, _R.UNKNOWN_COMMAND): {
         "zh-CN": "未知的 kernel 命令 {command}",
         "en": "unknown kernel command {command}",
     },
-    (_C.CONFLICT, "*"): {
+    (_C.CONFLICT, None): {
         "zh-CN": "页面版本冲突，需要刷新后重试",
         "en": "page revision conflict, refresh and retry",
     },
-    (_C.CONFLICT, "cursor"): {
+    (_C.CONFLICT, _R.CURSOR): {
         "zh-CN": "分页读取期间页面已修改，cursor 已失效",
         "en": "the page changed while it was read in pieces; the cursor is no longer valid",
     },
-    (_C.IDEMPOTENCY_CONFLICT, "*"): {
+    (_C.IDEMPOTENCY_CONFLICT, None): {
         "zh-CN": "同一幂等键已用于不同参数",
         "en": "the same idempotency key was already used with different arguments",
     },
-    (_C.IDEMPOTENCY_CONFLICT, "summary"): {
+    (_C.IDEMPOTENCY_CONFLICT, _R.SUMMARY): {
         "zh-CN": "同一幂等键已用于不同 summary 内容",
         "en": "the same idempotency key was already used for different summary content",
     },
-    (_C.OPTION_NOT_WIRED, "*"): {
+    (_C.OPTION_NOT_WIRED, None): {
         "zh-CN": "页面选项尚未接入运行时：{options}",
         "en": "page option not wired in the runtime yet: {options}",
     },
-    (_C.RUNTIME_UNAVAILABLE, "*"): {
+    (_C.RUNTIME_UNAVAILABLE, None): {
         "zh-CN": "mnote 运行时暂时不可用，请稍后重试",
         "en": "the mnote runtime is unavailable, retry later",
     },
-    (_C.INTERNAL, "*"): {"zh-CN": "内部错误，已记录日志", "en": "internal error; it has been logged"},
+    (_C.INTERNAL, None): {"zh-CN": "内部错误，已记录日志", "en": "internal error; it has been logged"},
 }
 
-HINTS: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
-    (_C.CONFLICT, "revision"): {
+HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
+    (_C.CONFLICT, _R.REVISION): {
         "zh-CN": "页面当前 revision 为 {currentRevision}：先用 mnote.page.get 重新读取，再以 baseRevision={currentRevision} 重试",
         "en": "the page is at revision {currentRevision}: read it again with mnote.page.get, then retry with "
         "baseRevision={currentRevision}",
     },
-    (_C.CONFLICT, "cursor"): {
+    (_C.CONFLICT, _R.CURSOR): {
         "zh-CN": "页面当前 revision 为 {currentRevision}：不带 cursor 从头重新读取",
         "en": "the page is at revision {currentRevision}: read it again from the start, without cursor",
     },
-    (_C.IDEMPOTENCY_CONFLICT, "*"): {
+    (_C.IDEMPOTENCY_CONFLICT, None): {
         "zh-CN": "重试请使用与首次完全相同的参数；新的修改请换一个新的 idempotencyKey",
         "en": "a retry must repeat the first call exactly; use a new idempotencyKey for a different change",
     },
-    (_C.OPTION_NOT_WIRED, "*"): {
+    (_C.OPTION_NOT_WIRED, None): {
         "zh-CN": "去掉这些选项再调用；用 dryRun=true 可以先查看警告",
         "en": "leave these options out; a dryRun=true call shows the warning without failing",
     },
-    (_C.RUNTIME_UNAVAILABLE, "*"): {
+    (_C.RUNTIME_UNAVAILABLE, None): {
         "zh-CN": "稍后用相同的 idempotencyKey 重试，不会重复写入",
         "en": "retry later with the same idempotencyKey; it will not be written twice",
     },
-    (_C.INVALID_ARGUMENT, "block_type"): {
+    (_C.INVALID_ARGUMENT, _R.BLOCK_TYPE): {
         "zh-CN": "把块的 type 改为支持的类型之一",
         "en": "use one of the supported block types",
     },
-    (_C.PERMISSION_DENIED, "read_only"): {
+    (_C.PERMISSION_DENIED, _R.READ_ONLY): {
         "zh-CN": "只读模式下只能调用 mnote.page.get",
         "en": "only mnote.page.get is available in read-only mode",
     },
@@ -120,9 +134,9 @@ HINTS: dict[tuple[ErrorCode, str], dict[Locale, str]] = {
 
 
 def _lookup(
-    table: Mapping[tuple[ErrorCode, str], dict[Locale, str]], code: ErrorCode, reason: str
+    table: Mapping[tuple[ErrorCode, Reason | None], dict[Locale, str]], code: ErrorCode, reason: Reason
 ) -> dict[Locale, str] | None:
-    return table.get((code, reason)) or table.get((code, "*"))
+    return table.get((code, reason)) or table.get((code, None))
 
 
 def _fill(template: str, details: Mapping[str, Any]) -> str:
@@ -143,7 +157,7 @@ class _Missing(dict[str, Any]):
 
 def render_error(error: MnoteError, locale: Locale) -> dict[str, Any]:
     """The envelope's `error` object: code, message, retryable, and hint/details where they help."""
-    texts = _lookup(MESSAGES, error.code, error.reason) or MESSAGES[(ErrorCode.INTERNAL, "*")]
+    texts = _lookup(MESSAGES, error.code, error.reason) or MESSAGES[(ErrorCode.INTERNAL, None)]
     rendered: dict[str, Any] = {
         "code": error.code.value,
         "message": _fill(texts[locale], error.details),
@@ -166,7 +180,7 @@ def render_warning(warning: Mapping[str, Any], locale: Locale) -> dict[str, Any]
         code = None
     text = WARNINGS.get(str(warning.get("code")), {}).get(locale)
     if text is None and code is not None:
-        texts = _lookup(MESSAGES, code, str(warning.get("reason", "*")))
+        texts = _lookup(MESSAGES, code, reason_of(warning.get("reason")))
         text = texts[locale] if texts else None
     return {
         "code": warning.get("code"),

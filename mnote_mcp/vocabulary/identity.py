@@ -7,35 +7,10 @@ the upper bound a call can only narrow.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-
-class Scope(StrEnum):
-    PAGE_READ = "page.read"
-    PAGE_WRITE = "page.write"
-    ARTIFACT_WRITE = "artifact.write"
-
-
-ALL_SCOPES: frozenset[Scope] = frozenset(Scope)
-READ_ONLY_SCOPES: frozenset[Scope] = frozenset({Scope.PAGE_READ})
-CORRELATION_FIELDS: tuple[str, ...] = ("sessionId", "runId", "toolCallId", "traceId")
-
-
-def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
-    """Parse scope names; raises ValueError naming the unknown one."""
-    scopes: set[Scope] = set()
-    for raw in values:
-        name = raw.strip()
-        if not name:
-            continue
-        try:
-            scopes.add(Scope(name))
-        except ValueError:
-            known = ", ".join(sorted(s.value for s in Scope))
-            raise ValueError(f"unknown scope {name!r}; known scopes: {known}") from None
-    return frozenset(scopes)
+from mnote_mcp.vocabulary.scopes import ALL_SCOPES, Scope
 
 
 @dataclass(frozen=True, slots=True)
