@@ -50,6 +50,18 @@ def seeded_store(path: Path) -> Path:
     return path
 
 
+def store_with_pages(path: Path, fixture: Path, *pages: dict[str, Any]) -> Path:
+    """A store seeded from a fixture file, with more pages in the fixture's first workspace."""
+    data = json.loads(fixture.read_text(encoding="utf-8"))
+    data["workspaces"][0]["pages"] += list(pages)
+    kernel = LocalKernel.open(path)
+    try:
+        load_fixture(kernel.store, data)
+    finally:
+        kernel.store.close()
+    return path
+
+
 def dump(path: Path) -> str:
     kernel = LocalKernel.open(path)
     try:

@@ -488,15 +488,7 @@ def test_the_default_budget_fits_hermes_in_every_result_form(tmp_path: Path) -> 
     budget: below Hermes's 100,000 characters with a 10% margin for ordinary prose in every form; the
     structured form within 1.1x of the envelope whatever the text."""
     require_hermes()
-    db = demo_store(tmp_path / "mnote.db")
-    from mnote_mcp.kernel.local import LocalKernel
-    from mnote_mcp.kernel.local.fixtures import load_fixture
-
-    fixture = json.loads((ROOT / "mnote_mcp" / "data" / "demo_workspace.json").read_text(encoding="utf-8"))
-    fixture["workspaces"][0]["pages"] = _special_pages()
-    kernel = LocalKernel.open(db)
-    load_fixture(kernel.store, fixture)
-    kernel.store.close()
+    db = demo_store(tmp_path / "mnote.db", *_special_pages())
     servers = "".join(
         f"  mnote-{form}:\n"
         f"    command: {MNOTE_COMMAND}\n"

@@ -3,7 +3,6 @@ the kernel cuts and cursors join, a write's report is trimmed and says what it l
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from pathlib import Path
@@ -14,11 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
 from mnote_mcp.vocabulary.identity import Identity
-from tests.helpers import FIXTURE, MODES, call, connect, make_app, page_args, write_args
+from tests.helpers import FIXTURE, MODES, call, connect, make_app, page_args, store_with_pages, write_args
 from tests.hermes.harness import BIG_PAGE, big_page, compact
 
 pytestmark = pytest.mark.anyio
@@ -27,14 +24,7 @@ _MARKER = re.compile(r"<!-- (\S+) -->")
 
 
 def store_with(path: Path, *pages: dict[str, Any]) -> Path:
-    fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    fixture["workspaces"][0]["pages"] += list(pages)
-    kernel = LocalKernel.open(path)
-    try:
-        load_fixture(kernel.store, fixture)
-    finally:
-        kernel.store.close()
-    return path
+    return store_with_pages(path, FIXTURE, *pages)
 
 
 @pytest.fixture

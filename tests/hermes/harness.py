@@ -21,9 +21,7 @@ from typing import IO, Any
 
 import pytest
 
-from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture
-from tests.helpers import ROOT
+from tests.helpers import ROOT, store_with_pages
 
 HERMES_ENV = ROOT / ".ci" / "hermes"
 HERMES_PYTHON = HERMES_ENV / "bin" / "python"
@@ -83,16 +81,9 @@ def big_page(blocks: int = BIG_PAGE_BLOCKS) -> dict[str, Any]:
     }
 
 
-def demo_store(path: Path) -> Path:
+def demo_store(path: Path, *pages: dict[str, Any]) -> Path:
     """The demo workspace (the examples act as `user_1`, its editor) plus a 400-block page in ws_1."""
-    fixture = json.loads(DEMO_FIXTURE.read_text(encoding="utf-8"))
-    fixture["workspaces"][0]["pages"].append(big_page())
-    kernel = LocalKernel.open(path)
-    try:
-        load_fixture(kernel.store, fixture)
-    finally:
-        kernel.store.close()
-    return path
+    return store_with_pages(path, DEMO_FIXTURE, big_page(), *pages)
 
 
 def hermes_env(home: Path, **extra: str) -> dict[str, str]:
