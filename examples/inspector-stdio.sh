@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# The MCP Inspector against mnote-mcp over stdio. `bash .ci/run` installs the CLI under .ci/node;
-# `npx @modelcontextprotocol/inspector` works too.
+# The MCP Inspector against mnote-mcp over stdio. Uses the Inspector CLI `bash .ci/run` installs under
+# .ci/node, or else `npx @modelcontextprotocol/inspector@2.12.0` (the version the tests use; it wants
+# Node 22, and on older Node npm warns but the CLI runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-INSPECTOR=${INSPECTOR:-.ci/node/node_modules/.bin/mcp-inspector}
+if [ -n "${INSPECTOR:-}" ]; then read -r -a INSPECTOR <<<"$INSPECTOR"
+elif [ -x .ci/node/node_modules/.bin/mcp-inspector ]; then INSPECTOR=(.ci/node/node_modules/.bin/mcp-inspector)
+else INSPECTOR=(npx -y @modelcontextprotocol/inspector@2.12.0); fi
 SERVER=(.venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-inspector.db}")
 
 # List the tools (and lint their schemas for portability).
-"$INSPECTOR" --cli "${SERVER[@]}" --method tools/list --strict
+"${INSPECTOR[@]}" --cli "${SERVER[@]}" --method tools/list --strict
 
 # Read a page of the demo workspace, with a trace id in the request _meta.
-"$INSPECTOR" --cli "${SERVER[@]}" --method tools/call --tool-name mnote.page.get \
+"${INSPECTOR[@]}" --cli "${SERVER[@]}" --method tools/call --tool-name mnote.page.get \
   --tool-args-json '{"workspaceId": "ws_1", "documentId": "doc_1"}' \
   --tool-metadata mnote/traceId=trace_inspector --format json
 
-# The web UI instead: npx @modelcontextprotocol/inspector .venv/bin/mnote-mcp --db /tmp/mnote-inspector.db
+# The web UI instead: npx @modelcontextprotocol/inspector@2.12.0 .venv/bin/mnote-mcp --db /tmp/mnote-inspector.db

@@ -33,6 +33,7 @@ class App:
         return create_server(
             self.dispatcher,
             identity_for or (lambda ctx: identity),
+            scopes=self.config.granted_scopes,
             watch_interval=self.config.watch_interval,
             delivery=self.config.delivery,
         )

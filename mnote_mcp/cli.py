@@ -36,10 +36,14 @@ from mnote_mcp.config import (
     from_sources,
     options,
 )
+from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.logs import configure_logging
 
 logger = logging.getLogger("mnote_mcp")
+# Exit statuses (README, "Exit status"): 0 done, 1 `audit` found nothing, 2 a usage or configuration
+# error, 3 the store cannot be opened, 130 interrupted.
 USAGE_ERROR = 2
+STORE_UNAVAILABLE = 3
 
 # command -> (its configuration, one line of help); `runtime` has commands of its own.
 COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
@@ -199,6 +203,9 @@ def _main(argv: Sequence[str]) -> int:
         return status
     except KeyboardInterrupt:
         return 130
+    except StoreUnavailableError as exc:
+        print(f"mnote-mcp: {exc}", file=sys.stderr)
+        return STORE_UNAVAILABLE
     except (ValueError, OSError) as exc:  # configuration errors, AuthConfigError included
         print(f"mnote-mcp: {exc}", file=sys.stderr)
         return USAGE_ERROR
@@ -235,9 +242,9 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
 
 
 def _open_store(db: Path | None) -> Any:
-    from mnote_mcp.kernel.local import LocalStore
+    from mnote_mcp.kernel.local.opening import open_store
 
-    return LocalStore(db if db is not None else default_store_path())
+    return open_store(db if db is not None else default_store_path())
 
 
 def _seed(config: SeedConfig) -> int:
@@ -260,7 +267,15 @@ def _audit(config: AuditConfig) -> int:
         store.close()
     for record in records:
         print(json.dumps(record, ensure_ascii=False))
-    return 0 if records or not (config.trace or config.command_id) else 1
+    if records or not (config.trace or config.command_id):
+        return 0
+    asked = " and ".join(
+        f"{name} {value}"
+        for name, value in (("traceId", config.trace), ("commandId", config.command_id))
+        if value
+    )
+    print(f"mnote-mcp: no audit record with {asked} in {config.db or default_store_path()}", file=sys.stderr)
+    return 1
 
 
 def _token(config: TokenConfig) -> int:

@@ -279,12 +279,16 @@ def from_sources(config_type: type[T], given: Mapping[str, str], environ: Mappin
             values[option.name] = option.value_from(raw)
         except ValueError as exc:
             shown = f"{source}={raw!r}" if source == option.env else source
-            raise SettingError(f"{shown}: {exc}") from None
+            raise SettingError(shown, str(exc)) from None
     return config_type(**values)
 
 
 class SettingError(ValueError):
     """A flag or variable whose value cannot be used; the message names it and says why."""
+
+    def __init__(self, source: str, reason: str | None = None) -> None:
+        super().__init__(f"{source}: {reason}" if reason is not None else source)
+        self.reason = reason
 
 
 # -- the commands' configurations ------------------------------------------------------------------
@@ -330,7 +334,7 @@ class ServerConfig(LogSettings):
     )
     read_only: bool = switch("grant page.read alone and hide every write tool")
     toolsets: frozenset[Toolset] = setting(
-        frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)}); default: all", shown="all"
+        frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)})", shown="all"
     )
     tools: tuple[str, ...] = setting((), csv, "also expose tools matching these globs (either spelling)")
     exclude_tools: tuple[str, ...] = setting((), csv, "hide tools matching these globs")
@@ -485,7 +489,7 @@ class TokenConfig(LogSettings):
 class DemoConfig(LogSettings):
     """`mnote-mcp demo`: a scripted tour of every tool over a real stdio MCP session."""
 
-    locale: Locale = setting("en", parse_locale, "language of error messages: zh-CN or en")
+    locale: Locale = setting(DEFAULT_LOCALE, parse_locale, "language of error messages: zh-CN or en")
 
 
 @dataclass(frozen=True)

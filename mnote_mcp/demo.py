@@ -1,5 +1,6 @@
 """`mnote-mcp demo`: a newcomer's first run. A real MCP client session over stdio, against a store
-that is thrown away afterwards, calling every tool and printing every envelope it gets back.
+that is thrown away afterwards, calling every tool and printing each call as it is sent (`->`, the
+`tools/call` params) and the envelope that comes back (`<-`), so a reader learns the calls too.
 """
 
 from __future__ import annotations
@@ -14,14 +15,21 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 
 from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE
 
 WS, DOC = "ws_1", "doc_1"
 TRACE = "trace_demo"
 
 
-def _show(step: str, envelope: Any) -> None:
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _show(step: str, envelope: Any, sent: dict[str, Any] | None = None) -> None:
     print(f"\n== {step}")
-    print(json.dumps(envelope, ensure_ascii=False, indent=2))
+    if sent is not None:
+        print(f"-> tools/call\n{_json(sent)}\n<- the envelope (structuredContent)")
+    print(_json(envelope))
 
 
 def server_parameters(db: Path, locale: str) -> StdioServerParameters:
@@ -38,11 +46,10 @@ async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
     ids = {"sessionId": "demo_session", "runId": "demo_run", "traceId": TRACE}
 
     async def call(step: str, tool: str, call_id: str, **args: Any) -> dict[str, Any]:
-        result = await client.call_tool(
-            tool, {"workspaceId": WS, "documentId": DOC, **ids, "toolCallId": call_id, **args}
-        )
+        arguments = {"workspaceId": WS, "documentId": DOC, **ids, "toolCallId": call_id, **args}
+        result = await client.call_tool(tool, arguments)
         envelope = dict(result.structured_content or {})
-        _show(f"{step}  [{tool}]", envelope)
+        _show(f"{step}  [{tool}]", envelope, {"name": tool, "arguments": arguments})
         seen.append(envelope)
         return envelope
 
@@ -158,11 +165,14 @@ async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
         format="markdown",
         includeOptions=False,
     )
-    result = await client.call_tool(
-        "mnote.page.get", {"workspaceId": "ws_2", "documentId": "doc_9", **ids, "toolCallId": "call_denied"}
-    )
+    arguments = {"workspaceId": "ws_2", "documentId": "doc_9", **ids, "toolCallId": "call_denied"}
+    result = await client.call_tool("mnote.page.get", arguments)
     envelope = dict(result.structured_content or {})
-    _show("14. a page of a workspace user_1 is not a member of: refused, nothing leaked", envelope)
+    _show(
+        "14. a page of a workspace user_1 is not a member of: refused, nothing leaked  [mnote.page.get]",
+        envelope,
+        {"name": "mnote.page.get", "arguments": arguments},
+    )
     seen.append(envelope)
 
     store = LocalStore(db)
@@ -170,11 +180,15 @@ async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
         trail = store.audit_trail(trace_id=TRACE)
     finally:
         store.close()
-    _show(f"15. the audit trail of trace {TRACE}: every commandId above, with its correlation ids", trail)
+    _show(
+        f"15. the audit trail of trace {TRACE} (mnote-mcp audit --db DB --trace {TRACE}): every commandId"
+        " above, with its correlation ids",
+        trail,
+    )
     return seen
 
 
-async def run_demo(locale: str = "en") -> int:
+async def run_demo(locale: str = DEFAULT_LOCALE) -> int:
     with tempfile.TemporaryDirectory(prefix="mnote-demo-") as tmp:
         db = Path(tmp) / "demo.db"
         async with Client(server_parameters(db, locale), read_timeout_seconds=30) as client:

@@ -20,13 +20,14 @@ import anyio
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
-from mnote_mcp.mapping import build_request, correlate, decode_stringified
+from mnote_mcp.mapping import Caller, admit, build_request, correlate, decode_stringified
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult, failure, success
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale
+from mnote_mcp.vocabulary.scopes import Scope
 
 logger = logging.getLogger(__name__)
 DEFAULT_GRACE_SECONDS = 30.0
@@ -101,9 +102,10 @@ class Dispatcher:
         self.max_result_chars = max_result_chars
         self.inflight = InFlight()
 
-    def exposes(self, spec: ToolSpec) -> bool:
-        """Whether `tools/list` shows the tool: read-only mode hides every write tool."""
-        return not (self.read_only and spec.writes)
+    def exposes(self, spec: ToolSpec, scopes: frozenset[Scope]) -> bool:
+        """Whether `tools/list` shows the tool to a connection granted `scopes`: a tool it could only
+        be refused (a write tool in read-only mode, a tool needing a scope it lacks) is not listed."""
+        return not (self.read_only and spec.writes) and spec.scope in scopes
 
     async def call(
         self,
@@ -117,6 +119,14 @@ class Dispatcher:
             raise UnknownToolError(name)
         with self.inflight.track():
             return await self._call(spec, arguments, meta, identity)
+
+    async def _permission_first(self, spec: ToolSpec, caller: Caller) -> None:
+        """Before an invalid argument is reported, the kernel's checkpoints: a caller who may not make
+        this call at all hears that (the contract's order: login, member, page read, then write), not
+        what is wrong with arguments for a page it may not use. Asked only when something is invalid,
+        so a valid call costs nothing more: the kernel checks permissions first on its own."""
+        with anyio.move_on_after(self.call_timeout):
+            await self.kernel.authorize(caller.actor_id, caller.workspace_id, caller.document_id, spec.scope)
 
     async def _call(
         self,
@@ -133,14 +143,18 @@ class Dispatcher:
         try:
             if spec.writes and self.read_only:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY)
-            request = build_request(
-                spec, self.registry.validator(spec), args, meta, identity, correlation, self.locale
-            )
-            if spec.scope not in request.capability_scope:
-                raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.SCOPE, {"scope": spec.scope.value})
-            with anyio.CancelScope(deadline=anyio.current_time() + self.call_timeout) as scope:
-                outcome = await spec.handler(request, self.kernel)
-                outcome = await self._within_budget(spec, request, correlation, outcome)
+            caller = admit(spec, args, meta, identity)
+            try:
+                request = build_request(
+                    spec, self.registry.validator(spec), args, caller, correlation, self.locale
+                )
+                with anyio.CancelScope(deadline=anyio.current_time() + self.call_timeout) as scope:
+                    outcome = await spec.handler(request, self.kernel)
+                    outcome = await self._within_budget(spec, request, correlation, outcome)
+            except MnoteError as error:
+                if error.code is ErrorCode.INVALID_ARGUMENT:
+                    await self._permission_first(spec, caller)
+                raise
             if scope.cancelled_caught:
                 # A write may still commit after this; its idempotency key makes the retry safe.
                 raise MnoteError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
@@ -124,42 +125,79 @@ def effective_scopes(
         return granted
     if not isinstance(requested, list) or not all(isinstance(item, str) for item in requested):
         raise invalid("/capabilityScope", "must be an array of scope names")
+    known = {scope.value for scope in Scope}
+    for index, name in enumerate(requested):
+        if name not in known:  # the names are public (the schema lists them): this reveals nothing
+            raise invalid(f"/capabilityScope/{index}", f"{name!r} is not one of {sorted(known)}")
     names = set(requested)
     return frozenset(scope for scope in granted if scope.value in names)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asks what of which page, once the checkpoints that need no kernel have let the call in."""
+
+    actor_id: str
+    workspace_id: str
+    document_id: str
+    scopes: frozenset[Scope]
+
+
+def admit(
+    spec: ToolSpec, arguments: Mapping[str, Any], meta: Mapping[str, Any] | None, identity: Identity
+) -> Caller:
+    """The checkpoints that need no kernel, in the contract's order and before any argument is judged:
+    login (and an `actorId` that is not the caller's), the connection's scope, then the page: it must be
+    named by two strings to be checked at all, and a token limited to some workspaces hears what a
+    non-member hears about the others. The kernel's checkpoints (member, page read, write) follow."""
+    if not identity.actor_id:
+        raise MnoteError(ErrorCode.UNAUTHENTICATED, Reason.NO_ACTOR)
+    claimed = arguments.get("actorId")
+    if claimed is not None and claimed != identity.actor_id:
+        raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.ACTOR_MISMATCH)
+    scopes = effective_scopes(identity.scopes, arguments, meta)
+    if spec.scope not in scopes:
+        raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.SCOPE, {"scope": spec.scope.value})
+    workspace_id, document_id = arguments.get("workspaceId"), arguments.get("documentId")
+    if not isinstance(workspace_id, str):
+        raise invalid("/workspaceId", _not_a_string(workspace_id))
+    if not isinstance(document_id, str):
+        raise invalid("/documentId", _not_a_string(document_id))
+    if identity.workspaces is not None and workspace_id not in identity.workspaces:
+        raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": workspace_id})
+    return Caller(identity.actor_id, workspace_id, document_id, scopes)
+
+
+def _not_a_string(value: Any) -> str:
+    return (
+        "required property is missing"
+        if value is None
+        else f"{json.dumps(value)[:40]} is not of type 'string'"
+    )
 
 
 def build_request(
     spec: ToolSpec,
     validator: Validator,
     arguments: dict[str, Any],
-    meta: Mapping[str, Any] | None,
-    identity: Identity,
+    caller: Caller,
     correlation: Correlation,
     locale: Locale,
 ) -> ToolRequest:
+    """The contract's request envelope, once the arguments match the advertised schema."""
     check_arguments(validator, arguments)
-    if not identity.actor_id:
-        raise MnoteError(ErrorCode.UNAUTHENTICATED, Reason.NO_ACTOR)
-    if identity.workspaces is not None and arguments["workspaceId"] not in identity.workspaces:
-        # Exactly what a non-member hears: a limited token learns nothing about other workspaces.
-        raise MnoteError(
-            ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": arguments["workspaceId"]}
-        )
     if spec.writes and not str(arguments.get("idempotencyKey", "")).strip():
         raise invalid("/idempotencyKey", "must not be empty: one key per intended change")
-    claimed = arguments.get("actorId")
-    if claimed is not None and claimed != identity.actor_id:
-        raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.ACTOR_MISMATCH)
     base_revision = arguments.get("baseRevision")
     return ToolRequest(
         tool_name=spec.name,
-        workspace_id=arguments["workspaceId"],
-        document_id=arguments["documentId"],
-        actor_id=identity.actor_id,
+        workspace_id=caller.workspace_id,
+        document_id=caller.document_id,
+        actor_id=caller.actor_id,
         correlation=correlation,
         idempotency_key=arguments.get("idempotencyKey"),
         dry_run=bool(arguments.get("dryRun", False)),
-        capability_scope=effective_scopes(identity.scopes, arguments, meta),
+        capability_scope=caller.scopes,
         args={name: value for name, value in arguments.items() if name not in ENVELOPE_FIELDS},
         base_revision=base_revision if isinstance(base_revision, int) else None,
         locale=locale,

@@ -21,6 +21,7 @@ from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.scopes import ALL_SCOPES, Scope
 
 IdentityResolver = Callable[[ServerRequestContext[Any, Any]], Identity]
 
@@ -41,23 +42,37 @@ def create_server(
     dispatcher: Dispatcher,
     identity_for: IdentityResolver,
     *,
+    scopes: frozenset[Scope] = ALL_SCOPES,
     watch_interval: float = 1.0,
     delivery: Delivery | None = None,
 ) -> Server[Any]:
+    """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
+    `delivery` says how envelopes are carried (result forms, `isError`)."""
     delivery = delivery or Delivery()
-    tools = dispatcher.registry.advertised(
-        include=dispatcher.exposes, output_schema=delivery.declares_output_schema
-    )
-    listing = types.ListToolsResult(tools=tools)
+    listings: dict[frozenset[Scope], types.ListToolsResult] = {}
+
+    def listing(granted: frozenset[Scope]) -> types.ListToolsResult:
+        """What a connection granted `granted` may use; one listing per set of scopes, built once."""
+        found = listings.get(granted)
+        if found is None:
+            tools = dispatcher.registry.advertised(
+                include=lambda spec: dispatcher.exposes(spec, granted),
+                output_schema=delivery.declares_output_schema,
+            )
+            found = listings[granted] = types.ListToolsResult(tools=tools)
+        return found
+
+    listing(scopes)  # the common case, built before the first request
     block_tools = any(
-        spec.toolset is Toolset.BLOCK and dispatcher.exposes(spec) for spec in dispatcher.registry.specs
+        spec.toolset is Toolset.BLOCK and dispatcher.exposes(spec, scopes)
+        for spec in dispatcher.registry.specs
     )
     pages = PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return listing
+        return listing(identity_for(ctx).scopes)
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams

@@ -175,3 +175,17 @@ def inspector(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         env={**os.environ, "HOME": str(home)},
     )
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m mnote_mcp ARGS` as a user runs it: no `MNOTE_*` variable but those in `env`, no stdin."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("MNOTE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "mnote_mcp", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**clean, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )

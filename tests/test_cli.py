@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,20 +11,9 @@ from mcp import Client
 from mnote_mcp.cli import main, parse
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.helpers import FIXTURE, ROOT, dump, envelope_of, page_args, stdio_params, write_args
+from tests.helpers import FIXTURE, dump, envelope_of, page_args, run_cli, stdio_params, write_args
 
 pytestmark = pytest.mark.anyio
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mnote_mcp", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def serve_config(argv: list[str]) -> ServerConfig:
@@ -142,3 +128,37 @@ def test_demo_runs_every_tool() -> None:
 def test_version() -> None:
     result = run_cli("--version")
     assert result.returncode == 0 and result.stdout.startswith("mnote-mcp 0.1.0")
+
+
+def test_audit_says_on_stderr_when_nothing_matches(tmp_path: Path) -> None:
+    """Issue 11 item 5: exit 1 with a word on stderr, not silently."""
+    db = tmp_path / "audited.db"
+    assert run_cli("seed", "--db", str(db), str(FIXTURE)).returncode == 0
+    by_id = run_cli("audit", "--db", str(db), "--command-id", "page_body_save_nope")
+    assert by_id.returncode == 1 and by_id.stdout == ""
+    assert "no audit record with commandId page_body_save_nope" in by_id.stderr
+    by_trace = run_cli("audit", "--db", str(db), "--trace", "no_such_trace")
+    assert by_trace.returncode == 1 and "no audit record with traceId no_such_trace" in by_trace.stderr
+
+
+def test_demo_and_serve_share_one_default_locale() -> None:
+    """Issue 11 item 10: one default, the contract's language (docs/decisions.md)."""
+    assert parse(["demo"], {})[1].locale == parse(["serve"], {})[1].locale == "zh-CN"
+    result = run_cli("demo")
+    assert result.returncode == 0, result.stderr
+    assert "页面版本冲突" in result.stdout, "the demo speaks the default locale"
+
+
+def test_the_demo_shows_what_it_sends() -> None:
+    """Issue 11 item 14: every call's arguments, before its envelope, so a reader learns the calls."""
+    result = run_cli("demo", "--locale", "en")
+    assert result.returncode == 0, result.stderr
+    sections = result.stdout.split("\n== ")[1:]  # after tools/list
+    calls = [s for s in sections if s.split("\n", 1)[0].rstrip().endswith("]")]
+    assert len(calls) >= 14
+    for section in calls:
+        assert "-> tools/call" in section and "<- " in section, section[:200]
+        sent = section.split("-> tools/call", 1)[1].split("<- ", 1)[0]
+        arguments = json.loads(sent[sent.index("{") :])
+        assert {"name", "arguments"} <= set(arguments), sent
+    assert '"idempotencyKey": "demo_save"' in result.stdout

@@ -7,9 +7,6 @@ gives, or the same refusal".
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -19,23 +16,10 @@ from mcp import Client
 
 from mnote_mcp.cli import COMMANDS, RUNTIME_COMMANDS, parse
 from mnote_mcp.config import Option, ServerConfig, SettingError, from_sources, options
-from tests.helpers import FIXTURE, ROOT, envelope_of, stdio_params, write_args
+from tests.helpers import FIXTURE, envelope_of, run_cli, stdio_params, write_args
 
 pytestmark = pytest.mark.anyio
 CONFIGS = [config for config, _ in (*COMMANDS.values(), *RUNTIME_COMMANDS.values())]
-
-
-def program(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("MNOTE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "mnote_mcp", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env={**clean, **env},
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.mark.parametrize(
@@ -51,19 +35,19 @@ def program(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
     ],
 )
 def test_a_bad_variable_is_a_usage_error_naming_it(variable: str, value: str, says: str) -> None:
-    result = program("serve", env={variable: value})
+    result = run_cli("serve", env={variable: value})
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == f"mnote-mcp: {says}" or says in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
 def test_the_same_value_as_a_flag_is_refused_the_same_way() -> None:
-    result = program("serve", "--transport", "tcp", env={})
+    result = run_cli("serve", "--transport", "tcp", env={})
     assert result.returncode == 2 and "--transport: 'tcp' is not one of stdio, sse, http" in result.stderr
 
 
 def test_help_works_whatever_the_environment_says() -> None:
-    result = program("--help", env={"MNOTE_PORT": "abc", "MNOTE_TRANSPORT": "tcp"})
+    result = run_cli("--help", env={"MNOTE_PORT": "abc", "MNOTE_TRANSPORT": "tcp"})
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert "--port PORT" in result.stdout
 
@@ -72,7 +56,7 @@ def test_help_works_whatever_the_environment_says() -> None:
     "command", ["serve", "seed", "audit", "token", "demo", "runtime serve", "runtime cli"]
 )
 def test_help_shows_every_flag_with_its_default_and_variable(command: str) -> None:
-    result = program(*command.split(), "--help", env={"COLUMNS": "300"})
+    result = run_cli(*command.split(), "--help", env={"COLUMNS": "300"})
     assert result.returncode == 0, result.stderr
     config = (COMMANDS.get(command) or RUNTIME_COMMANDS[command.removeprefix("runtime ")])[0]
     text = " ".join(result.stdout.split())
@@ -126,7 +110,7 @@ def _outcome(option: Option, config: type[Any], given: dict[str, str], environ: 
     try:
         return getattr(from_sources(config, {**others, **given}, environ), option.name)
     except SettingError as error:
-        return ("refused", str(error).split(": ", 1)[1])
+        return ("refused", error.reason)
 
 
 VALUES = st.one_of(

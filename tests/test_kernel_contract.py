@@ -37,6 +37,7 @@ from mnote_mcp.kernel.port import (
     PageQuery,
     PageRef,
 )
+from mnote_mcp.kernel.scopes import Scope
 from tests.helpers import FIXTURE
 from tests.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
 
@@ -553,3 +554,40 @@ async def test_page_revisions_answer_only_readable_pages(kit: Kit) -> None:
     assert set(owner) == {PageKey(kit.ws, "doc_1"), PageKey(kit.ws, "doc_secret")}
     stranger: dict[PageKey, int] = await kit._both(lambda k: k.page_revisions("user_stranger", keys))
     assert stranger == {}
+
+
+# -- authorize ---------------------------------------------------------------------------------
+
+
+async def test_authorize_answers_the_checkpoints_in_the_contracts_order(kit: Kit) -> None:
+    """Issue 11 item 4: the question the dispatcher asks before it reports an invalid argument."""
+
+    async def ask(actor: str, doc: str, scope: Scope, ws: str | None = None) -> tuple[str, str] | None:
+        try:
+            await kit._both(lambda k: k.authorize(actor, ws or kit.ws, doc, scope))
+        except MnoteError as error:
+            return error.code.value, error.reason.value
+        return None
+
+    assert await ask("user_editor", "doc_1", Scope.PAGE_WRITE) is None
+    assert await ask("user_viewer", "doc_1", Scope.PAGE_READ) is None
+    assert await ask("user_commenter", "doc_1", Scope.ARTIFACT_WRITE) is None
+    assert await ask("", "doc_1", Scope.PAGE_READ) == ("mnote_tool_unauthenticated", "no_actor")
+    for doc in ("doc_1", "doc_nope"):
+        assert await ask("user_stranger", doc, Scope.PAGE_READ) == (
+            "mnote_tool_permission_denied",
+            "not_member",
+        )
+    assert await ask("user_editor", "doc_nope", Scope.PAGE_WRITE) == ("mnote_tool_not_found", "page")
+    assert await ask("user_editor", "doc_secret", Scope.PAGE_WRITE) == (
+        "mnote_tool_permission_denied",
+        "page_read",
+    )
+    assert await ask("user_viewer", "doc_1", Scope.PAGE_WRITE) == (
+        "mnote_tool_permission_denied",
+        "page_write",
+    )
+    assert await ask("user_viewer", "doc_1", Scope.ARTIFACT_WRITE) == (
+        "mnote_tool_permission_denied",
+        "artifact_write",
+    )

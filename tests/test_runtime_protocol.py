@@ -20,8 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from mnote_mcp.app import open_kernel
+from mnote_mcp.app import build_registry, open_kernel
 from mnote_mcp.config import ServerConfig
+from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.cli import CliKernel, parse_command_line
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
@@ -29,7 +30,9 @@ from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
 from mnote_mcp.kernel.protocol import OPERATIONS, STATUS_OF, decode_key, encode_key
 from mnote_mcp.tracecontext import trace_id_of, traceparent, w3c_trace_id
-from tests.helpers import FIXTURE, ROOT
+from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.messages import Locale
+from tests.helpers import FIXTURE, ROOT, page_args
 from tests.runtimes import RuntimeProcess, mnote_command, reference_runtime
 
 pytestmark = pytest.mark.anyio
@@ -132,6 +135,25 @@ async def test_the_service_token_is_required(runtime: RuntimeProcess, token: str
         await kernel.aclose()
     assert caught.value.code is ErrorCode.RUNTIME_UNAVAILABLE
     assert caught.value.details == {"adapter": "http", "cause": "service_token", "attempts": 1, "status": 401}
+    assert not caught.value.retryable, "issue 11 item 12: a refused token is a configuration error"
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+async def test_a_refused_service_token_tells_the_agent_not_to_retry(
+    runtime: RuntimeProcess, locale: Locale
+) -> None:
+    """Issue 11 item 12: not `retryable`, and the words say it is the server's configuration."""
+    kernel = HttpKernel(runtime.url, token="wrong-token")
+    dispatcher = Dispatcher(build_registry(ServerConfig()), kernel, locale=locale)
+    try:
+        envelope = await dispatcher.call("mnote.page.get", page_args(), None, Identity("user_editor"))
+    finally:
+        await kernel.aclose()
+    error = envelope["error"]
+    assert error["code"] == "mnote_tool_runtime_unavailable" and error["retryable"] is False
+    words = {"en": ("configuration", "MNOTE_RUNTIME_TOKEN"), "zh-CN": ("配置", "MNOTE_RUNTIME_TOKEN")}[locale]
+    assert words[0] in error["message"] and words[1] in error["hint"]
+    assert "retry later" not in error["message"] and "稍后" not in error["message"]
 
 
 def test_health_is_public_and_says_which_protocol(runtime: RuntimeProcess) -> None:

@@ -1,5 +1,6 @@
 """Tool selection: toolsets and name globs (either spelling) decide what exists; nothing a request
-sends can reach a tool left out; read-only mode still hides every write tool; flags have env twins."""
+sends can reach a tool left out; read-only mode and the granted scopes hide every tool the connection
+cannot use; flags have env twins."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from mcp import MCPError
 from mnote_mcp.cli import main, parse
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.selection import ToolSelection
+from mnote_mcp.vocabulary.scopes import Scope
 from tests.helpers import MODES, call, connect, page_args, write_args
+from tests.http_helpers import http_server, mcp_http, write_tokens
 
 pytestmark = pytest.mark.anyio
 PAGE = {"mnote.page.get", "mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"}
@@ -110,3 +113,42 @@ def test_selection_keeps_declaration_order() -> None:
         "mnote.artifact.create_summary",
         "mnote.artifact.create_ai_note",
     ]
+
+
+@pytest.mark.parametrize(
+    ("scopes", "expected"),
+    [
+        ({Scope.PAGE_READ}, {"mnote.page.get"}),
+        ({Scope.PAGE_READ, Scope.ARTIFACT_WRITE}, {"mnote.page.get"} | ARTIFACT),
+        ({Scope.PAGE_READ, Scope.PAGE_WRITE}, PAGE | BLOCK),
+    ],
+)
+async def test_tools_outside_the_granted_scope_are_not_listed(
+    db: Path, scopes: set[Scope], expected: set[str]
+) -> None:
+    """Issue 11 item 13: `--scope page.read` lists no write tool, as `--read-only` does."""
+    assert await _listed(db, scopes=frozenset(scopes)) == expected
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_tool_outside_the_scope_is_still_refused_with_an_envelope(db: Path, mode: str) -> None:
+    async with connect(db, mode, scopes=frozenset({Scope.PAGE_READ})) as client:
+        envelope = await call(client, "mnote.page.update_title", **write_args("k", title="x"))
+    assert envelope["error"]["code"] == "mnote_tool_permission_denied"
+    assert envelope["error"]["details"] == {"scope": "page.write"}
+
+
+async def test_over_http_each_token_lists_the_tools_of_its_own_scopes(db: Path, tmp_path: Path) -> None:
+    tokens = write_tokens(
+        tmp_path / "tokens.json",
+        {
+            "tok-viewer": {"actorId": "user_viewer", "scopes": ["page.read"]},
+            "tok-editor": {"actorId": "user_editor"},
+        },
+    )
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        listed = {}
+        for token in ("tok-viewer", "tok-editor"):
+            async with mcp_http(server.url, token, "legacy") as client:
+                listed[token] = {tool.name for tool in (await client.list_tools()).tools}
+    assert listed == {"tok-viewer": {"mnote.page.get"}, "tok-editor": PAGE | BLOCK | ARTIFACT}

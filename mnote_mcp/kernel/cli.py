@@ -29,6 +29,7 @@ from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
+    AUTHORIZE,
     CLI_PROTOCOL_VERSION,
     EXECUTE,
     GET_PAGE,
@@ -36,9 +37,11 @@ from mnote_mcp.kernel.protocol import (
     PAGE_REVISIONS,
     MalformedReplyError,
     Operation,
+    authorize_query,
     decode_error,
     unavailable,
 )
+from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.tracecontext import traceparent
 
 logger = logging.getLogger(__name__)
@@ -90,6 +93,9 @@ class CliKernel:
             EXECUTE, {"command": command.to_wire(), "traceparent": traceparent(trace)}
         )
         return outcome
+
+    async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
+        await self._call(AUTHORIZE, {"query": authorize_query(actor_id, workspace_id, document_id, scope)})
 
     async def list_pages(self, actor_id: str) -> list[PageRef]:
         refs: list[PageRef] = await self._call(LIST_PAGES, {"actorId": actor_id})

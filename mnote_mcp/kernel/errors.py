@@ -73,6 +73,8 @@ class Reason(StrEnum):
 
 
 RETRYABLE_CODES = frozenset({ErrorCode.RUNTIME_UNAVAILABLE})
+# Runtime failures that waiting cannot fix: the operator must change the server's configuration.
+NOT_RETRYABLE_REASONS = frozenset({Reason.SERVICE_TOKEN})
 
 
 class MnoteError(Exception):
@@ -90,7 +92,7 @@ class MnoteError(Exception):
 
     @property
     def retryable(self) -> bool:
-        return self.code in RETRYABLE_CODES
+        return self.code in RETRYABLE_CODES and self.reason not in NOT_RETRYABLE_REASONS
 
     def to_wire(self) -> dict[str, Any]:
         """The form kernel adapters exchange (the runtime protocol's error body)."""
@@ -120,3 +122,13 @@ def invalid(pointer: str, reason: str, **details: Any) -> MnoteError:
     return MnoteError(
         ErrorCode.INVALID_ARGUMENT, Reason.SCHEMA, {"pointer": pointer, "reason": reason, **details}
     )
+
+
+class StoreUnavailableError(Exception):
+    """The embedded kernel's store file cannot be opened or is not a store: an operator's problem,
+    reported as one line naming the file and the cause (`mnote-mcp` exits with status 3)."""
+
+    def __init__(self, path: object, cause: str) -> None:
+        super().__init__(f"cannot open the store {path}: {cause}")
+        self.path = path
+        self.cause = cause

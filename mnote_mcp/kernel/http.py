@@ -26,6 +26,7 @@ from mnote_mcp.kernel.errors import MnoteError, Reason
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
+    AUTHORIZE,
     EXECUTE,
     GET_PAGE,
     IDEMPOTENCY_HEADER,
@@ -36,10 +37,12 @@ from mnote_mcp.kernel.protocol import (
     TRACEPARENT_HEADER,
     MalformedReplyError,
     Operation,
+    authorize_query,
     decode_error,
     encode_key,
     unavailable,
 )
+from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.tracecontext import traceparent
 
 logger = logging.getLogger(__name__)
@@ -115,6 +118,9 @@ class HttpKernel:
             idempotency_key=command.idempotency_key,
         )
         return outcome
+
+    async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
+        await self._call(AUTHORIZE, json=authorize_query(actor_id, workspace_id, document_id, scope))
 
     async def list_pages(self, actor_id: str) -> list[PageRef]:
         refs: list[PageRef] = await self._call(LIST_PAGES, params={"actorId": actor_id})

@@ -1,22 +1,12 @@
-"""Who may do what: the scopes, the roles that grant them, and the scope each command needs. Policy as data.
-
-`Scope` is one vocabulary for both ends of a call: the connection's upper bound (`--scope`, a bearer
-token's scopes, `capabilityScope`) and what an actor's role grants in a workspace. A call needs both.
-"""
+"""Who may do what: the roles, the scopes they grant, and the scope each command needs. Policy as data."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.kernel.scopes import Scope
 
-
-class Scope(StrEnum):
-    PAGE_READ = "page.read"
-    PAGE_WRITE = "page.write"
-    ARTIFACT_WRITE = "artifact.write"
-
+__all__ = ["COMMAND_SCOPES", "DENIAL_REASON", "ROLES", "ROLE_GRANTS", "Scope", "effective_role", "grants_of"]
 
 ROLE_GRANTS: dict[str, frozenset[Scope]] = {
     "viewer": frozenset({Scope.PAGE_READ}),

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from mnote_mcp.kernel.scopes import Scope
+
 
 class CommandName(StrEnum):
     PAGE_BODY_SAVE = "page.body.save"
@@ -263,6 +265,13 @@ class Kernel(Protocol):
     async def get_page(self, query: PageQuery) -> dict[str, Any]: ...
 
     async def execute(self, command: Command) -> CommandOutcome: ...
+
+    async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
+        """Whether `actor_id` may use `scope` on the page: returns, or raises the refusal the first
+        failing checkpoint gives (login, workspace member, page exists, page read, `scope`), exactly
+        as `get_page` or `execute` would. Asked by the dispatcher before it reports an invalid
+        argument, so that bad arguments never hide a permission refusal."""
+        ...
 
     async def list_pages(self, actor_id: str) -> list[PageRef]: ...
 

@@ -19,6 +19,7 @@ from jsonschema_rs import Draft202012Validator, Validator
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import CommandOutcome, PageRef, revisions_from_wire
+from mnote_mcp.kernel.scopes import Scope
 
 PROTOCOL = "mnote-runtime/v1"
 CLI_PROTOCOL_VERSION = 1
@@ -101,6 +102,16 @@ PAGE_QUERY_SCHEMA: dict[str, Any] = {
         "includeBody": {"type": "boolean"},
         "includeOptions": {"type": "boolean"},
         "includeBlocks": {"type": "boolean"},
+    },
+}
+AUTHORIZE_QUERY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["actorId", "workspaceId", "documentId", "scope"],
+    "properties": {
+        "actorId": _STRING,
+        "workspaceId": _STRING,
+        "documentId": _STRING,
+        "scope": {"type": "string", "enum": [scope.value for scope in Scope]},
     },
 }
 AUDIT_QUERY_SCHEMA: dict[str, Any] = {
@@ -219,6 +230,7 @@ def check_request(validator: Validator, value: Any, pointer_prefix: str = "") ->
 COMMAND = _validator(COMMAND_SCHEMA)
 PAGE_REVISIONS_QUERY = _validator(PAGE_REVISIONS_QUERY_SCHEMA)
 PAGE_QUERY = _validator(PAGE_QUERY_SCHEMA)
+AUTHORIZE_QUERY = _validator(AUTHORIZE_QUERY_SCHEMA)
 AUDIT_QUERY = _validator(AUDIT_QUERY_SCHEMA)
 CLI_REQUEST = _validator(CLI_REQUEST_SCHEMA)
 _ERROR = _validator(ERROR_SCHEMA)
@@ -270,8 +282,12 @@ PAGE_REVISIONS = Operation(
     _validator(REVISIONS_SCHEMA),
     revisions_from_wire,
 )
+# An authorized actor is answered `{"authorized": true}`; a refusal is the usual error body.
+AUTHORIZE = Operation(
+    "authorize", "POST", "/v1/authorize", "authorized", _validator({"const": True}), lambda _: None
+)
 OPERATIONS: dict[str, Operation] = {
-    op.name: op for op in (EXECUTE, GET_PAGE, LIST_PAGES, PAGE_REVISIONS, AUDIT_TRAIL)
+    op.name: op for op in (EXECUTE, GET_PAGE, AUTHORIZE, LIST_PAGES, PAGE_REVISIONS, AUDIT_TRAIL)
 }
 HEALTH_PATH = "/v1/health"
 
@@ -288,3 +304,8 @@ def unavailable(adapter: str, cause: Reason, **details: Any) -> MnoteError:
     return MnoteError(
         ErrorCode.RUNTIME_UNAVAILABLE, cause, {"adapter": adapter, "cause": cause.value, **details}
     )
+
+
+def authorize_query(actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> dict[str, str]:
+    """The body of an `authorize` request (both relays send exactly this)."""
+    return {"actorId": actor_id, "workspaceId": workspace_id, "documentId": document_id, "scope": scope.value}

@@ -20,6 +20,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
+    AUTHORIZE,
     CLI_REQUEST,
     EXECUTE,
     GET_PAGE,
@@ -51,6 +52,10 @@ async def _get_page(kernel: Kernel, request: dict[str, Any]) -> Any:
     )
 
 
+async def _authorize(kernel: Kernel, request: dict[str, Any]) -> Any:
+    return await service.authorize(kernel, request.get("query"), where="/query")
+
+
 async def _list_pages(kernel: Kernel, request: dict[str, Any]) -> Any:
     return await service.list_pages(kernel, request.get("actorId"))
 
@@ -67,6 +72,7 @@ async def _audit_trail(kernel: Kernel, request: dict[str, Any]) -> Any:
 OPS: dict[str, Op] = {
     EXECUTE.name: _execute,
     GET_PAGE.name: _get_page,
+    AUTHORIZE.name: _authorize,
     LIST_PAGES.name: _list_pages,
     PAGE_REVISIONS.name: _page_revisions,
     AUDIT_TRAIL.name: _audit_trail,

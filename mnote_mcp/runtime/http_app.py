@@ -26,6 +26,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
+    AUTHORIZE,
     EXECUTE,
     GET_PAGE,
     HEALTH_PATH,
@@ -82,6 +83,10 @@ async def get_page(request: Request, kernel: Kernel) -> dict[str, Any]:
         kernel, await _json_body(request), traceparent_trace_id=_traceparent(request)
     )
     return {GET_PAGE.reply_key: page}
+
+
+async def authorize(request: Request, kernel: Kernel) -> dict[str, Any]:
+    return {AUTHORIZE.reply_key: await service.authorize(kernel, await _json_body(request))}
 
 
 async def list_pages(request: Request, kernel: Kernel) -> dict[str, Any]:
@@ -180,6 +185,7 @@ def create_app(kernel: Kernel, *, token: str | None = None, record: Path | None 
         runtime.route(HEALTH_PATH, "GET", health, public=True),
         runtime.route(EXECUTE.path, EXECUTE.method, execute),
         runtime.route(GET_PAGE.path, GET_PAGE.method, get_page),
+        runtime.route(AUTHORIZE.path, AUTHORIZE.method, authorize),
         runtime.route(LIST_PAGES.path, LIST_PAGES.method, list_pages),
         runtime.route(PAGE_REVISIONS.path, PAGE_REVISIONS.method, page_revisions),
         runtime.route(AUDIT_TRAIL.path, AUDIT_TRAIL.method, audit_trail),

@@ -13,11 +13,13 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Command, Kernel, PageKey, PageQuery, revisions_to_wire
 from mnote_mcp.kernel.protocol import (
     AUDIT_QUERY,
+    AUTHORIZE_QUERY,
     COMMAND,
     PAGE_QUERY,
     PAGE_REVISIONS_QUERY,
     check_request,
 )
+from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.runtime import faults
 from mnote_mcp.tracecontext import w3c_trace_id
 
@@ -63,6 +65,13 @@ async def get_page(
     page_query = PageQuery.from_wire(query)
     _check_trace(traceparent_trace_id, page_query.correlation.trace_id)
     return await kernel.get_page(page_query)
+
+
+async def authorize(kernel: Kernel, query: Any, *, where: str = "") -> bool:
+    """True, or the refusal of the first checkpoint that fails."""
+    check_request(AUTHORIZE_QUERY, query, where)
+    await kernel.authorize(query["actorId"], query["workspaceId"], query["documentId"], Scope(query["scope"]))
+    return True
 
 
 async def list_pages(kernel: Kernel, actor_id: Any) -> list[dict[str, Any]]:

@@ -24,7 +24,8 @@ CORRELATION_FIELDS: tuple[str, ...] = ("sessionId", "runId", "toolCallId", "trac
 
 @dataclass(frozen=True, slots=True)
 class ToolRequest:
-    """Contract section 2: one tool call, fully attributed, with the business arguments in `args`."""
+    """The contract's request envelope (docs/contract.md, "The request"): one tool call, fully
+    attributed, with the business arguments in `args`."""
 
     tool_name: str
     workspace_id: str

@@ -1,6 +1,6 @@
 """Scopes as a connection sees them: the upper bound a transport grants and a call can only narrow.
 
-The enum itself is the kernel's (`kernel.policy.Scope`): one vocabulary for what a connection is
+The enum itself is the kernel's (`kernel.scopes.Scope`): one vocabulary for what a connection is
 granted and what an actor's role allows.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mnote_mcp.kernel.policy import Scope
+from mnote_mcp.kernel.scopes import Scope
 
 ALL_SCOPES: frozenset[Scope] = frozenset(Scope)
 READ_ONLY_SCOPES: frozenset[Scope] = frozenset({Scope.PAGE_READ})

@@ -21,6 +21,7 @@ from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.local.store import LocalStore, StoreBusyError
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.scopes import Scope
 
 T = TypeVar("T")
 
@@ -35,7 +36,10 @@ class LocalKernel:
 
     @classmethod
     def open(cls, path: str | Path) -> LocalKernel:
-        return cls(LocalStore(path))
+        """Raises `StoreUnavailableError` (one line: the file and the cause) if it cannot be opened."""
+        from mnote_mcp.kernel.local.opening import open_store
+
+        return cls(open_store(path))
 
     @classmethod
     def open_seeded(cls, path: str | Path, *, seed: Path | None = None, demo: bool = True) -> LocalKernel:
@@ -72,6 +76,9 @@ class LocalKernel:
 
     async def execute(self, command: Command) -> CommandOutcome:
         return await self._run(partial(self.store.execute, command))
+
+    async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
+        await self._run(partial(self.store.check_access, workspace_id, document_id, actor_id, scope))
 
     async def list_pages(self, actor_id: str) -> list[PageRef]:
         return await self._run(partial(self.store.list_pages, actor_id))

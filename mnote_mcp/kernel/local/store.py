@@ -276,6 +276,13 @@ class LocalStore:
             restricted=bool(restricted),
         )
 
+    def check_access(
+        self, workspace_id: str, document_id: str, actor_id: str, need: Scope, *, wait: bool = True
+    ) -> None:
+        """The permission checkpoints alone (the kernel port's `authorize`)."""
+        with self.transaction(write=False, wait=wait) as conn:
+            self.authorize(conn, workspace_id, document_id, actor_id, need)
+
     def option_registry(self, conn: sqlite3.Connection) -> dict[str, str]:
         return dict(conn.execute("SELECT name, runtime_support FROM option_registry").fetchall())
 
