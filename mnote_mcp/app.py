@@ -35,6 +35,7 @@ class App:
             identity_for or (lambda ctx: identity),
             scopes=self.config.granted_scopes,
             watch_interval=self.config.watch_interval,
+            delivery=self.config.delivery,
         )
 
 
@@ -99,6 +100,7 @@ async def open_app(config: ServerConfig) -> AsyncIterator[App]:
             locale=config.locale,
             read_only=config.read_only,
             call_timeout=config.call_timeout,
+            max_result_chars=config.max_result_chars,
         )
         yield App(config=config, kernel=kernel, dispatcher=dispatcher, store_description=description)
     finally:

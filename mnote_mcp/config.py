@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
 from mnote_mcp.logs import LogFormat
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale, parse_locale
@@ -130,6 +132,13 @@ def _integer(value: str) -> int:
         return int(value.strip().replace("_", ""))
     except ValueError:
         raise ValueError(f"{value!r} is not a whole number") from None
+
+
+def result_budget(value: str) -> int:
+    number = _integer(value)
+    if number < MIN_RESULT_CHARS:
+        raise ValueError(f"must be at least {MIN_RESULT_CHARS} characters, not {value}")
+    return number
 
 
 class choice:  # noqa: N801  (used like the parser functions beside it)
@@ -374,6 +383,25 @@ class ServerConfig(StoreSettings, LogSettings):
         1.0, positive_number, "seconds between revision polls of resource subscriptions"
     )
     call_timeout: float = setting(60.0, positive_number, "seconds a tool call may take")
+    refusals: RefusalStyle = setting(
+        "error",
+        choice(*REFUSAL_STYLES),
+        "error: every refusal is an isError result (the MCP spec); result: refusals the call caused are"
+        " ok:false envelopes without isError (Hermes), real failures keep isError",
+    )
+    result_form: ResultForm = setting(
+        "both",
+        choice(*RESULT_FORMS),
+        "both: structuredContent and the same JSON as text; structured: no text copy (Hermes); text: no"
+        " structuredContent, and no outputSchema",
+    )
+    max_result_chars: int = setting(
+        DEFAULT_MAX_RESULT_CHARS,
+        result_budget,
+        f"largest result, in characters of envelope JSON (at least {MIN_RESULT_CHARS}): a longer page"
+        " read answers a piece with nextCursor",
+        metavar="N",
+    )
     session_id: str | None = setting(None, optional_text, "bind this sessionId to the connection")
     run_id: str | None = setting(None, optional_text, "bind this runId to the connection")
     trace_id: str | None = setting(None, optional_text, "bind this traceId to the connection")
@@ -448,6 +476,10 @@ class ServerConfig(StoreSettings, LogSettings):
 
     def stdio_identity(self) -> Identity:
         return Identity(actor_id=self.actor or None, scopes=self.granted_scopes, bindings=self.bindings)
+
+    @property
+    def delivery(self) -> Delivery:
+        return Delivery(refusals=self.refusals, form=self.result_form)
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,13 @@ from typing import Any
 import anyio
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
 from mnote_mcp.mapping import Caller, admit, build_request, correlate, decode_stringified
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.registry import Registry, ToolSpec
-from mnote_mcp.vocabulary.envelope import failure, success
+from mnote_mcp.tools.results import trim_result
+from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult, failure, success
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale
 from mnote_mcp.vocabulary.scopes import Scope
@@ -90,12 +92,14 @@ class Dispatcher:
         locale: Locale = DEFAULT_LOCALE,
         read_only: bool = False,
         call_timeout: float = 60.0,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self.registry = registry
         self.kernel = kernel
         self.locale: Locale = locale
         self.read_only = read_only
         self.call_timeout = call_timeout
+        self.max_result_chars = max_result_chars
         self.inflight = InFlight()
 
     def exposes(self, spec: ToolSpec, scopes: frozenset[Scope]) -> bool:
@@ -109,13 +113,12 @@ class Dispatcher:
         arguments: Mapping[str, Any] | None,
         meta: Mapping[str, Any] | None,
         identity: Identity,
-        request_id: Any = None,
     ) -> dict[str, Any]:
         spec = self.registry.find(name)
         if spec is None:
             raise UnknownToolError(name)
         with self.inflight.track():
-            return await self._call(spec, arguments, meta, identity, request_id)
+            return await self._call(spec, arguments, meta, identity)
 
     async def _permission_first(self, spec: ToolSpec, caller: Caller) -> None:
         """Before an invalid argument is reported, the kernel's checkpoints: a caller who may not make
@@ -131,11 +134,10 @@ class Dispatcher:
         arguments: Mapping[str, Any] | None,
         meta: Mapping[str, Any] | None,
         identity: Identity,
-        request_id: Any,
     ) -> dict[str, Any]:
         started = time.perf_counter()
         args = decode_stringified(dict(arguments or {}), self.registry.schema(spec))
-        correlation = correlate(args, meta, identity, request_id)
+        correlation = correlate(args, meta, identity)
         workspace_id = args.get("workspaceId") if isinstance(args.get("workspaceId"), str) else None
         document_id = args.get("documentId") if isinstance(args.get("documentId"), str) else None
         try:
@@ -148,6 +150,7 @@ class Dispatcher:
                 )
                 with anyio.CancelScope(deadline=anyio.current_time() + self.call_timeout) as scope:
                     outcome = await spec.handler(request, self.kernel)
+                    outcome = await self._within_budget(spec, request, correlation, outcome)
             except MnoteError as error:
                 if error.code is ErrorCode.INVALID_ARGUMENT:
                     await self._permission_first(spec, caller)
@@ -176,3 +179,16 @@ class Dispatcher:
             commandId=(envelope.get("audit") or {}).get("commandId"),
         )
         return envelope
+
+    async def _within_budget(
+        self, spec: ToolSpec, request: ToolRequest, correlation: Correlation, outcome: ToolResult
+    ) -> ToolResult:
+        """No envelope over `max_result_chars`: the tool's own fit (a page read answers a piece), else
+        the write report is trimmed."""
+        limit = result_limit(
+            self.max_result_chars, spec.name, correlation, request.workspace_id, request.document_id, outcome
+        )
+        if fits(outcome.result, limit):
+            return outcome
+        fit = spec.fit or trim_result
+        return await fit(request, self.kernel, outcome, limit)

@@ -43,9 +43,13 @@ _MAX_ERRORS = 5
 
 
 def correlate(
-    arguments: Mapping[str, Any], meta: Mapping[str, Any] | None, identity: Identity, request_id: Any
+    arguments: Mapping[str, Any], meta: Mapping[str, Any] | None, identity: Identity
 ) -> Correlation:
-    """The four ids, first found wins. Never fails: junk in one place just falls through to the next."""
+    """The four ids, first found wins. Never fails: junk in one place just falls through to the next.
+
+    A generated `toolCallId` is random (64 bits), never derived from the JSON-RPC id: request ids
+    restart at 1 on every connection, so `call_3` would name a call of every run that got that far.
+    """
     meta = meta or {}
 
     def pick(name: str) -> str | None:
@@ -62,8 +66,7 @@ def correlate(
     return Correlation(
         session_id=pick("sessionId") or identity.generated_session_id,
         run_id=pick("runId") or identity.generated_run_id,
-        tool_call_id=pick("toolCallId")
-        or (f"call_{request_id}" if request_id is not None else _token("call")),
+        tool_call_id=pick("toolCallId") or _token("call"),
         trace_id=pick("traceId") or secrets.token_hex(16),
     )
 

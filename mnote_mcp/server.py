@@ -16,10 +16,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp import __version__
+from mnote_mcp.delivery import Delivery
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
 from mnote_mcp.tools.toolsets import Toolset
-from mnote_mcp.vocabulary.envelope import to_json
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, Scope
 
@@ -44,15 +44,21 @@ def create_server(
     *,
     scopes: frozenset[Scope] = ALL_SCOPES,
     watch_interval: float = 1.0,
+    delivery: Delivery | None = None,
 ) -> Server[Any]:
-    """`scopes` is the most any connection of this server is granted (the configuration's ceiling)."""
+    """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
+    `delivery` says how envelopes are carried (result forms, `isError`)."""
+    delivery = delivery or Delivery()
     listings: dict[frozenset[Scope], types.ListToolsResult] = {}
 
     def listing(granted: frozenset[Scope]) -> types.ListToolsResult:
         """What a connection granted `granted` may use; one listing per set of scopes, built once."""
         found = listings.get(granted)
         if found is None:
-            tools = dispatcher.registry.advertised(include=lambda spec: dispatcher.exposes(spec, granted))
+            tools = dispatcher.registry.advertised(
+                include=lambda spec: dispatcher.exposes(spec, granted),
+                output_schema=delivery.declares_output_schema,
+            )
             found = listings[granted] = types.ListToolsResult(tools=tools)
         return found
 
@@ -75,19 +81,12 @@ def create_server(
         pass less over an envelope that may hold thousands of blocks."""
         meta = ctx.meta if ctx.meta is not None else params.meta
         try:
-            envelope = await dispatcher.call(
-                params.name, params.arguments, meta, identity_for(ctx), ctx.request_id
-            )
+            envelope = await dispatcher.call(params.name, params.arguments, meta, identity_for(ctx))
         except UnknownToolError:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
         if envelope["ok"] and envelope["audit"]["effect"] == "write":
             pages.nudge()
-        return {
-            "content": [{"type": "text", "text": to_json(envelope)}],
-            "structuredContent": envelope,
-            "isError": not envelope["ok"],
-            "resultType": "complete",  # required by 2026-07-28; the handshake-era sieve drops it
-        }
+        return delivery.call_result(envelope)
 
     server: Server[Any] = Server(
         "mnote-mcp",

@@ -50,6 +50,18 @@ def seeded_store(path: Path) -> Path:
     return path
 
 
+def store_with_pages(path: Path, fixture: Path, *pages: dict[str, Any]) -> Path:
+    """A store seeded from a fixture file, with more pages in the fixture's first workspace."""
+    data = json.loads(fixture.read_text(encoding="utf-8"))
+    data["workspaces"][0]["pages"] += list(pages)
+    kernel = LocalKernel.open(path)
+    try:
+        load_fixture(kernel.store, data)
+    finally:
+        kernel.store.close()
+    return path
+
+
 def dump(path: Path, *, audit: bool = True) -> str:
     """Every row of the store as SQL; `audit=False` leaves out the audit log (a replay adds a record
     of the retry there, and nothing anywhere else)."""
@@ -66,7 +78,13 @@ def dump(path: Path, *, audit: bool = True) -> str:
 def make_app(db: Path, **config: Any) -> App:
     cfg = replace(ServerConfig(db=db, locale="en", demo=False, actor="user_editor"), **config)
     kernel = LocalKernel.open(db, limits=cfg.page_limits)
-    dispatcher = Dispatcher(build_registry(cfg), kernel, locale=cfg.locale, read_only=cfg.read_only)
+    dispatcher = Dispatcher(
+        build_registry(cfg),
+        kernel,
+        locale=cfg.locale,
+        read_only=cfg.read_only,
+        max_result_chars=cfg.max_result_chars,
+    )
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 
 

@@ -24,18 +24,19 @@ def test_arguments_win_over_meta_over_bindings_over_generated() -> None:
         "u", ALL_SCOPES, bindings={"sessionId": "bound_s", "runId": "bound_r", "traceId": "bound_t"}
     )
     meta = {"mnote/sessionId": "meta_s", "mnote/runId": "meta_r", "traceparent": PARENT}
-    c = correlate({"sessionId": "arg_s"}, meta, identity, 7)
-    assert (c.session_id, c.run_id, c.tool_call_id) == ("arg_s", "meta_r", "call_7")
+    c = correlate({"sessionId": "arg_s"}, meta, identity)
+    assert (c.session_id, c.run_id) == ("arg_s", "meta_r")
+    assert re.fullmatch(r"call_[0-9a-f]{16}", c.tool_call_id), "generated, never the JSON-RPC id"
     assert c.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
-    c = correlate({}, {}, identity, None)
+    c = correlate({}, {}, identity)
     assert (c.session_id, c.run_id, c.trace_id) == ("bound_s", "bound_r", "bound_t")
     assert c.tool_call_id.startswith("call_")
-    c = correlate({"traceId": ""}, {"mnote/traceId": 5}, Identity("u"), 1)
+    c = correlate({"traceId": ""}, {"mnote/traceId": 5}, Identity("u"))
     assert re.fullmatch(r"[0-9a-f]{32}", c.trace_id), "junk falls through to a generated id"
 
 
 def test_meta_trace_id_beats_traceparent() -> None:
-    c = correlate({}, {"mnote/traceId": "t_meta", "traceparent": PARENT}, Identity("u"), 1)
+    c = correlate({}, {"mnote/traceId": "t_meta", "traceparent": PARENT}, Identity("u"))
     assert c.trace_id == "t_meta"
 
 
@@ -46,7 +47,7 @@ def test_bad_traceparents_are_ignored(value: object) -> None:
 
 def test_generated_session_and_run_ids_are_stable_per_connection() -> None:
     identity = Identity("u")
-    first, second = correlate({}, None, identity, 1), correlate({}, None, identity, 2)
+    first, second = correlate({}, None, identity), correlate({}, None, identity)
     assert first.session_id == second.session_id and first.run_id == second.run_id
     assert first.trace_id != second.trace_id and first.tool_call_id != second.tool_call_id
 

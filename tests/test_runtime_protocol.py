@@ -146,9 +146,7 @@ async def test_a_refused_service_token_tells_the_agent_not_to_retry(
     kernel = HttpKernel(runtime.url, token="wrong-token")
     dispatcher = Dispatcher(build_registry(ServerConfig()), kernel, locale=locale)
     try:
-        envelope = await dispatcher.call(
-            "mnote.page.get", page_args(), None, Identity("user_editor"), request_id=1
-        )
+        envelope = await dispatcher.call("mnote.page.get", page_args(), None, Identity("user_editor"))
     finally:
         await kernel.aclose()
     error = envelope["error"]

@@ -148,7 +148,7 @@ class PageResources:
             workspace_id=key.workspace_id,
             document_id=key.document_id,
             actor_id=actor_id,
-            correlation=correlate({}, ctx.meta, identity, ctx.request_id),
+            correlation=correlate({}, ctx.meta, identity),
             include_body=False,
             include_options=False,
             format="markdown",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, SUPPORTED_TYPES
-from mnote_mcp.kernel.port import CommandName, Kernel, PageQuery
+from mnote_mcp.kernel.port import CommandName, Kernel
+from mnote_mcp.tools.pieces import fit_piece, page_query
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
 from mnote_mcp.tools.schemas import BLOCK_ITEM, page_schema, write_schema
@@ -14,23 +15,7 @@ from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolR
 
 
 async def _get_page(request: ToolRequest, kernel: Kernel) -> ToolResult:
-    args = request.args
-    block_ids = args.get("blockIds")
-    view = await kernel.get_page(
-        PageQuery(
-            workspace_id=request.workspace_id,
-            document_id=request.document_id,
-            actor_id=request.actor_id,
-            correlation=request.correlation,
-            include_body=args.get("includeBody", True),
-            include_options=args.get("includeOptions", True),
-            include_blocks=args.get("includeBlocks", True),
-            format=args.get("format", "blocks"),
-            block_ids=tuple(block_ids) if block_ids is not None else None,
-            max_blocks=args.get("maxBlocks"),
-            cursor=args.get("cursor"),
-        )
-    )
+    view = await kernel.get_page(page_query(request))
     return ToolResult(result=view, effect="read")
 
 
@@ -40,7 +25,7 @@ PAGE_GET = ToolSpec(
     description=(
         "Read an mnote page: title, revision, body summary, options and blocks ({id, type, text, props?, "
         "children?}), or the body as Markdown with block ids. Pass the revision as baseRevision to a later "
-        "write. Long pages: maxBlocks, then cursor=nextCursor."
+        "write. Long pages come in pieces: while nextCursor is present, call again with cursor=nextCursor."
     ),
     summary=(
         "title, revision, body summary, options, blocks — or the body as Markdown with block ids "
@@ -78,6 +63,7 @@ PAGE_GET = ToolSpec(
         "cursor": {"type": "string", "description": "nextCursor of the previous call, same revision."},
     },
     read=_get_page,
+    fit=fit_piece,
 )
 
 PAGE_SAVE = ToolSpec(

@@ -20,7 +20,7 @@ import mcp.types as types
 
 from mnote_mcp.kernel.policy import COMMAND_SCOPES
 from mnote_mcp.kernel.port import CommandName
-from mnote_mcp.tools.results import Handler, PayloadMap, command_handler
+from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, OUTPUT_SCHEMA
@@ -69,6 +69,7 @@ class ToolSpec:
     # Properties whose items the kernel validates in depth (the block model): the advertised `items`
     # schema documents them, and checking it twice would cost more than the write (1 ms per 50 blocks).
     kernel_validated: frozenset[str] = frozenset()
+    fit: Fit | None = None
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):
@@ -133,13 +134,13 @@ class ToolSpec:
             open_world_hint=self.annotations.open_world,
         )
 
-    def to_mcp(self, *, style: ToolNames, strict: bool) -> types.Tool:
+    def to_mcp(self, *, style: ToolNames, strict: bool, output_schema: bool = True) -> types.Tool:
         return types.Tool(
             name=self.advertised_name(style),
             title=self.title,
             description=self.description,
             input_schema=self.input_schema(strict=strict),
-            output_schema=OUTPUT_SCHEMA,
+            output_schema=OUTPUT_SCHEMA if output_schema else None,
             annotations=self.mcp_annotations(),
         )
 
@@ -180,5 +181,13 @@ class Registry:
             validator = self._validators[spec.name] = Draft202012Validator(schema, validate_formats=False)
         return validator
 
-    def advertised(self, *, include: Callable[[ToolSpec], bool] = lambda spec: True) -> list[types.Tool]:
-        return [spec.to_mcp(style=self.style, strict=self.strict) for spec in self.specs if include(spec)]
+    def advertised(
+        self, *, include: Callable[[ToolSpec], bool] = lambda spec: True, output_schema: bool = True
+    ) -> list[types.Tool]:
+        """The `tools/list` entries; `output_schema=False` for hosts given text only (no structured
+        content to check against it)."""
+        return [
+            spec.to_mcp(style=self.style, strict=self.strict, output_schema=output_schema)
+            for spec in self.specs
+            if include(spec)
+        ]

@@ -6,10 +6,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Kernel
+from mnote_mcp.tools.budget import chars
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.messages import Locale, render_warning
 
 Handler = Callable[[ToolRequest, Kernel], Awaitable[ToolResult]]
+# Makes a result that is over the result budget fit it (the limit is in characters of the result's
+# JSON); the tool's own way to do so, e.g. a page read answers a piece instead.
+Fit = Callable[[ToolRequest, Kernel, ToolResult, int], Awaitable[ToolResult]]
 # A write tool's arguments (envelope fields removed) -> its kernel command's payload.
 PayloadMap = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -52,6 +56,30 @@ def write_result(outcome: CommandOutcome, locale: Locale) -> ToolResult:
     if outcome.replayed:
         result["idempotentReplay"] = True
     return ToolResult(result=result, effect="write", command_id=outcome.command_id)
+
+
+_TRIMMABLE = ("textDiff", "diff", "blockIds")
+
+
+async def trim_result(request: ToolRequest, kernel: Kernel, outcome: ToolResult, limit: int) -> ToolResult:
+    """A write's result over the budget: the write is done, so its report is shortened instead. The
+    longest of the dry run's `textDiff`, the `diff` and the `blockIds` is halved until the result fits;
+    what was left out is counted in a `result_trimmed` warning (never silently)."""
+    result = dict(outcome.result)
+    omitted: dict[str, int] = {}
+    while chars(result) > limit:
+        present = [key for key in _TRIMMABLE if result.get(key)]
+        if not present:
+            break
+        key = max(present, key=lambda name: chars(result[name]))
+        value = result[key]
+        keep = len(value) // 2
+        omitted[key] = omitted.get(key, 0) + len(value) - keep
+        result[key] = value[:keep]
+    if omitted:
+        warning = render_warning({"code": "result_trimmed", "details": {"omitted": omitted}}, request.locale)
+        result["warnings"] = [*result.get("warnings", []), warning]
+    return ToolResult(result=result, effect=outcome.effect, command_id=outcome.command_id)
 
 
 def command_handler(command_name: CommandName, payload: PayloadMap) -> Handler:

@@ -30,7 +30,13 @@ def identity_from_request(request: Any, fallback: Identity | None) -> Identity:
     connection = headers.get("mcp-session-id") or (
         request.query_params.get("session_id") if request else None
     )
-    extra: dict[str, Any] = {"generated_session_id": f"sess_{connection}"} if connection else {}
+    # One MCP session (or SSE connection) is one run unless the client says otherwise: both generated
+    # ids follow the transport's session id, so every call of a session joins up in the audit trail.
+    extra: dict[str, Any] = (
+        {"generated_session_id": f"sess_{connection}", "generated_run_id": f"run_{connection}"}
+        if connection
+        else {}
+    )
     user = request.scope.get("user") if request is not None else None
     if isinstance(user, AuthenticatedUser):
         token = user.access_token

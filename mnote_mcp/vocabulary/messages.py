@@ -231,6 +231,21 @@ def render_warning(warning: Mapping[str, Any], locale: Locale) -> dict[str, Any]
 
 
 WARNINGS: dict[str, dict[Locale, str]] = {
+    "result_piece": {
+        "zh-CN": "页面超出单个结果的大小上限，这里只返回其中一段：用 cursor=nextCursor 再次调用以读取下一段",
+        "en": "the page is longer than one result may be, so this is one piece of it: call again with"
+        " cursor=nextCursor for the next piece",
+    },
+    "result_oversized": {
+        "zh-CN": "此段只含一个顶层块（连同子块），但仍超出单个结果的大小上限；可用 blockIds 分别读取其子块",
+        "en": "this piece is a single top-level block (with its children) and is still larger than one"
+        " result may be; read its children with blockIds",
+    },
+    "result_trimmed": {
+        "zh-CN": "结果超出大小上限，已省略部分列表项（见 details.omitted）；写入本身已完整完成，可重新读取页面查看",
+        "en": "the result was larger than one result may be, so some list entries are left out (see"
+        " details.omitted); the write itself is complete: read the page to see it",
+    },
     "idempotent_replay": {
         "zh-CN": "该 idempotencyKey 已执行过（{commandId}）：真实调用将重放首次结果，不会再次写入",
         "en": "this idempotencyKey was already executed ({commandId}): a real call replays that result and writes nothing",

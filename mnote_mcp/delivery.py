@@ -1,0 +1,67 @@
+"""How an envelope reaches the host: in which forms, and whether a refusal is an `isError` result.
+
+Hosts treat `isError` differently. The MCP spec lists invalid input and business-logic errors as tool
+execution errors (`isError: true`), and that stays the default; but Hermes counts every `isError`
+result toward a circuit breaker that cuts the whole server off after three in a row, so a host like it
+can ask for refusals caused by the call itself to come back as ordinary results whose envelope says
+`ok: false`. Real failures (the runtime unreachable or too slow, a bug) keep `isError` whatever the
+setting: there a breaker is right to back off.
+
+Forms: `both` (the spec's advice: `structuredContent` plus the same JSON as one text block),
+`structured` (no text block: hosts that forward both forms, as Hermes does, then show the envelope
+once), `text` (one text block and no `structuredContent`; tools then declare no `outputSchema`,
+because a client must reject a successful result that lacks the structured content its tool declared).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mnote_mcp.kernel.errors import ErrorCode
+from mnote_mcp.vocabulary.envelope import to_json
+
+RefusalStyle = Literal["error", "result"]
+ResultForm = Literal["both", "structured", "text"]
+REFUSAL_STYLES: tuple[RefusalStyle, ...] = ("error", "result")
+RESULT_FORMS: tuple[ResultForm, ...] = ("both", "structured", "text")
+
+# Refusals caused by the call itself: the caller can change the call (or stop) and try again.
+CALLER_REFUSALS = frozenset(
+    {
+        ErrorCode.UNAUTHENTICATED,
+        ErrorCode.PERMISSION_DENIED,
+        ErrorCode.NOT_FOUND,
+        ErrorCode.INVALID_ARGUMENT,
+        ErrorCode.CONFLICT,
+        ErrorCode.IDEMPOTENCY_CONFLICT,
+        ErrorCode.OPTION_NOT_WIRED,
+    }
+)
+_CALLER_REFUSAL_VALUES = frozenset(code.value for code in CALLER_REFUSALS)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    refusals: RefusalStyle = "error"
+    form: ResultForm = "both"
+
+    @property
+    def declares_output_schema(self) -> bool:
+        return self.form != "text"
+
+    def is_error(self, envelope: dict[str, Any]) -> bool:
+        if envelope["ok"]:
+            return False
+        return self.refusals == "error" or envelope["error"]["code"] not in _CALLER_REFUSAL_VALUES
+
+    def call_result(self, envelope: dict[str, Any]) -> dict[str, Any]:
+        """The `tools/call` result in wire form (the SDK copies a dict instead of walking a model)."""
+        result: dict[str, Any] = {
+            "content": [] if self.form == "structured" else [{"type": "text", "text": to_json(envelope)}],
+            "isError": self.is_error(envelope),
+            "resultType": "complete",  # required by 2026-07-28; the handshake-era sieve drops it
+        }
+        if self.form != "text":
+            result["structuredContent"] = envelope
+        return result

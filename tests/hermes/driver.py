@@ -1,0 +1,67 @@
+"""Runs inside Hermes's own virtual environment (`.ci/hermes`), never in the project's.
+
+It drives hermes-agent's MCP client exactly as the agent does, through Hermes's public entry points:
+`tools.mcp_tool.discover_mcp_tools()` reads `$HERMES_HOME/config.yaml` and connects,
+`model_tools.get_tool_definitions()` is the tool list the model is given, and
+`model_tools.handle_function_call()` is the dispatch the agent loop runs for each tool call (name
+rewriting, argument coercion, the circuit breaker, result wrapping). Nothing of Hermes's logic is
+re-implemented here: the test sends one JSON command per line on stdin and reads one JSON answer per
+line on the original stdout (anything Hermes prints goes to stderr).
+
+Commands: {"op": "discover", "toolsets": [...]}, {"op": "call", "name": ..., "args": {...}},
+{"op": "status"}, {"op": "quit"}.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+
+def _answer_channel() -> Any:
+    """The original stdout for answers; fd 1 becomes stderr so that Hermes's prints cannot mix in."""
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return channel
+
+
+def main() -> int:
+    answers = _answer_channel()
+    mcp_tool = importlib.import_module("tools.mcp_tool")
+    model_tools = importlib.import_module("model_tools")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        command = json.loads(line)
+        op = command["op"]
+        try:
+            if op == "discover":
+                registered = mcp_tool.discover_mcp_tools()
+                definitions = model_tools.get_tool_definitions(
+                    enabled_toolsets=command["toolsets"], quiet_mode=True
+                )
+                answer: dict[str, Any] = {"registered": registered, "definitions": definitions}
+            elif op == "call":
+                text = model_tools.handle_function_call(command["name"], command["args"])
+                answer = {"text": text}
+            elif op == "status":
+                answer = {"status": mcp_tool.get_mcp_status()}
+            elif op == "quit":
+                mcp_tool.shutdown_mcp_servers()
+                answers.write(json.dumps({"bye": True}) + "\n")
+                return 0
+            else:
+                answer = {"failure": f"unknown op {op!r}"}
+        except Exception:
+            answer = {"failure": traceback.format_exc()}
+        answers.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
