@@ -7,6 +7,7 @@ import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mcp.server import Server
@@ -14,6 +15,7 @@ from mcp.server import Server
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.server import IdentityResolver, create_server
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.registry import Registry
@@ -42,7 +44,12 @@ class App:
 def build_registry(config: ServerConfig) -> Registry:
     """The tools this configuration exposes; raises ValueError for a selection that names nothing."""
     selected = config.tool_selection.select(ALL_TOOLS)
-    return Registry(selected, style=config.tool_names, strict=config.strict_contract)
+    return Registry(
+        selected,
+        style=config.tool_names,
+        strict=config.strict_contract,
+        max_id_chars=config.max_id_chars,
+    )
 
 
 def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
@@ -79,10 +86,19 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
         return cli, f"cli:{shlex.join(cli.argv)}"
     from mnote_mcp.kernel.http import HttpKernel
 
-    http = HttpKernel(
-        spec, token=config.runtime_token, timeout=config.runtime_timeout, retries=config.runtime_retries
-    )
-    return http, f"{http.base_url} ({'token' if config.runtime_token else 'no token'})"
+    token = service_token(config.runtime_token, config.runtime_token_file)
+    http = HttpKernel(spec, token=token, timeout=config.runtime_timeout, retries=config.runtime_retries)
+    return http, f"{http.base_url} ({'token' if token else 'no token'})"
+
+
+def service_token(from_environment: str | None, file: Path | None) -> str | None:
+    """The runtime's service token: from its file (mode 0600) if one is named, else the environment;
+    never from the command line."""
+    if file is not None:
+        if from_environment:
+            raise ValueError("MNOTE_RUNTIME_TOKEN and a token file are both set: keep one")
+        return read_secret(file)
+    return from_environment.strip() if from_environment and from_environment.strip() else None
 
 
 def kernel_adapter(config: ServerConfig) -> str:
@@ -101,6 +117,7 @@ async def open_app(config: ServerConfig) -> AsyncIterator[App]:
             read_only=config.read_only,
             call_timeout=config.call_timeout,
             max_result_chars=config.max_result_chars,
+            max_argument_depth=config.max_argument_depth,
         )
         yield App(config=config, kernel=kernel, dispatcher=dispatcher, store_description=description)
     finally:

@@ -220,6 +220,13 @@ def _demo(config: DemoConfig) -> int:
 def _runtime_serve(config: RuntimeConfig) -> int:
     from mnote_mcp.kernel.local import LocalKernel
     from mnote_mcp.runtime.http_app import serve_runtime
+    from mnote_mcp.secretfiles import read_secret
+
+    token = config.token
+    if config.token_file is not None:
+        if token:
+            raise ValueError("MNOTE_RUNTIME_TOKEN and --token-file are both set: keep one")
+        token = read_secret(config.token_file)
 
     db = config.db if config.db is not None else default_store_path()
     serve_runtime(
@@ -232,7 +239,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
         ),
         host=config.host,
         port=config.port,
-        token=config.token,
+        token=token,
         record=config.record,
         description=f"sqlite:{db}",
     )

@@ -34,6 +34,7 @@ from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BY
 from mnote_mcp.logs import LogFormat
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
+from mnote_mcp.vocabulary.envelope import DEFAULT_MAX_ARGUMENT_DEPTH, DEFAULT_MAX_ID_CHARS
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale, parse_locale
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, parse_scopes
@@ -139,6 +140,16 @@ def result_budget(value: str) -> int:
     if number < MIN_RESULT_CHARS:
         raise ValueError(f"must be at least {MIN_RESULT_CHARS} characters, not {value}")
     return number
+
+
+class no_secret_on_argv:  # noqa: N801  (used like the parser functions beside it)
+    """A flag that once took a secret: refused, naming where the secret goes instead."""
+
+    def __init__(self, instead: str) -> None:
+        self.instead = instead
+
+    def __call__(self, value: str) -> str:
+        raise ValueError(f"a secret on the command line shows in every process listing; use {self.instead}")
 
 
 class choice:  # noqa: N801  (used like the parser functions beside it)
@@ -402,6 +413,18 @@ class ServerConfig(StoreSettings, LogSettings):
         " read answers a piece with nextCursor",
         metavar="N",
     )
+    max_id_chars: int = setting(
+        DEFAULT_MAX_ID_CHARS,
+        positive_int,
+        "longest idempotencyKey or correlation id (sessionId, runId, toolCallId, traceId) a call may send",
+        metavar="N",
+    )
+    max_argument_depth: int = setting(
+        DEFAULT_MAX_ARGUMENT_DEPTH,
+        positive_int,
+        "deepest nesting of arrays and objects in a tool's arguments (block content has its own limit)",
+        metavar="N",
+    )
     session_id: str | None = setting(None, optional_text, "bind this sessionId to the connection")
     run_id: str | None = setting(None, optional_text, "bind this runId to the connection")
     trace_id: str | None = setting(None, optional_text, "bind this traceId to the connection")
@@ -411,6 +434,13 @@ class ServerConfig(StoreSettings, LogSettings):
         2, non_negative_int, "retries of a failed runtime request where safe", group=RELAY
     )
     runtime_token: str | None = secret("the runtime's service token", group=RELAY)
+    runtime_token_file: Path | None = setting(
+        None,
+        optional_path,
+        "read the runtime's service token from this file (mode 0600) instead of MNOTE_RUNTIME_TOKEN",
+        metavar="FILE",
+        group=RELAY,
+    )
     # HTTP transports
     host: str = setting("127.0.0.1", text, "address to listen on", group=HTTP)
     port: int = setting(8765, port_number, "TCP port to listen on", group=HTTP)
@@ -537,7 +567,22 @@ class RuntimeConfig(StoreSettings, LogSettings):
     db: Path | None = db_setting()
     host: str = setting("127.0.0.1", text, "address to listen on", env="MNOTE_RUNTIME_HOST")
     port: int = setting(8766, port_number, "TCP port to listen on", env="MNOTE_RUNTIME_PORT")
-    token: str | None = secret("service token to require", flag="--token", env="MNOTE_RUNTIME_TOKEN")
+    token: str | None = secret("service token to require", env="MNOTE_RUNTIME_TOKEN")
+    token_file: Path | None = setting(
+        None,
+        optional_path,
+        "read the service token to require from this file (mode 0600) instead of MNOTE_RUNTIME_TOKEN",
+        metavar="FILE",
+        env="MNOTE_RUNTIME_TOKEN_FILE",
+    )
+    token_on_argv: str | None = setting(
+        None,
+        no_secret_on_argv("MNOTE_RUNTIME_TOKEN or --token-file"),
+        "removed: a token on the command line shows in every process listing",
+        flag="--token",
+        env="",
+        metavar="T",
+    )
     seed: Path | None = setting(None, optional_path, "load this fixture before serving", metavar="FILE")
     demo: bool = switch(
         "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"

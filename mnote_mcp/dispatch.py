@@ -20,11 +20,17 @@ import anyio
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
-from mnote_mcp.mapping import Caller, admit, build_request, correlate, decode_stringified
+from mnote_mcp.mapping import Caller, admit, build_request, correlate, decode_stringified, exact_numbers
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
-from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult, failure, success
+from mnote_mcp.vocabulary.envelope import (
+    DEFAULT_MAX_ARGUMENT_DEPTH,
+    ToolRequest,
+    ToolResult,
+    failure,
+    success,
+)
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale
 from mnote_mcp.vocabulary.scopes import Scope
@@ -93,6 +99,7 @@ class Dispatcher:
         read_only: bool = False,
         call_timeout: float = 60.0,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        max_argument_depth: int = DEFAULT_MAX_ARGUMENT_DEPTH,
     ) -> None:
         self.registry = registry
         self.kernel = kernel
@@ -100,6 +107,7 @@ class Dispatcher:
         self.read_only = read_only
         self.call_timeout = call_timeout
         self.max_result_chars = max_result_chars
+        self.max_argument_depth = max_argument_depth
         self.inflight = InFlight()
 
     def exposes(self, spec: ToolSpec, scopes: frozenset[Scope]) -> bool:
@@ -136,15 +144,21 @@ class Dispatcher:
         identity: Identity,
     ) -> dict[str, Any]:
         started = time.perf_counter()
-        args = decode_stringified(dict(arguments or {}), self.registry.schema(spec))
-        correlation = correlate(args, meta, identity)
-        workspace_id = args.get("workspaceId") if isinstance(args.get("workspaceId"), str) else None
-        document_id = args.get("documentId") if isinstance(args.get("documentId"), str) else None
+        schema = self.registry.schema(spec)
+        args = decode_stringified(dict(arguments or {}), schema)
+        max_id = self.registry.max_id_chars
+        correlation = correlate(args, meta, identity, max_id)
+        # Echoed in the envelope: only ids of a sane length (a longer one is refused below anyway).
+        workspace_id = _echo(args.get("workspaceId"), max_id)
+        document_id = _echo(args.get("documentId"), max_id)
         try:
             if spec.writes and self.read_only:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY)
             caller = admit(spec, args, meta, identity)
             try:
+                args = exact_numbers(
+                    args, schema, skip=spec.kernel_validated, max_depth=self.max_argument_depth
+                )
                 request = build_request(
                     spec, self.registry.validator(spec), args, caller, correlation, self.locale
                 )
@@ -192,3 +206,7 @@ class Dispatcher:
             return outcome
         fit = spec.fit or trim_result
         return await fit(request, self.kernel, outcome, limit)
+
+
+def _echo(value: Any, max_chars: int) -> str | None:
+    return value if isinstance(value, str) and len(value) <= max_chars else None

@@ -1,4 +1,11 @@
-"""Logging to stderr only (stdout is the MCP wire on stdio): setup, and the one line per call."""
+"""Logging to stderr only (stdout is the MCP wire on stdio): setup, and the one line per call.
+
+Whatever a client sends (ids, headers, tool names) can end up in a message, so in text form a record
+is one line: every character that is not printable (newlines, carriage returns, other line and
+paragraph separators, terminal escapes) is written as a Python-style escape, and the lines of a
+traceback that follows are indented, so no line a client influences can pass for a record of its own.
+In JSON form the encoder escapes them.
+"""
 
 from __future__ import annotations
 
@@ -28,12 +35,39 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+def escape(text: str) -> str:
+    """`text` with every non-printable character escaped (`\\n`, `\\x1b`, `\\u2028`): one line, always."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escaped(char) for char in text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char)
+    if named:
+        return named
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+class _TextFormatter(logging.Formatter):
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        record.message = escape(record.message)
+        return super().formatMessage(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        first, newline, rest = super().format(record).partition("\n")
+        if not newline:
+            return first
+        return first + "\n" + "\n".join("    " + line for line in rest.split("\n"))
+
+
 def configure_logging(level: str = "info", fmt: LogFormat = "text") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -56,5 +90,14 @@ def log_call(
         **ids,
         **extra,
     }
-    text = " ".join(f"{key}={value}" for key, value in fields.items() if value is not None)
+    text = " ".join(f"{key}={_value(value)}" for key, value in fields.items() if value is not None)
     CALLS.info("call %s", text, extra={"fields": fields})
+
+
+def _value(value: Any) -> str:
+    """A field's value in a `key=value` line: quoted (JSON) when it holds a space, quote or `=`, so a
+    client's id cannot add fields to the line."""
+    text = str(value)
+    if text and not any(char.isspace() or char in '"=' for char in text):
+        return text
+    return json.dumps(text, ensure_ascii=False)

@@ -8,6 +8,7 @@ Scopes: the connection's grant, narrowed (never widened) by `capabilityScope`.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +18,12 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.port import Correlation
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.tracecontext import trace_id_of
-from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest
+from mnote_mcp.vocabulary.envelope import (
+    CORRELATION_FIELDS,
+    DEFAULT_MAX_ARGUMENT_DEPTH,
+    DEFAULT_MAX_ID_CHARS,
+    ToolRequest,
+)
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
 from mnote_mcp.vocabulary.scopes import Scope
@@ -40,12 +46,19 @@ ENVELOPE_FIELDS = frozenset(
 )
 _MAX_REASON = 300
 _MAX_ERRORS = 5
+# The integers the kernel stores (SQLite INTEGER) and every JSON encoder on the way can carry.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def correlate(
-    arguments: Mapping[str, Any], meta: Mapping[str, Any] | None, identity: Identity
+    arguments: Mapping[str, Any],
+    meta: Mapping[str, Any] | None,
+    identity: Identity,
+    max_chars: int = DEFAULT_MAX_ID_CHARS,
 ) -> Correlation:
-    """The four ids, first found wins. Never fails: junk in one place just falls through to the next.
+    """The four ids, first found wins. Never fails: junk in one place just falls through to the next,
+    and so does an id longer than `max_chars` (an argument that long is then refused by the schema,
+    but its envelope and log line carry a generated id, never the oversized one).
 
     A generated `toolCallId` is random (64 bits), never derived from the JSON-RPC id: request ids
     restart at 1 on every connection, so `call_3` would name a call of every run that got that far.
@@ -54,14 +67,14 @@ def correlate(
 
     def pick(name: str) -> str | None:
         for source in (arguments.get(name), meta.get(META_PREFIX + name)):
-            if isinstance(source, str) and source:
+            if isinstance(source, str) and 0 < len(source) <= max_chars:
                 return source
         if name == "traceId":
             from_parent = trace_id_of(meta.get("traceparent"))
             if from_parent:
                 return from_parent
         bound = identity.bindings.get(name)
-        return bound or None
+        return bound if bound and len(bound) <= max_chars else None
 
     return Correlation(
         session_id=pick("sessionId") or identity.generated_session_id,
@@ -85,11 +98,54 @@ def decode_stringified(arguments: dict[str, Any], schema: Mapping[str, Any]) -> 
             continue
         try:
             parsed = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser: left to the schema
             continue
         if isinstance(parsed, dict if expected == "object" else list):
             decoded[name] = parsed
     return decoded
+
+
+def exact_numbers(
+    arguments: dict[str, Any],
+    schema: Mapping[str, Any],
+    *,
+    skip: frozenset[str] = frozenset(),
+    max_depth: int = DEFAULT_MAX_ARGUMENT_DEPTH,
+) -> dict[str, Any]:
+    """Arguments whose numbers mean exactly what they say, nested no deeper than `max_depth`.
+
+    JSON has one number type, so `3.0` is 3: an integral float given for a property the schema
+    declares `integer` becomes that int (and is then checked like any int: a stale `baseRevision` of
+    `3.0` is a conflict, not skipped). An integer beyond 64 bits, which the kernel cannot store, or a
+    number that is not finite, is refused with its JSON pointer, as is deeper nesting. Properties in
+    `skip` (block content) are the kernel's to check, block by block.
+    """
+    properties = schema.get("properties", {})
+    exact = dict(arguments)
+    for name, value in arguments.items():
+        declared = properties.get(name, {}).get("type")
+        if declared == "integer" and isinstance(value, float) and value.is_integer():
+            exact[name] = int(value)
+    stack: list[tuple[Any, str, int]] = [
+        (value, f"/{name}", 1) for name, value in exact.items() if name not in skip
+    ]
+    while stack:
+        value, pointer, depth = stack.pop()
+        if isinstance(value, dict):
+            if depth > max_depth:
+                raise invalid(pointer, f"nested deeper than {max_depth} levels")
+            stack.extend((item, f"{pointer}/{key}", depth + 1) for key, item in value.items())
+        elif isinstance(value, list):
+            if depth > max_depth:
+                raise invalid(pointer, f"nested deeper than {max_depth} levels")
+            stack.extend((item, f"{pointer}/{index}", depth + 1) for index, item in enumerate(value))
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            raise invalid(pointer, "an integer beyond 64 bits (the largest is 9223372036854775807)")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise invalid(pointer, "not a finite number")
+    return exact
 
 
 def check_arguments(validator: Validator, arguments: dict[str, Any]) -> None:
@@ -184,7 +240,8 @@ def build_request(
     correlation: Correlation,
     locale: Locale,
 ) -> ToolRequest:
-    """The contract's request envelope, once the arguments match the advertised schema."""
+    """The contract's request envelope, once the arguments match the advertised schema (after
+    `exact_numbers`)."""
     check_arguments(validator, arguments)
     if spec.writes and not str(arguments.get("idempotencyKey", "")).strip():
         raise invalid("/idempotencyKey", "must not be empty: one key per intended change")

@@ -84,6 +84,7 @@ def make_app(db: Path, **config: Any) -> App:
         locale=cfg.locale,
         read_only=cfg.read_only,
         max_result_chars=cfg.max_result_chars,
+        max_argument_depth=cfg.max_argument_depth,
     )
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 

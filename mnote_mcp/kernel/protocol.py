@@ -62,6 +62,9 @@ def decode_key(value: str) -> str:
 # -- schemas -----------------------------------------------------------------------------------
 
 _STRING = {"type": "string"}
+# Revisions are stored as 64-bit integers: a larger one (or a float that is not integral) is refused
+# as an invalid envelope, never truncated, never carried into a conflict report.
+_REVISION = {"type": ["integer", "null"], "minimum": 0, "maximum": 2**63 - 1}
 _CORRELATION = {
     "type": "object",
     "required": ["sessionId", "runId", "toolCallId", "traceId"],
@@ -87,7 +90,7 @@ COMMAND_SCHEMA: dict[str, Any] = {
         "correlation": _CORRELATION,
         "idempotencyKey": _STRING,
         "dryRun": {"type": "boolean"},
-        "baseRevision": {"type": ["integer", "null"]},
+        "baseRevision": _REVISION,
         "payload": {"type": "object"},
     },
 }
@@ -121,8 +124,8 @@ HISTORY_QUERY_SCHEMA: dict[str, Any] = {
                 "actorId": _NULLABLE_STRING,
             },
         },
-        "sinceRevision": {"type": ["integer", "null"]},
-        "limit": {"type": ["integer", "null"]},
+        "sinceRevision": _REVISION,
+        "limit": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**63 - 1},
         "cursor": _NULLABLE_STRING,
     },
 }

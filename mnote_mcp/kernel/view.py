@@ -117,14 +117,21 @@ def _encode_cursor(query: PageQuery, revision: int, offset: int) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+def _issued_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+
 def _decode_cursor(query: PageQuery, revision: int, total: int) -> int:
     assert query.cursor is not None
     try:
         padded = query.cursor + "=" * (-len(query.cursor) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        cursor_revision, offset, tag = int(data["r"]), int(data["o"]), str(data["q"])
-    except (ValueError, TypeError, KeyError, binascii.Error):
+        cursor_revision, offset, tag = data["r"], data["o"], data["q"]
+    except (ValueError, TypeError, KeyError, RecursionError, binascii.Error):
         raise invalid("/cursor", "not a cursor returned by mnote.page.get") from None
+    # A crafted cursor is only ever refused: numbers we issued (exact ints in range), a string tag.
+    if not (_issued_int(cursor_revision) and _issued_int(offset) and isinstance(tag, str)):
+        raise invalid("/cursor", "not a cursor returned by mnote.page.get")
     if tag != _query_tag(query):
         raise invalid("/cursor", "belongs to another page or another blockIds selection")
     if cursor_revision != revision:
@@ -135,4 +142,4 @@ def _decode_cursor(query: PageQuery, revision: int, total: int) -> int:
         )
     if not 0 < offset < total:
         raise invalid("/cursor", "not a cursor returned by mnote.page.get")
-    return offset
+    return int(offset)

@@ -225,7 +225,7 @@ def serve_runtime(
     token = (token or "").strip() or None
     if not token and not is_loopback(host):
         raise ValueError(
-            f"binding the runtime to {host} needs a service token (--token or MNOTE_RUNTIME_TOKEN)"
+            f"binding the runtime to {host} needs a service token (MNOTE_RUNTIME_TOKEN or --token-file)"
         )
     faults.warn_if_enabled()
     kernel = open_kernel()

@@ -23,7 +23,7 @@ from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
 from mnote_mcp.tools.toolsets import Toolset
-from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, OUTPUT_SCHEMA
+from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, DEFAULT_MAX_ID_CHARS, ID_FIELDS, OUTPUT_SCHEMA
 from mnote_mcp.vocabulary.scopes import Scope
 
 if TYPE_CHECKING:
@@ -104,8 +104,12 @@ class ToolSpec:
     def underscore_name(self) -> str:
         return self.name.replace(".", "_")
 
-    def input_schema(self, *, strict: bool) -> dict[str, Any]:
-        """The advertised schema: the contract's, plus extensions; correlation ids optional unless strict."""
+    def input_schema(self, *, strict: bool, max_id_chars: int = DEFAULT_MAX_ID_CHARS) -> dict[str, Any]:
+        """The advertised schema: the contract's, plus extensions; correlation ids optional unless strict.
+
+        The one constraint added to the contract's own properties is `maxLength` on the client's ids
+        (correlation ids, `idempotencyKey`): they are echoed, logged and stored, so they are bounded.
+        """
         contract = copy.deepcopy(dict(self.contract_schema))
         extensions = self.all_extensions
         properties: dict[str, Any] = {}
@@ -115,6 +119,9 @@ class ToolSpec:
             properties.setdefault(prop, dict(extension))
         for prop in CORRELATION_FIELDS:
             properties.setdefault(prop, dict(_CORRELATION_PROPERTY))
+        for prop in ID_FIELDS:
+            if properties.get(prop, {}).get("type") == "string":
+                properties[prop]["maxLength"] = max_id_chars
         properties.setdefault("capabilityScope", copy.deepcopy(_SCOPE_PROPERTY))
         required = [name for name in contract.get("required", []) if strict or name not in CORRELATION_FIELDS]
         advertised: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
@@ -134,12 +141,19 @@ class ToolSpec:
             open_world_hint=self.annotations.open_world,
         )
 
-    def to_mcp(self, *, style: ToolNames, strict: bool, output_schema: bool = True) -> types.Tool:
+    def to_mcp(
+        self,
+        *,
+        style: ToolNames,
+        strict: bool,
+        output_schema: bool = True,
+        max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+    ) -> types.Tool:
         return types.Tool(
             name=self.advertised_name(style),
             title=self.title,
             description=self.description,
-            input_schema=self.input_schema(strict=strict),
+            input_schema=self.input_schema(strict=strict, max_id_chars=max_id_chars),
             output_schema=OUTPUT_SCHEMA if output_schema else None,
             annotations=self.mcp_annotations(),
         )
@@ -149,18 +163,26 @@ class Registry:
     """The tools one server exposes, found by either spelling of their name."""
 
     def __init__(
-        self, specs: Iterable[ToolSpec], *, style: ToolNames = "dotted", strict: bool = False
+        self,
+        specs: Iterable[ToolSpec],
+        *,
+        style: ToolNames = "dotted",
+        strict: bool = False,
+        max_id_chars: int = DEFAULT_MAX_ID_CHARS,
     ) -> None:
         self.specs: tuple[ToolSpec, ...] = tuple(specs)
         self.style: ToolNames = style
         self.strict = strict
+        self.max_id_chars = max_id_chars
         self._by_name: dict[str, ToolSpec] = {}
         for spec in self.specs:
             for alias in (spec.name, spec.underscore_name):
                 if alias in self._by_name:
                     raise ValueError(f"two tools answer to {alias!r}")
                 self._by_name[alias] = spec
-        self._schemas = {spec.name: spec.input_schema(strict=strict) for spec in self.specs}
+        self._schemas = {
+            spec.name: spec.input_schema(strict=strict, max_id_chars=max_id_chars) for spec in self.specs
+        }
         self._validators: dict[str, Validator] = {}
 
     def find(self, name: str) -> ToolSpec | None:
@@ -187,7 +209,12 @@ class Registry:
         """The `tools/list` entries; `output_schema=False` for hosts given text only (no structured
         content to check against it)."""
         return [
-            spec.to_mcp(style=self.style, strict=self.strict, output_schema=output_schema)
+            spec.to_mcp(
+                style=self.style,
+                strict=self.strict,
+                output_schema=output_schema,
+                max_id_chars=self.max_id_chars,
+            )
             for spec in self.specs
             if include(spec)
         ]

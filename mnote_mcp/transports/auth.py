@@ -13,20 +13,20 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import secrets
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-from mcp.server.auth.provider import AccessToken
+from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.config import ServerConfig, default_store_path
 from mnote_mcp.net import is_loopback
+from mnote_mcp.secretfiles import SecretFileError, check_private, locked, write_private
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope, parse_scopes
+
+if TYPE_CHECKING:  # `mnote-mcp token` runs without loading the MCP SDK
+    from mcp.server.auth.provider import AccessToken
 
 logger = logging.getLogger("mnote_mcp")
 TOKEN_BYTES = 32
@@ -36,7 +36,7 @@ TOKEN_BYTES = 32
 ENDPOINT_SCOPES = [Scope.PAGE_READ.value]
 
 
-class AuthConfigError(ValueError):
+class AuthConfigError(SecretFileError):
     """A tokens file or token setting that cannot be used; the message says how to fix it."""
 
 
@@ -117,26 +117,13 @@ def _entry(path: Path, index: int, item: Any) -> tuple[bytes, TokenGrant]:
     return stored, TokenGrant(actor, scopes, frozenset(workspaces) if workspaces is not None else None, name)
 
 
-def check_private(path: Path) -> None:
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except OSError as exc:
-        raise AuthConfigError(f"{path}: {exc}") from exc
-    if mode & 0o077:
-        raise AuthConfigError(f"{path} is readable by others (mode {mode:o}); run: chmod 600 {path}")
-
-
-def write_private(path: Path, text: str) -> None:
-    """Create `path` with mode 0600 from the start (never briefly world-readable)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(path, 0o600)
-
-
 def load_or_generate_token(path: Path) -> tuple[str, bool]:
     """The token kept in `path`, or a new one written there; True when it was generated now."""
+    with locked(path):
+        return _load_or_generate_token(path)
+
+
+def _load_or_generate_token(path: Path) -> tuple[str, bool]:
     if path.exists():
         check_private(path)
         token = path.read_text(encoding="utf-8").strip()
@@ -148,11 +135,24 @@ def load_or_generate_token(path: Path) -> tuple[str, bool]:
 
 
 def add_token(path: Path, grant: TokenGrant) -> str:
-    """Mint a token for `grant`, append its digest to the tokens file (created 0600), return it once."""
+    """Mint a token for `grant`, append its digest to the tokens file (created 0600), return it once.
+
+    Safe to run concurrently: the read-change-write holds the file's lock, and the new file replaces
+    the old one whole, so a server reloading it never reads half of it."""
+    with locked(path):
+        return _add_token(path, grant)
+
+
+def _add_token(path: Path, grant: TokenGrant) -> str:
     data: dict[str, Any] = {"tokens": []}
     if path.exists():
         check_private(path)
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise AuthConfigError(f"{path}: {exc}; fix or remove it first") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+            raise AuthConfigError(f'{path}: expected {{"tokens": [...]}}')
     token = secrets.token_urlsafe(TOKEN_BYTES)
     entry: dict[str, Any] = {
         "sha256": digest(token).hex(),
@@ -175,6 +175,8 @@ class GrantVerifier:
         self.store = store
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        from mcp.server.auth.provider import AccessToken
+
         grant = self.store.verify(token)
         if grant is None:
             return None

@@ -20,6 +20,12 @@ from mnote_mcp.vocabulary.scopes import Scope
 Effect = Literal["read", "write", "dry_run", "none"]
 # The contract requires these on every call; this server fills in any the caller leaves out.
 CORRELATION_FIELDS: tuple[str, ...] = ("sessionId", "runId", "toolCallId", "traceId")
+# The client's ids (the four above and `idempotencyKey`) are echoed, logged, stored in the ledger and
+# the audit trail: each is at most this many characters (`--max-id-chars`; the schemas say so).
+ID_FIELDS: tuple[str, ...] = (*CORRELATION_FIELDS, "idempotencyKey")
+DEFAULT_MAX_ID_CHARS = 256
+# Arguments nest at most this deep (`--max-argument-depth`); block content is the kernel's to check.
+DEFAULT_MAX_ARGUMENT_DEPTH = 32
 
 
 @dataclass(frozen=True, slots=True)

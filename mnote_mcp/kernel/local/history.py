@@ -233,9 +233,11 @@ def _decode_cursor(cursor: str, workspace_id: str, page_id: str, where: HistoryF
     try:
         data = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
         before, tag = data["b"], data["q"]
-    except (ValueError, TypeError, KeyError, binascii.Error):
+    except (ValueError, TypeError, KeyError, RecursionError, binascii.Error):
         raise invalid("/cursor", "not a cursor returned by mnote.page.history") from None
-    if not isinstance(before, int) or isinstance(before, bool) or tag != _tag(workspace_id, page_id, where):
+    if not isinstance(before, int) or isinstance(before, bool) or not 0 <= before < 2**63:
+        raise invalid("/cursor", "not a cursor returned by mnote.page.history")
+    if tag != _tag(workspace_id, page_id, where):
         raise invalid("/cursor", "belongs to another page or other filters")
     return before
 
