@@ -15,6 +15,7 @@ from mcp.server import Server
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.resources import PageResources
 from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.server import IdentityResolver, create_server
 from mnote_mcp.tools.catalog import ALL_TOOLS
@@ -30,7 +31,9 @@ class App:
     dispatcher: Dispatcher
     store_description: str
 
-    def server(self, identity_for: IdentityResolver | None = None) -> Server[Any]:
+    def server(
+        self, identity_for: IdentityResolver | None = None, pages: PageResources | None = None
+    ) -> Server[Any]:
         identity = self.config.stdio_identity()
         return create_server(
             self.dispatcher,
@@ -38,6 +41,7 @@ class App:
             scopes=self.config.granted_scopes,
             watch_interval=self.config.watch_interval,
             delivery=self.config.delivery,
+            pages=pages,
         )
 
 

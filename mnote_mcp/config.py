@@ -479,6 +479,30 @@ class ServerConfig(StoreSettings, LogSettings):
         (), csv, "Origin header values to accept", shown="the allowed hosts", group=HTTP
     )
     max_body_bytes: int = setting(4 * 1024 * 1024, positive_int, "largest request body", group=HTTP)
+    max_connections: int = setting(
+        500,
+        positive_int,
+        "open connections at most; one more is answered 503 and closed as it is accepted",
+        group=HTTP,
+    )
+    header_timeout: float = setting(
+        10.0, positive_number, "seconds a client has to send a request's headers", group=HTTP
+    )
+    body_timeout: float = setting(
+        30.0, positive_number, "seconds an authenticated client has to send a request's body", group=HTTP
+    )
+    max_sessions: int = setting(
+        1000, positive_int, "open sessions (streamable HTTP and SSE) at most; one more is 503", group=HTTP
+    )
+    max_sessions_per_token: int = setting(
+        50, positive_int, "open sessions one token may hold; one more is 429", group=HTTP
+    )
+    session_idle_timeout: float = setting(
+        600.0,
+        positive_number,
+        "seconds a streamable-HTTP session may sit idle (no request, no open stream) before it is closed",
+        group=HTTP,
+    )
     shutdown_grace: float = setting(
         30.0, positive_number, "seconds calls in flight get to answer on shutdown", group=HTTP
     )

@@ -93,5 +93,7 @@ async def serve_http(config: ServerConfig) -> None:
             port=config.port,
             inflight=app.dispatcher.inflight,
             grace=config.shutdown_grace,
+            max_connections=config.max_connections,
+            header_timeout=config.header_timeout,
         )
         await server.serve()

@@ -45,9 +45,11 @@ def create_server(
     scopes: frozenset[Scope] = ALL_SCOPES,
     watch_interval: float = 1.0,
     delivery: Delivery | None = None,
+    pages: PageResources | None = None,
 ) -> Server[Any]:
     """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
-    `delivery` says how envelopes are carried (result forms, `isError`)."""
+    `delivery` says how envelopes are carried (result forms, `isError`); `pages`, the page resources
+    (given by a transport that reports their watches)."""
     delivery = delivery or Delivery()
     listings: dict[frozenset[Scope], types.ListToolsResult] = {}
 
@@ -67,7 +69,7 @@ def create_server(
         spec.toolset is Toolset.BLOCK and dispatcher.exposes(spec, scopes)
         for spec in dispatcher.registry.specs
     )
-    pages = PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
+    pages = pages or PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
@@ -61,6 +62,10 @@ class PageResources:
             finally:
                 self._watchers.discard(watcher)
                 group.cancel_scope.cancel()
+
+    def watch_count(self) -> int:
+        """Watches held now, over every watcher (one per server lifespan: an SSE connection has its own)."""
+        return sum(len(watcher) for watcher in self._watchers)
 
     def nudge(self) -> None:
         """A write went through this process: poll now rather than at the next interval."""
@@ -166,13 +171,26 @@ class PageResources:
     # -- 2025-11-25: resources/subscribe, resources/unsubscribe -------------------------------
 
     async def subscribe(self, ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        """A watch that lasts as long as the connection (the session): it is released when the
+        connection ends, however it ends (DELETE, idle timeout, a dropped SSE stream, stdio EOF).
+        A connection with nowhere to send a notification (`--stateless`: every POST is a connection of
+        its own) is refused: a subscription there could only be lost, or leak."""
         uri = str(params.uri)
+        if not _connection(ctx).has_standalone_channel:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                "resources/subscribe needs a session (this server is stateless): open a"
+                " subscriptions/listen stream, or poll the page's revision",
+            )
         session = ctx.session
         watches = await self._watches(ctx, [uri], lambda u: partial(session.send_resource_updated, u))
         if uri not in watches:
             raise _unknown(uri)
         watcher: PageWatcher = ctx.lifespan_context
-        watcher.add((_connection_id(ctx), uri), watches[uri])
+        key = (_connection_id(ctx), uri)
+        if key not in watcher:
+            _connection(ctx).exit_stack.callback(watcher.remove, key)
+        watcher.add(key, watches[uri])
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
@@ -202,14 +220,19 @@ class PageResources:
                 watcher.remove(token)
 
 
-def _connection_id(ctx: Context) -> int:
-    """The client connection a handshake-era subscription belongs to.
+def _connection(ctx: Context) -> Connection:
+    """The client connection of a request. The SDK builds a new `ServerSession` for every request and
+    keeps the connection it wraps private; the connection is what outlives the request."""
+    return ctx.session._connection
 
-    The SDK builds a new `ServerSession` for every request and keeps the connection it wraps private;
-    the connection is what a subscription (and its later unsubscribe) must be keyed by. The watch's
-    `notify` holds the session, hence the connection, so the id cannot be reused while it is watched.
+
+def _connection_id(ctx: Context) -> int:
+    """The client connection a handshake-era subscription belongs to (and its later unsubscribe).
+
+    The watch's `notify` holds the session, hence the connection, so the id cannot be reused while it
+    is watched; the connection's exit stack removes the watch when the connection ends.
     """
-    return id(ctx.session._connection)
+    return id(_connection(ctx))
 
 
 def _unknown(uri: str) -> MCPError:

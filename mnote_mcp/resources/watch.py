@@ -46,6 +46,9 @@ class PageWatcher:
     def __len__(self) -> int:
         return len(self._watches)
 
+    def __contains__(self, token: Hashable) -> bool:
+        return token in self._watches
+
     def nudge(self) -> None:
         self._wake.set()
 

@@ -186,7 +186,9 @@ class GrantVerifier:
         return AccessToken(
             token="",  # never keep the secret around in request state
             client_id=grant.actor_id,
-            subject=grant.actor_id,
+            # The token's digest: the SDK binds a session to the principal that opened it, so a
+            # session belongs to this token, not to its actor (another token of the actor gets 404).
+            subject=digest(token).hex(),
             scopes=sorted(s.value for s in grant.scopes),
             claims=claims,
         )

@@ -1,6 +1,8 @@
 """One ASGI app for both HTTP transports: streamable HTTP at `/mcp` and the legacy HTTP+SSE transport
-at `/sse` + `/messages/`, behind bearer-token authentication, Host/Origin validation (DNS-rebinding
-protection), a request body limit, and an unauthenticated `/healthz`.
+at `/sse` + `/messages/`, behind bearer-token authentication (from the headers, before any body is
+read), Host/Origin validation (DNS-rebinding protection), a request body limit and deadline, session
+caps per token and overall (`transports/limits.py`), and an unauthenticated `/healthz` that reports
+how many sessions and resource watches are open. A session belongs to the token that opened it.
 
 No state lives here: sessions of the stateful streamable transport are only the SDK's message
 routing; every business fact is in the kernel, so with `--stateless` any number of replicas can sit
@@ -10,7 +12,8 @@ behind a load balancer.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,7 +21,8 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -31,8 +35,10 @@ from mnote_mcp import __version__
 from mnote_mcp.app import App
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.net import is_loopback
+from mnote_mcp.resources import PageResources
 from mnote_mcp.transports.auth import ENDPOINT_SCOPES, AuthConfigError, AuthSetup, GrantVerifier, within
 from mnote_mcp.transports.headers import identity_from_request
+from mnote_mcp.transports.limits import CloseUnreadBodies, ReadBody, SessionCaps, owner_of
 from mnote_mcp.vocabulary.identity import Identity
 
 logger = logging.getLogger("mnote_mcp")
@@ -67,34 +73,77 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     def identity_for(ctx: Any) -> Identity:
         return within(identity_from_request(ctx.request, fallback), ceiling)
 
-    server = app.server(identity_for)
+    pages = PageResources(app.dispatcher.kernel, identity_for, watch_interval=config.watch_interval)
+    server = app.server(identity_for, pages=pages)
     security = security_settings(config)
     manager = StreamableHTTPSessionManager(
         app=server,
         stateless=config.stateless,
         security_settings=security,
         max_request_body_size=config.max_body_bytes,
+        session_idle_timeout=config.session_idle_timeout,
+        max_sessions=config.max_sessions,
     )
     sse = SseServerTransport(
         "/messages/", security_settings=security, max_request_body_size=config.max_body_bytes
     )
 
-    async def sse_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+    def open_sessions() -> Counter[Hashable]:
+        # The SDK's registry of streamable-HTTP sessions and their owners (the token digest): it
+        # forgets a session when it ends, is deleted or times out idle.
+        owners = list(manager._session_owners.values())
+        counts: Counter[Hashable] = Counter(owner["subject"] for owner in owners)
+        if unowned := len(manager._server_instances) - len(owners):
+            counts[None] += unowned
+        return counts
+
+    caps = SessionCaps(
+        per_token=config.max_sessions_per_token, total=config.max_sessions, open_sessions=open_sessions
+    )
+
+    def read_body(endpoint: ASGIApp) -> ASGIApp:
+        return ReadBody(endpoint, max_bytes=config.max_body_bytes, timeout=config.body_timeout)
+
+    streamable = read_body(StreamableHTTPASGIApp(manager))
+
+    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        if config.stateless or not _opens_session(scope):
+            await streamable(scope, receive, send)
+            return
+        owner = owner_of(scope)
+        if not await caps.refuse(owner, send):
+            await caps.opening(streamable, owner, scope, receive, send)
+
+    async def sse_stream(scope: Scope, receive: Receive, send: Send) -> None:
         async with sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
+    async def sse_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        owner = owner_of(scope)
+        if not await caps.refuse(owner, send):
+            await caps.opening(sse_stream, owner, scope, receive, send)
+
     def guarded(endpoint: ASGIApp) -> ASGIApp:
-        return endpoint if auth.store is None else RequireAuthMiddleware(endpoint, ENDPOINT_SCOPES)
+        """Authentication (from the headers alone) before anything else, the body included."""
+        return _Asgi(endpoint) if auth.store is None else RequireAuthMiddleware(endpoint, ENDPOINT_SCOPES)
 
     async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "server": "mnote-mcp", "version": __version__})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "server": "mnote-mcp",
+                "version": __version__,
+                "sessions": sum(caps.counts().values()),
+                "watches": pages.watch_count(),
+            }
+        )
 
     routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
     if config.streamable_http:
-        routes.append(Route("/mcp", endpoint=guarded(StreamableHTTPASGIApp(manager))))
+        routes.append(Route("/mcp", endpoint=guarded(mcp_endpoint)))
     if config.sse:
         routes.append(Route("/sse", endpoint=guarded(sse_endpoint), methods=["GET"]))
-        routes.append(Mount("/messages/", app=guarded(sse.handle_post_message)))
+        routes.append(Mount("/messages/", app=guarded(read_body(sse.handle_post_message))))
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -112,4 +161,24 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
             Middleware(AuthContextMiddleware),
         ]
     starlette = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
-    return RequestBodyLimitMiddleware(starlette, config.max_body_bytes)
+    return CloseUnreadBodies(starlette)
+
+
+class _Asgi:
+    """An ASGI callable as an object: Starlette's `Route` takes a plain function for a request handler."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+def _opens_session(scope: Scope) -> bool:
+    """A handshake-era POST without a session id: it opens a session (the 2026 era has none)."""
+    if scope["method"] != "POST":
+        return False
+    headers = dict(scope["headers"])
+    version = headers.get(b"mcp-protocol-version")
+    modern = version is not None and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
+    return b"mcp-session-id" not in headers and not modern

@@ -16,6 +16,7 @@ import uvicorn
 from sse_starlette.sse import AppStatus
 
 from mnote_mcp.dispatch import InFlight
+from mnote_mcp.transports.limits import guarded_protocol
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -49,11 +50,21 @@ class GracefulServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def make_server(asgi: object, *, host: str, port: int, inflight: InFlight, grace: float) -> GracefulServer:
+def make_server(
+    asgi: object,
+    *,
+    host: str,
+    port: int,
+    inflight: InFlight,
+    grace: float,
+    max_connections: int = 500,
+    header_timeout: float = 10.0,
+) -> GracefulServer:
     config = uvicorn.Config(
         asgi,  # type: ignore[arg-type]
         host=host,
         port=port,
+        http=guarded_protocol(max_connections, header_timeout),
         log_config=None,  # keep our stderr logging
         access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it
         timeout_graceful_shutdown=2,

@@ -1,0 +1,250 @@
+"""What one HTTP client may hold: connections, time to send its headers and body, sessions.
+
+Each limit is a flag (docs/security.md lists them with their defaults):
+
+- `--max-connections`: a connection over the cap is answered `503` and closed the moment it is
+  accepted, before a byte of it is read, so half-sent requests cannot use up file descriptors.
+- `--header-timeout`: from the moment a connection is accepted (or its previous response is
+  complete) the client has this long to finish a request's headers; then it gets `408` and is closed.
+- `--body-timeout` and `--max-body-bytes`: an authenticated request's body is read whole, within
+  this time and size, before anything else happens (`408` / `413`). Authentication comes first, from
+  the headers alone: an unauthenticated request is refused without its body being read.
+- Every refusal of a request whose body was not read closes the connection (`Connection: close`), so
+  a client cannot keep trickling a body nobody will read.
+- `--max-sessions-per-token` (`429`) and `--max-sessions` (`503`): how many stateful sessions (a
+  streamable-HTTP session or a legacy SSE stream) one token, and everyone together, may hold open.
+
+The connection-level parts live in the protocol uvicorn runs for each connection (uvicorn has a
+keep-alive timeout but no header timeout, and its `limit_concurrency` answers only once the headers
+have arrived); the request-level parts are ASGI middleware.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter, deque
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+logger = logging.getLogger("mnote_mcp")
+
+_REFUSED = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+_TOO_SLOW = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+_CLOSE = (b"connection", b"close")
+
+
+def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a connection cap at accept time and a deadline for the headers."""
+
+    class GuardedProtocol(H11Protocol):
+        _refused = False
+        _header_timer: asyncio.TimerHandle | None = None
+        _armed_scope: Any = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if len(self.connections) >= max_connections:
+                self._refused = True
+                logger.warning("refusing a connection: %d connections are open", len(self.connections))
+                transport.write(_REFUSED)
+                transport.close()
+                return
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._armed_scope = self.scope
+            self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if not self.transport.is_closing():
+                self.transport.write(_TOO_SLOW)
+                self.transport.close()
+
+        def _check_headers(self) -> None:
+            if self._header_timer is not None and self.scope is not self._armed_scope:
+                self._disarm()  # a request's headers are complete
+
+        def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
+            super().data_received(data)
+            self._check_headers()
+
+        def on_response_complete(self) -> None:
+            if not self.transport.is_closing():
+                self._arm()  # the next request's headers get the same deadline
+            super().on_response_complete()
+            self._check_headers()  # a pipelined request may have been parsed just now
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._refused:
+                return
+            self._disarm()
+            super().connection_lost(exc)
+
+    return GuardedProtocol
+
+
+class CloseUnreadBodies:
+    """Outermost: a response of status 400 or more to a request whose body was not read whole says
+    `Connection: close`, so the connection ends with the refusal instead of waiting for the body."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        read = [b"content-length" not in headers and b"transfer-encoding" not in headers]
+
+        async def receiving() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                read[0] = True
+            return message
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] >= 400 and not read[0]:
+                message = {**message, "headers": [*message.get("headers", []), _CLOSE]}
+            await send(message)
+
+        await self.app(scope, receiving, sending)
+
+
+class ReadBody:
+    """Reads a request's body whole, within `timeout` seconds and `max_bytes`, before the endpoint
+    runs (`408` / `413` otherwise), then hands it on. Placed after authentication."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout: float) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"0")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await plain(send, 413, "Request body too large")
+            return
+        chunks: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(self.timeout) as deadline:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                body = message.get("body", b"")
+                size += len(body)
+                if size > self.max_bytes:
+                    await plain(send, 413, "Request body too large")
+                    return
+                chunks.append(body)
+                if not message.get("more_body", False):
+                    break
+        if deadline.cancelled_caught:
+            logger.warning("refusing a request whose body took over %.0fs", self.timeout)
+            await plain(send, 408, "Request body too slow")
+            return
+        pending: deque[Message] = deque(
+            [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+        )
+
+        async def replay() -> Message:
+            return pending.popleft() if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = text.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                _CLOSE,
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def owner_of(scope: Scope) -> Hashable:
+    """Who a session belongs to: the token's digest (the SDK's session owner), or None without auth."""
+    user = scope.get("user")
+    return user.access_token.subject if isinstance(user, AuthenticatedUser) else None
+
+
+class SessionCaps:
+    """How many sessions one token (`per_token`, else `429`) and everyone (`total`, else `503`) hold.
+
+    `open_sessions()` counts the streamable-HTTP sessions by owner (the SDK's own registry, which
+    forgets a session when it ends, is deleted or times out idle); legacy SSE streams are counted
+    here while they last; and a session being opened counts from the moment its request is let in.
+    """
+
+    def __init__(self, *, per_token: int, total: int, open_sessions: Callable[[], Counter[Hashable]]) -> None:
+        self.per_token = per_token
+        self.total = total
+        self._open_sessions = open_sessions
+        self._held: Counter[Hashable] = Counter()
+
+    def counts(self) -> Counter[Hashable]:
+        counts = self._open_sessions()
+        counts.update(self._held)
+        return counts
+
+    async def refuse(self, owner: Hashable, send: Send) -> bool:
+        """Answer `429`/`503` and return True if `owner` may not open one more session now."""
+        counts = self.counts()
+        if counts[owner] >= self.per_token:
+            logger.warning("refusing a new session: the token holds %d sessions", counts[owner])
+            await _jsonrpc_error(send, 429, "Too many open sessions for this token", retry_after=True)
+            return True
+        if sum(counts.values()) >= self.total:
+            logger.warning("refusing a new session: %d sessions are open", sum(counts.values()))
+            await _jsonrpc_error(send, 503, "Too many open sessions", retry_after=True)
+            return True
+        return False
+
+    async def opening(
+        self, app: ASGIApp, owner: Hashable, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Run `app` for a request that opens (or is) a session, counted while it runs."""
+        self._held[owner] += 1
+        try:
+            await app(scope, receive, send)
+        finally:
+            self._held[owner] -= 1
+            if self._held[owner] <= 0:
+                del self._held[owner]
+
+
+async def _jsonrpc_error(send: Send, status: int, message: str, *, retry_after: bool) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), _CLOSE]
+    if retry_after:
+        headers.append((b"retry-after", b"5"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

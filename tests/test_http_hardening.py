@@ -1,0 +1,217 @@
+"""Hostile networks (issue 9): authentication before the body, header and body deadlines, the
+connection cap, session caps per token (429) and overall (503), idle sessions closed, sessions bound to
+the token that opened them, and watches released when their session ends (both transports and
+`--stateless`). Real servers over real sockets."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+import pytest
+
+from tests.helpers import RAW_INITIALIZE, call, page_args
+from tests.http_helpers import http_server, mcp_http, mcp_sse, wait_until, write_tokens
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+TOKENS: dict[str, dict[str, Any]] = {
+    "tok-a": {"actorId": "user_editor"},
+    "tok-a-limited": {"actorId": "user_editor", "workspaces": ["ws_other"], "scopes": ["page.read"]},
+    "tok-b": {"actorId": "user_viewer", "scopes": ["page.read"]},
+}
+PAGE_URI = "mnote://workspaces/ws_1/pages/doc_1"
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> Path:
+    return write_tokens(tmp_path / "tokens.json", TOKENS)
+
+
+def _address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    return parts.hostname, parts.port
+
+
+def _raw(url: str, data: bytes, *, timeout: float = 10) -> socket.socket:
+    sock = socket.create_connection(_address(url), timeout=timeout)
+    if data:
+        sock.sendall(data)
+    return sock
+
+
+def _read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
+    """Everything the server sends until it closes the connection, and how long that took."""
+    started, received = time.monotonic(), b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except (TimeoutError, ConnectionResetError):
+        pass
+    finally:
+        sock.close()
+    return received, time.monotonic() - started
+
+
+def _post_head(url: str, token: str | None, length: int, host: str = "127.0.0.1") -> bytes:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    port = _address(url)[1]
+    return (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\n{auth}Content-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def _open_session(url: str, token: str) -> httpx2.Response:
+    return httpx2.post(
+        f"{url}/mcp",
+        json=RAW_INITIALIZE,
+        headers={**JSON_HEADERS, "Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+
+
+def _health(url: str) -> dict[str, Any]:
+    answer: dict[str, Any] = httpx2.get(f"{url}/healthz", timeout=10).json()
+    return answer
+
+
+def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path) -> None:
+    args = ("--auth-file", str(tokens), "--header-timeout", "1", "--body-timeout", "1")
+    with http_server(db, *args) as server:
+        # Unauthenticated, announcing 4 MiB and sending none of it: refused from the headers, closed.
+        unauthenticated = _raw(server.url, _post_head(server.url, None, 4 * 1024 * 1024))
+        reply, took = _read_until_closed(unauthenticated)
+        assert reply.startswith(b"HTTP/1.1 401") and took < 1, (reply[:80], took)
+        wrong = _raw(server.url, _post_head(server.url, "tok-nope", 4 * 1024 * 1024) + b"{")
+        reply, took = _read_until_closed(wrong)
+        assert reply.startswith(b"HTTP/1.1 401") and took < 1, (reply[:80], took)
+        # Half-sent headers: 408 and closed after --header-timeout.
+        slow_headers = _raw(server.url, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        reply, took = _read_until_closed(slow_headers)
+        assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < 5, (reply[:80], took)
+        # Authenticated, but the body never completes: 408 and closed after --body-timeout.
+        slow_body = _raw(server.url, _post_head(server.url, "tok-a", 1000) + b'{"jsonrpc"')
+        reply, took = _read_until_closed(slow_body)
+        assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < 5, (reply[:80], took)
+        assert _open_session(server.url, "tok-a").status_code == 200, "a good client still gets in"
+
+
+def test_connections_over_the_cap_are_refused_as_they_arrive(db: Path, tokens: Path) -> None:
+    with http_server(db, "--auth-file", str(tokens), "--max-connections", "4") as server:
+        held = [_raw(server.url, b"POST /mcp HTTP/1.1\r\n") for _ in range(4)]
+        time.sleep(0.3)
+        reply, took = _read_until_closed(_raw(server.url, b""))
+        assert reply.startswith(b"HTTP/1.1 503") and took < 1, (reply, took)
+        for sock in held:
+            sock.close()
+        assert wait_until(lambda: _health(server.url)["status"] == "ok", timeout=5)
+
+
+def test_session_caps_per_token_and_overall(db: Path, tokens: Path) -> None:
+    args = ("--auth-file", str(tokens), "--max-sessions-per-token", "2", "--max-sessions", "3")
+    with http_server(db, *args) as server:
+        first, second = _open_session(server.url, "tok-a"), _open_session(server.url, "tok-a")
+        third = _open_session(server.url, "tok-a")
+        other = _open_session(server.url, "tok-b")
+        over_all = _open_session(server.url, "tok-b")
+        assert [r.status_code for r in (first, second, third, other, over_all)] == [200, 200, 429, 200, 503]
+        assert third.headers["retry-after"] and third.json()["error"]["code"] != 0
+        assert _health(server.url)["sessions"] == 3
+        ended = httpx2.delete(
+            f"{server.url}/mcp",
+            headers={"Authorization": "Bearer tok-a", "Mcp-Session-Id": first.headers["mcp-session-id"]},
+            timeout=10,
+        )
+        assert ended.status_code == 200
+        assert _open_session(server.url, "tok-a").status_code == 200, "room again once one ends"
+
+
+async def test_a_session_belongs_to_the_token_that_opened_it(db: Path, tokens: Path) -> None:
+    """Same actor, another token (limited to another workspace, read-only): 404 on every verb, over
+    both transports; what it may do with its own session is what its own grants allow."""
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        session = _open_session(server.url, "tok-a").headers["mcp-session-id"]
+        as_other = {**JSON_HEADERS, "Authorization": "Bearer tok-a-limited", "Mcp-Session-Id": session}
+        post = httpx2.post(
+            f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=as_other
+        )
+        stream = httpx2.get(f"{server.url}/mcp", headers=as_other, timeout=10)
+        delete = httpx2.delete(f"{server.url}/mcp", headers=as_other, timeout=10)
+        assert [post.status_code, stream.status_code, delete.status_code] == [404, 404, 404]
+        own = httpx2.post(
+            f"{server.url}/mcp",
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={**as_other, "Authorization": "Bearer tok-a"},
+            timeout=10,
+        )
+        assert own.status_code == 202, "the owner still uses it"
+        with httpx2.stream("GET", f"{server.url}/sse", headers={"Authorization": "Bearer tok-a"}) as stream:
+            endpoint = next(line[6:] for line in stream.iter_lines() if line.startswith("data: /messages/"))
+            ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+            stolen = httpx2.post(f"{server.url}{endpoint}", json=ping, headers=as_other)
+            assert stolen.status_code == 404
+        async with mcp_sse(server.url, "tok-a") as client:
+            assert (await call(client, "mnote.page.get", **page_args()))["ok"]
+        async with mcp_http(server.url, "tok-a-limited") as limited:
+            refused = await call(limited, "mnote.page.get", **page_args())
+        assert refused["error"]["code"] == "mnote_tool_permission_denied"
+
+
+async def _subscribe_and_leave(url: str, transport: str, token: str = "tok-a") -> None:
+    opener = mcp_sse(url, token) if transport == "sse" else mcp_http(url, token)
+    async with opener as client:
+        await client.subscribe_resource(PAGE_URI)
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_watches_end_with_their_session(db: Path, tokens: Path, transport: str) -> None:
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        for _ in range(5):
+            await _subscribe_and_leave(server.url, transport)
+        assert wait_until(lambda: _health(server.url)["watches"] == 0, timeout=10), _health(server.url)
+        assert wait_until(lambda: _health(server.url)["sessions"] == 0, timeout=10), _health(server.url)
+
+
+async def test_idle_sessions_are_closed_and_their_watches_released(db: Path, tokens: Path) -> None:
+    """A client that subscribes and disappears without a DELETE: its session is closed after
+    --session-idle-timeout, its watch released, and its session id answers 404."""
+    with http_server(db, "--auth-file", str(tokens), "--session-idle-timeout", "1") as server:
+        session = _open_session(server.url, "tok-a").headers["mcp-session-id"]
+        headers = {**JSON_HEADERS, "Authorization": "Bearer tok-a", "Mcp-Session-Id": session}
+        httpx2.post(
+            f"{server.url}/mcp",
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=headers,
+        )
+        subscribed = httpx2.post(
+            f"{server.url}/mcp",
+            json={"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": PAGE_URI}},
+            headers=headers,
+            timeout=10,
+        )
+        assert subscribed.status_code == 200 and '"result"' in subscribed.text, subscribed.text
+        assert _health(server.url)["watches"] == 1
+        assert wait_until(lambda: _health(server.url)["watches"] == 0, timeout=10)
+        assert _health(server.url)["sessions"] == 0
+        late = httpx2.post(
+            f"{server.url}/mcp",
+            json={"jsonrpc": "2.0", "id": 3, "method": "ping"},
+            headers=headers,
+            timeout=10,
+        )
+        assert late.status_code == 404
+
+
+async def test_stateless_servers_refuse_subscriptions_outside_a_listen_stream(db: Path, tokens: Path) -> None:
+    with http_server(db, "--auth-file", str(tokens), "--stateless") as server:
+        async with mcp_http(server.url, "tok-a") as client:
+            with pytest.raises(Exception, match="needs a session"):
+                await client.subscribe_resource(PAGE_URI)
+            assert (await call(client, "mnote.page.get", **page_args()))["ok"]
+        assert _health(server.url)["watches"] == 0
