@@ -503,6 +503,12 @@ class ServerConfig(StoreSettings, LogSettings):
         "seconds a streamable-HTTP session may sit idle (no request, no open stream) before it is closed",
         group=HTTP,
     )
+    auth_reload_interval: float = setting(
+        2.0,
+        positive_number,
+        "seconds between checks of --auth-file for changes (a removed token is refused after that)",
+        group=HTTP,
+    )
     shutdown_grace: float = setting(
         30.0, positive_number, "seconds calls in flight get to answer on shutdown", group=HTTP
     )

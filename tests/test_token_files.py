@@ -115,3 +115,53 @@ def test_the_relay_reads_its_token_file_and_refuses_a_loose_one(tmp_path: Path) 
     secret.chmod(0o644)
     with pytest.raises(SecretFileError, match="chmod 600"):
         service_token(None, secret)
+
+
+def _status(url: str, token: str) -> int:
+    import httpx2
+
+    from tests.helpers import RAW_INITIALIZE
+
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}",
+    }
+    return httpx2.post(f"{url}/mcp", json=RAW_INITIALIZE, headers=headers, timeout=10).status_code
+
+
+@pytest.mark.e2e
+async def test_the_tokens_file_is_reloaded_and_fails_closed(db: Path, tmp_path: Path) -> None:
+    """Removed: refused within seconds (and its subscriptions dropped); added: accepted; world-readable
+    or garbled: every token refused until the file is fixed. No restart."""
+    import httpx2
+
+    from tests.http_helpers import http_server, mcp_http, wait_until, write_tokens
+
+    auth = write_tokens(
+        tmp_path / "tokens.json", {"tok-a": {"actorId": "user_editor"}, "tok-b": {"actorId": "user_editor"}}
+    )
+    with http_server(db, "--auth-file", str(auth), "--auth-reload-interval", "0.3") as server:
+
+        def health() -> dict[str, int]:
+            answer: dict[str, int] = httpx2.get(f"{server.url}/healthz", timeout=10).json()
+            return answer
+
+        async with mcp_http(server.url, "tok-b") as client:
+            await client.subscribe_resource("mnote://workspaces/ws_1/pages/doc_1")
+            assert health()["watches"] == 1
+            write_tokens(auth, {"tok-a": {"actorId": "user_editor"}, "tok-c": {"actorId": "user_viewer"}})
+            assert wait_until(lambda: _status(server.url, "tok-b") == 401, timeout=5), "removed: refused"
+            assert wait_until(lambda: health()["watches"] == 0, timeout=5), "its subscription dropped"
+        assert _status(server.url, "tok-c") == 200, "added: accepted"
+        assert _status(server.url, "tok-a") == 200
+        auth.chmod(0o644)
+        assert wait_until(lambda: _status(server.url, "tok-a") == 401, timeout=5), "world-readable: closed"
+        auth.chmod(0o600)
+        assert wait_until(lambda: _status(server.url, "tok-a") == 200, timeout=5), "fixed: open again"
+        auth.write_text('{"tokens": [')
+        assert wait_until(lambda: _status(server.url, "tok-a") == 401, timeout=5), "garbled: closed"
+        write_tokens(auth, {"tok-a": {"actorId": "user_editor"}})
+        assert wait_until(lambda: _status(server.url, "tok-a") == 200, timeout=5)
+    assert "refusing every token until it is fixed" in server.log and "chmod 600" in server.log
+    assert "tok-a" not in server.log, "no token in the log"

@@ -43,10 +43,20 @@ _HIDDEN = frozenset({ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED, ErrorCode
 class PageResources:
     """The resource handlers of one server; `lifespan` runs the watcher the subscriptions share."""
 
-    def __init__(self, kernel: Kernel, identity_for: IdentityResolver, *, watch_interval: float) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        identity_for: IdentityResolver,
+        *,
+        watch_interval: float,
+        still_allowed: Callable[[Identity, PageKey], bool] | None = None,
+    ) -> None:
+        """`still_allowed(identity, page)` is asked before every poll of a watch: whether the
+        subscriber's credential may still read the page (tokens can be revoked while serving)."""
         self.kernel = kernel
         self.identity_for = identity_for
         self.watch_interval = watch_interval
+        self.still_allowed = still_allowed
         self._watchers: set[PageWatcher] = set()
 
     # -- lifespan and nudges ------------------------------------------------------------------
@@ -97,8 +107,15 @@ class PageResources:
         keys = {uri: key for uri, key in keys.items() if self._allowed(reader[0], key)}
         actor_id = reader[1]
         revisions = await self.kernel.page_revisions(actor_id, list(dict.fromkeys(keys.values())))
+        check = self.still_allowed
         return {
-            uri: Watch(actor_id, key, revisions[key], notify(uri))
+            uri: Watch(
+                actor_id,
+                key,
+                revisions[key],
+                notify(uri),
+                partial(check, reader[0], key) if check is not None else None,
+            )
             for uri, key in keys.items()
             if key in revisions
         }

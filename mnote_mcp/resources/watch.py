@@ -28,6 +28,9 @@ class Watch:
     key: PageKey
     revision: int | None  # None: the page is gone, or no longer readable by the actor
     notify: Notify
+    # Whether the credential that subscribed may still see the page (a token removed from the tokens
+    # file, or narrowed to other workspaces, may not): a watch that may not is dropped, unannounced.
+    allowed: Callable[[], bool] | None = None
 
 
 class PageWatcher:
@@ -62,6 +65,10 @@ class PageWatcher:
     async def poll(self) -> None:
         by_actor: dict[str, list[tuple[Hashable, Watch]]] = {}
         for token, watch in list(self._watches.items()):
+            if watch.allowed is not None and not watch.allowed():
+                logger.info("dropping a watch whose credential no longer allows it")
+                self.remove(token)
+                continue
             by_actor.setdefault(watch.actor_id, []).append((token, watch))
         for actor_id, watches in by_actor.items():
             try:

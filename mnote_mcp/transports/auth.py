@@ -53,10 +53,15 @@ def digest(token: str) -> bytes:
 
 
 class TokenStore:
+    """The tokens a server accepts. A store read from a tokens file can be replaced while serving
+    (`TokensFileWatcher`), or set to refuse every token while its file cannot be trusted."""
+
     def __init__(self, entries: Iterable[tuple[bytes, TokenGrant]]) -> None:
         self._entries = tuple(entries)
         if not self._entries:
             raise AuthConfigError("no token configured")
+        self._by_digest = {stored: grant for stored, grant in self._entries}
+        self.refusing: str | None = None  # why every token is refused now, or None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -64,10 +69,27 @@ class TokenStore:
     def verify(self, token: str) -> TokenGrant | None:
         presented = digest(token)
         found: TokenGrant | None = None
-        for stored, grant in self._entries:  # no early exit: every entry costs the same
+        entries = self._entries  # one consistent set, whatever a reload does meanwhile
+        for stored, grant in entries:  # no early exit: every entry costs the same
             if hmac.compare_digest(presented, stored):
                 found = grant
-        return found
+        return None if self.refusing is not None else found
+
+    def grant_of(self, subject: str) -> TokenGrant | None:
+        """The grant of the token whose digest (hex) is `subject`, if it is still accepted."""
+        if self.refusing is not None:
+            return None
+        try:
+            return self._by_digest.get(bytes.fromhex(subject))
+        except ValueError:
+            return None
+
+    def replace(self, other: TokenStore) -> None:
+        self._entries, self._by_digest = other._entries, other._by_digest
+        self.refusing = None
+
+    def refuse(self, why: str) -> None:
+        self.refusing = why
 
     @classmethod
     def single(cls, token: str, grant: TokenGrant) -> TokenStore:
@@ -198,6 +220,54 @@ class GrantVerifier:
 class AuthSetup:
     store: TokenStore | None
     description: str
+    source: Path | None = None  # the tokens file the store is read from, re-read while serving
+
+
+class TokensFileWatcher:
+    """Re-reads a tokens file when it changes (checked every `interval` seconds): a token removed
+    from it is refused from then on, one added is accepted.
+
+    Fails closed: while the file is readable by others, does not parse, or is gone, every token is
+    refused (401) and an error is logged at each change; the last good set is not kept, since a file
+    that became world-readable may have leaked, and a garbled one may be a removal half done. Once the
+    file is good again, its tokens are accepted again.
+    """
+
+    def __init__(self, store: TokenStore, path: Path, interval: float) -> None:
+        self.store = store
+        self.path = path
+        self.interval = interval
+        self._seen = self._signature()
+
+    def _signature(self) -> tuple[int, ...] | None:
+        try:
+            info = self.path.stat()
+        except OSError:
+            return None
+        return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+
+    async def run(self) -> None:
+        import anyio
+
+        while True:
+            await anyio.sleep(self.interval)
+            self.check()
+
+    def check(self) -> None:
+        signature = self._signature()
+        if signature == self._seen:
+            return
+        self._seen = signature
+        try:
+            fresh = TokenStore.from_file(self.path)
+        except SecretFileError as exc:
+            self.store.refuse(str(exc))
+            logger.error(
+                "tokens file changed and cannot be used; refusing every token until it is fixed: %s", exc
+            )
+            return
+        self.store.replace(fresh)
+        logger.warning("tokens file %s changed: %d token(s) accepted now", self.path, len(fresh))
 
 
 def resolve_auth(config: ServerConfig) -> AuthSetup:
@@ -213,7 +283,7 @@ def resolve_auth(config: ServerConfig) -> AuthSetup:
         return AuthSetup(None, "none (--unsafe-no-auth)")
     if config.auth_file is not None:
         store = TokenStore.from_file(config.auth_file)
-        return AuthSetup(store, f"{len(store)} token(s) from {config.auth_file}")
+        return AuthSetup(store, f"{len(store)} token(s) from {config.auth_file}", config.auth_file)
     if not config.actor:
         raise AuthConfigError(
             "MNOTE_TOKEN and a generated token act as --actor; give an actor or --auth-file"

@@ -46,6 +46,7 @@ def identity_from_request(request: Any, fallback: Identity | None) -> Identity:
             scopes=parse_scopes(token.scopes),
             bindings=bindings,
             workspaces=frozenset(workspaces) if isinstance(workspaces, list) else None,
+            credential=token.subject,
             **extra,
         )
     if fallback is not None:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.sse import SseServerTransport
@@ -34,12 +35,21 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mnote_mcp import __version__
 from mnote_mcp.app import App
 from mnote_mcp.config import ServerConfig
+from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.net import is_loopback
 from mnote_mcp.resources import PageResources
-from mnote_mcp.transports.auth import ENDPOINT_SCOPES, AuthConfigError, AuthSetup, GrantVerifier, within
+from mnote_mcp.transports.auth import (
+    ENDPOINT_SCOPES,
+    AuthConfigError,
+    AuthSetup,
+    GrantVerifier,
+    TokensFileWatcher,
+    within,
+)
 from mnote_mcp.transports.headers import identity_from_request
 from mnote_mcp.transports.limits import CloseUnreadBodies, ReadBody, SessionCaps, owner_of
 from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.scopes import Scope as Grant
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -73,7 +83,25 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     def identity_for(ctx: Any) -> Identity:
         return within(identity_from_request(ctx.request, fallback), ceiling)
 
-    pages = PageResources(app.dispatcher.kernel, identity_for, watch_interval=config.watch_interval)
+    store = auth.store
+
+    def still_allowed(identity: Identity, key: PageKey) -> bool:
+        """A subscription's token is still accepted, with page.read and the page's workspace."""
+        if store is None or identity.credential is None:
+            return True
+        grant = store.grant_of(identity.credential)
+        return (
+            grant is not None
+            and Grant.PAGE_READ in grant.scopes
+            and (grant.workspaces is None or key.workspace_id in grant.workspaces)
+        )
+
+    pages = PageResources(
+        app.dispatcher.kernel,
+        identity_for,
+        watch_interval=config.watch_interval,
+        still_allowed=still_allowed,
+    )
     server = app.server(identity_for, pages=pages)
     security = security_settings(config)
     manager = StreamableHTTPSessionManager(
@@ -147,11 +175,15 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        if config.streamable_http:
-            async with manager.run():
+        async with anyio.create_task_group() as group:
+            if store is not None and auth.source is not None:
+                group.start_soon(TokensFileWatcher(store, auth.source, config.auth_reload_interval).run)
+            if config.streamable_http:
+                async with manager.run():
+                    yield
+            else:
                 yield
-        else:
-            yield
+            group.cancel_scope.cancel()
 
     middleware = []
     if auth.store is not None:

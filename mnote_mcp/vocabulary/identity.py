@@ -27,5 +27,8 @@ class Identity:
     scopes: frozenset[Scope] = ALL_SCOPES
     bindings: Mapping[str, str] = field(default_factory=dict)
     workspaces: frozenset[str] | None = None
+    # The credential behind the connection (a bearer token's SHA-256 digest, hex), when there is one:
+    # what a long-lived subscription re-checks, so a revoked or narrowed token stops being served.
+    credential: str | None = None
     generated_session_id: str = field(default_factory=lambda: f"sess_{secrets.token_hex(8)}")
     generated_run_id: str = field(default_factory=lambda: f"run_{secrets.token_hex(8)}")
