@@ -102,13 +102,27 @@ def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path) -> N
         assert _open_session(server.url, "tok-a").status_code == 200, "a good client still gets in"
 
 
-def test_connections_over_the_cap_are_refused_as_they_arrive(db: Path, tokens: Path) -> None:
+def test_connections_over_the_cap_make_room_or_are_refused_as_they_arrive(db: Path, tokens: Path) -> None:
+    """At --max-connections, the longest-waiting half-sent request is cut to let a new client in; when
+    every connection is busy with a request (open streams), a new one gets 503 as it is accepted."""
     with http_server(db, "--auth-file", str(tokens), "--max-connections", "4") as server:
+        port = _address(server.url)[1]
         held = [_raw(server.url, b"POST /mcp HTTP/1.1\r\n") for _ in range(4)]
         time.sleep(0.3)
+        health = _raw(server.url, f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        assert health.recv(64).startswith(b"HTTP/1.1 200"), "a client that sends its request gets in"
+        health.close()
+        evicted, took = _read_until_closed(held[0])
+        assert evicted.startswith(b"HTTP/1.1 408") and took < 1, (evicted, took)
+        for sock in held[1:]:
+            sock.close()
+        stream = f"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer tok-a\r\n\r\n"
+        busy = [_raw(server.url, stream.encode()) for _ in range(4)]
+        for sock in busy:
+            assert sock.recv(64).startswith(b"HTTP/1.1 200")
         reply, took = _read_until_closed(_raw(server.url, b""))
         assert reply.startswith(b"HTTP/1.1 503") and took < 1, (reply, took)
-        for sock in held:
+        for sock in busy:
             sock.close()
         assert wait_until(lambda: _health(server.url)["status"] == "ok", timeout=5)
 

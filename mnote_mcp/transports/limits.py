@@ -2,8 +2,10 @@
 
 Each limit is a flag (docs/security.md lists them with their defaults):
 
-- `--max-connections`: a connection over the cap is answered `503` and closed the moment it is
-  accepted, before a byte of it is read, so half-sent requests cannot use up file descriptors.
+- `--max-connections`: at the cap, the connection that has waited longest for a request's headers
+  (half-sent, or idle between requests) is closed to make room; if every connection is busy with a
+  request, the new one is answered `503` and closed as it is accepted, before a byte of it is read.
+  Half-sent requests can neither use up file descriptors nor starve clients that do send requests.
 - `--header-timeout`: from the moment a connection is accepted (or its previous response is
   complete) the client has this long to finish a request's headers; then it gets `408` and is closed.
 - `--body-timeout` and `--max-body-bytes`: an authenticated request's body is read whole, within
@@ -47,9 +49,10 @@ def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Pro
         _refused = False
         _header_timer: asyncio.TimerHandle | None = None
         _armed_scope: Any = None
+        _armed_at = 0.0
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(self.connections) >= max_connections:
+            if len(self.connections) >= max_connections and not self._evict_one():
                 self._refused = True
                 logger.warning("refusing a connection: %d connections are open", len(self.connections))
                 transport.write(_REFUSED)
@@ -58,9 +61,26 @@ def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Pro
             super().connection_made(transport)
             self._arm()
 
+        def _evict_one(self) -> bool:
+            """At the cap, the connection that has waited longest for a request's headers (a half-sent
+            request, or an idle keep-alive) makes room: half-open connections cannot starve clients
+            that send their requests. False if every connection is busy with a request."""
+            waiting = [
+                peer
+                for peer in self.connections
+                if isinstance(peer, GuardedProtocol) and peer._header_timer is not None
+            ]
+            if not waiting:
+                return False
+            oldest = min(waiting, key=lambda peer: peer._armed_at)
+            oldest._headers_too_slow()
+            self.connections.discard(oldest)
+            return True
+
         def _arm(self) -> None:
             self._disarm()
             self._armed_scope = self.scope
+            self._armed_at = self.loop.time()
             self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
 
         def _disarm(self) -> None:
@@ -69,7 +89,7 @@ def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Pro
                 self._header_timer = None
 
         def _headers_too_slow(self) -> None:
-            self._header_timer = None
+            self._disarm()
             if not self.transport.is_closing():
                 self.transport.write(_TOO_SLOW)
                 self.transport.close()

@@ -1,0 +1,261 @@
+"""`python -m bench.attacks`: issue 9's attacks, replayed against a real `mnote-mcp serve --transport http`.
+
+- 400 unauthenticated POSTs announcing a 4 MiB body, each sending its first 64 KiB: how many are
+  refused before their body is read, how fast, how many connections the server closed, and the
+  server's resident memory before and after (issue 9 measured 1.62 GB held);
+- 1,000 half-sent requests (headers never finished): how many are refused at accept (the connection
+  cap, 500), how many file descriptors the server holds, what an authenticated client gets meanwhile
+  (the longest-waiting half-sent request makes room for it), and what is left after the header timeout;
+- one token opening sessions as fast as it can (issue 9: 10,000 in 20 s locked everyone out): how many
+  it gets (429 after the per-token cap), and whether another token still gets in;
+- 100 stateful sessions that subscribe and end, and 100 subscribes on a `--stateless` server: the
+  watches left behind (issue 9: 500 and 2,000 left);
+- a page at the size limit saved with a ping every 10 ms (`bench.bigpage.in_process`): the save's
+  time, the longest a ping waited, and the refusal of one block more.
+
+Figures for docs/security.md. The machine these run on may be shared: the times are noisy, the counts
+are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2
+
+from tests.helpers import RAW_INITIALIZE, seeded_store
+from tests.http_helpers import http_server, write_tokens
+
+TOKENS: dict[str, dict[str, Any]] = {
+    "tok-a": {"actorId": "user_editor"},
+    "tok-b": {"actorId": "user_viewer", "scopes": ["page.read"]},
+}
+JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+PAGE_URI = "mnote://workspaces/ws_1/pages/doc_1"
+HEADER_TIMEOUT = 10.0  # the default of --header-timeout: half-sent requests are cut after it
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    return parts.hostname, parts.port
+
+
+def _head(url: str, token: str | None, length: int) -> bytes:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    return (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{_address(url)[1]}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\n{auth}Content-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+async def _reply(reader: asyncio.StreamReader, wait: float) -> tuple[bytes, bool]:
+    """The first bytes the server answers, and whether it then closed the connection."""
+    try:
+        first = await asyncio.wait_for(reader.read(64), wait)
+        while await asyncio.wait_for(reader.read(65536), wait):
+            pass
+        return first, True
+    except (TimeoutError, ConnectionError):
+        return b"", False
+
+
+async def unauthenticated_bodies(url: str, pid: int, count: int = 400) -> dict[str, Any]:
+    before = rss_mb(pid)
+    host, port = _address(url)
+    started = time.perf_counter()
+
+    async def one(index: int) -> tuple[bytes, bool, float]:
+        reader, writer = await asyncio.open_connection(host, port)
+        token = None if index % 2 else "not-a-token"
+        writer.write(_head(url, token, 4 * 1024 * 1024) + b"x" * 65536)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        sent = time.perf_counter()
+        first, closed = await _reply(reader, 5)
+        writer.close()
+        return first, closed, time.perf_counter() - sent
+
+    results = await asyncio.gather(*(one(i) for i in range(count)))
+    after = rss_mb(pid)
+    return {
+        "connections": count,
+        "refused_401": sum(1 for first, _, _ in results if first.startswith(b"HTTP/1.1 401")),
+        "closed_by_server": sum(1 for _, closed, _ in results if closed),
+        "median_refusal_ms": statistics.median(took for _, _, took in results) * 1000,
+        "rss_before_mb": before,
+        "rss_after_mb": after,
+        "attack_s": time.perf_counter() - started,
+    }
+
+
+async def half_sent_headers(url: str, pid: int, count: int = 1000) -> dict[str, Any]:
+    host, port = _address(url)
+    fds_before = open_fds(pid)
+    held: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    for _ in range(count):
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        held.append((reader, writer))
+    started = time.perf_counter()
+    await asyncio.sleep(0.5)
+    fds_during = open_fds(pid)
+    firsts = await asyncio.gather(*(_peek(reader) for reader, _ in held))
+    refused_at_accept = sum(1 for first in firsts if first.startswith((b"HTTP/1.1 503", b"reset")))
+    evicted = sum(1 for first in firsts if first.startswith(b"HTTP/1.1 408"))
+    asked = time.perf_counter()
+    during = await _authenticated_status(url)
+    during_s = time.perf_counter() - asked
+    peak, drained = fds_during, None
+    while time.perf_counter() - started < 4 * HEADER_TIMEOUT:
+        fds = open_fds(pid)
+        peak = max(peak, fds)
+        if fds <= fds_before + 2:
+            drained = time.perf_counter() - started
+            break
+        await asyncio.sleep(0.25)
+    for _, writer in held:
+        writer.close()
+    return {
+        "connections": count,
+        "refused_at_accept": refused_at_accept,
+        "cut_to_make_room": evicted,
+        "server_fds_before": fds_before,
+        "server_fds_peak": peak,
+        "authenticated_status_during": during,
+        "authenticated_call_during_s": during_s,
+        "all_cut_after_s": drained,
+    }
+
+
+async def _peek(reader: asyncio.StreamReader) -> bytes:
+    """What the server sent so far; a reset (a refused connection closed with our bytes unread) is
+    reported as `reset`."""
+    try:
+        return await asyncio.wait_for(reader.read(64), 0.05)
+    except TimeoutError:
+        return b""
+    except ConnectionError:
+        return b"reset"
+
+
+async def _authenticated_status(url: str, token: str = "tok-a") -> int:
+    try:
+        async with httpx2.AsyncClient(timeout=5) as http:
+            reply = await http.post(
+                f"{url}/mcp",
+                json=RAW_INITIALIZE,
+                headers={**JSON_HEADERS, "Authorization": f"Bearer {token}"},
+            )
+        return reply.status_code
+    except httpx2.HTTPError:
+        return 0
+
+
+async def session_flood(url: str, attempts: int = 300) -> dict[str, Any]:
+    statuses: dict[int, int] = {}
+    started = time.perf_counter()
+    async with httpx2.AsyncClient(timeout=10) as http:
+        for _ in range(attempts):
+            reply = await http.post(
+                f"{url}/mcp", json=RAW_INITIALIZE, headers={**JSON_HEADERS, "Authorization": "Bearer tok-a"}
+            )
+            statuses[reply.status_code] = statuses.get(reply.status_code, 0) + 1
+        took = time.perf_counter() - started
+        other = await _authenticated_status(url, "tok-b")
+        health = (await http.get(f"{url}/healthz")).json()
+    return {
+        "attempts": attempts,
+        "statuses": statuses,
+        "flood_s": took,
+        "other_token_status": other,
+        "sessions_open": health["sessions"],
+    }
+
+
+async def watches_left(url: str, count: int = 100) -> dict[str, Any]:
+    """Open, subscribe, end: `count` times; the watches the server holds afterwards."""
+    outcomes: dict[str, int] = {}
+    async with httpx2.AsyncClient(timeout=10) as http:
+        auth = {**JSON_HEADERS, "Authorization": "Bearer tok-a"}
+        for _ in range(count):
+            opened = await http.post(f"{url}/mcp", json=RAW_INITIALIZE, headers=auth)
+            session = opened.headers.get("mcp-session-id")
+            headers = {**auth, **({"Mcp-Session-Id": session} if session else {})}
+            if session:
+                await http.post(
+                    f"{url}/mcp",
+                    json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers=headers,
+                )
+            reply = await http.post(
+                f"{url}/mcp",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "resources/subscribe",
+                    "params": {"uri": PAGE_URI},
+                },
+                headers=headers,
+            )
+            outcome = (
+                "subscribed"
+                if '"result"' in reply.text
+                else "refused"
+                if '"error"' in reply.text
+                else "other"
+            )
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            if session:
+                await http.delete(f"{url}/mcp", headers=headers)
+        peak = (await http.get(f"{url}/healthz")).json()["watches"]
+        await asyncio.sleep(1.5)
+        after = (await http.get(f"{url}/healthz")).json()["watches"]
+    return {"sessions": count, "outcomes": outcomes, "watches_right_after": peak, "watches_1_5s_later": after}
+
+
+async def main() -> dict[str, Any]:
+    from bench.bigpage import in_process
+
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:
+        root = Path(tmp)
+        tokens = write_tokens(root / "tokens.json", TOKENS)
+        db = seeded_store(root / "a.db")
+        with http_server(db, "--auth-file", str(tokens)) as server:
+            pid = server.process.pid
+            results["idle_rss_mb"] = rss_mb(pid)
+            results["unauthenticated_bodies"] = await unauthenticated_bodies(server.url, pid)
+            results["half_sent_headers"] = await half_sent_headers(server.url, pid)
+            results["session_flood"] = await session_flood(server.url)
+        with http_server(db, "--auth-file", str(tokens)) as server:
+            results["watches_stateful"] = await watches_left(server.url)
+        with http_server(db, "--auth-file", str(tokens), "--stateless") as server:
+            results["watches_stateless"] = await watches_left(server.url)
+        results["page_at_the_limit"] = await in_process(seeded_store(root / "b.db"))
+    return results
+
+
+if __name__ == "__main__":
+    print(json.dumps(anyio.run(main), indent=2))
