@@ -178,15 +178,27 @@ async def test_a_session_belongs_to_the_token_that_opened_it(db: Path, tokens: P
 
 
 async def _subscribe_and_leave(url: str, transport: str, token: str = "tok-a") -> None:
+    """Subscribe over `transport` (2025 era: a session, streamable or SSE; 2026 era: a listen stream),
+    check the server holds the watch, then leave."""
+    if transport == "listen":
+        async with (
+            mcp_http(url, token, mode="auto") as client,
+            client.listen(resource_subscriptions=[PAGE_URI]),
+        ):
+            assert wait_until(lambda: _health(url)["watches"] == 1, timeout=5)
+        return
     opener = mcp_sse(url, token) if transport == "sse" else mcp_http(url, token)
     async with opener as client:
         await client.subscribe_resource(PAGE_URI)
+        assert _health(url)["watches"] == 1
 
 
-@pytest.mark.parametrize("transport", ["http", "sse"])
-async def test_watches_end_with_their_session(db: Path, tokens: Path, transport: str) -> None:
-    with http_server(db, "--auth-file", str(tokens)) as server:
-        for _ in range(5):
+@pytest.mark.parametrize(("transport", "stateless"), [("http", False), ("sse", False), ("listen", True)])
+async def test_watches_end_with_their_session(
+    db: Path, tokens: Path, transport: str, stateless: bool
+) -> None:
+    with http_server(db, "--auth-file", str(tokens), *(["--stateless"] if stateless else [])) as server:
+        for _ in range(3):
             await _subscribe_and_leave(server.url, transport)
         assert wait_until(lambda: _health(server.url)["watches"] == 0, timeout=10), _health(server.url)
         assert wait_until(lambda: _health(server.url)["sessions"] == 0, timeout=10), _health(server.url)
