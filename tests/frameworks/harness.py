@@ -1,8 +1,9 @@
 """Where each framework's environment is, and how the tests run code inside it.
 
 `bash .ci/run` creates `.ci/frameworks/<name>` per framework with uv (each pins its own `mcp` SDK, so
-none can share the project's environment) and the TypeScript SDK under `.ci/frameworks/ts`, and sets
-MNOTE_REQUIRE_FRAMEWORKS=1; elsewhere a test whose environment is absent is skipped, saying why.
+none can share the project's environment), installs the TypeScript SDK into `.ci/node` beside the
+Inspector (`.ci/node/package.json`), and sets MNOTE_REQUIRE_FRAMEWORKS=1; elsewhere a test whose
+environment is absent is skipped, saying why.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ HERE = Path(__file__).resolve().parent
 # name -> what .ci/run installs into .ci/frameworks/<name> (kept in step with .ci/run)
 PYTHON_FRAMEWORKS = {
     "openai-agents": "openai-agents==0.24.0",
-    "langchain": "langchain-mcp-adapters==0.3.2",
+    "langchain": "langchain-mcp-adapters==0.3.2 langchain-openai",
     "fastmcp": "fastmcp==4.2.3",
     "pydantic-ai": "pydantic-ai-slim[mcp,openai]==2.68.0",
 }
-TS_SDK = ENVS / "ts" / "node_modules" / "@modelcontextprotocol" / "sdk"
+NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
+TS_SDK = NODE_MODULES / "@modelcontextprotocol" / "sdk"
+NODE = NODE_MODULES / ".bin" / "node"
 
 
 def framework_python(name: str) -> Path:
@@ -36,7 +39,9 @@ def framework_python(name: str) -> Path:
 
 
 def require_ts_sdk() -> None:
-    _require(TS_SDK.exists(), f"@modelcontextprotocol/sdk is not installed in {ENVS / 'ts'}")
+    _require(
+        TS_SDK.exists() and NODE.exists(), f"Node 22 and @modelcontextprotocol/sdk are not in {NODE_MODULES}"
+    )
 
 
 def _require(present: bool, why: str) -> None:
@@ -59,4 +64,19 @@ def run_in(name: str, script: str, *args: str, stdin: Any = None, timeout: float
         env={**os.environ, "PYTHONPATH": "", "PYTHONDONTWRITEBYTECODE": "1"},
     )
     assert completed.returncode == 0, f"{name} {script} failed:\n{completed.stderr[-4000:]}"
+    return json.loads(completed.stdout)
+
+
+def run_ts(script: str, *, stdin: Any, timeout: float = 180) -> Any:
+    """Run `tests/frameworks/<script>` under Node 22 with the TypeScript SDK; stdout is one JSON value."""
+    require_ts_sdk()
+    completed = subprocess.run(
+        [str(NODE), str(HERE / script), str(TS_SDK)],
+        input=json.dumps(stdin),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+    assert completed.returncode == 0, f"{script} failed:\n{completed.stderr[-4000:]}"
     return json.loads(completed.stdout)
