@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,9 +28,9 @@ from jsonschema import Draft202012Validator
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
-from tests.frameworks.harness import run_in, run_ts
+from tests.frameworks.harness import NODE, NODE_MODULES, framework_python, require_ts_sdk, run_in, run_ts
 from tests.frameworks.stub_model import FINAL, conversations, strict_model, tool_results
-from tests.helpers import ROOT, connect, seeded_store
+from tests.helpers import ROOT, connect, seeded_store, store_with_pages
 from tests.hermes.fake_model import Transcript, scripted_model
 from tests.http_helpers import RunningServer, http_server, write_tokens
 
@@ -173,9 +174,18 @@ def check_agent_runs(transcript: Transcript, db: Path, labels: list[str], *, str
             assert mine[0]["runId"] == f"run-{label}", mine
 
 
+# The agent frameworks run over the transports their example (below) does not: every transport is
+# covered once per framework, and each framework's interpreter starts twice, not three times.
+_BESIDE_THE_EXAMPLE = {
+    "openai-agents": ("stdio", "sse"),
+    "pydantic-ai": ("http", "sse"),
+    "langchain": ("http", "sse"),
+}
+
+
 def test_openai_agents_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
     with setting(tmp_path) as where, scripted_model(strict_model) as (model_url, transcript):
-        connections = where.connections("openai-agents")
+        connections = where.connections("openai-agents", _BESIDE_THE_EXAMPLE["openai-agents"])
         answers = run_in(
             "openai-agents",
             "run_openai_agents.py",
@@ -188,7 +198,7 @@ def test_openai_agents_runs_an_agent_over_every_transport(tmp_path: Path) -> Non
 
 def test_pydantic_ai_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
     with setting(tmp_path) as where, scripted_model(strict_model) as (model_url, transcript):
-        connections = where.connections("pydantic-ai")
+        connections = where.connections("pydantic-ai", _BESIDE_THE_EXAMPLE["pydantic-ai"])
         answers = run_in(
             "pydantic-ai",
             "run_pydantic_ai.py",
@@ -200,12 +210,13 @@ def test_pydantic_ai_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
 
 
 def test_langchain_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
-    """Plus one run through `get_tools()` without a session, which starts a server per call over stdio:
+    """(stdio with one session is the example's.) Plus one run through `get_tools()` without a session,
+    which starts a server per call over stdio:
     named by `MNOTE_RUN_ID` in its environment, its calls still join one run, and no two generated
     `toolCallId`s are the same (they used to be `call_<JSON-RPC id>`, `call_1` every time)."""
     with setting(tmp_path) as where, scripted_model(strict_model) as (model_url, transcript):
-        connections = where.connections("langchain")
-        per_call = dict(connections["langchain-stdio"], per_call=True)
+        connections = where.connections("langchain", _BESIDE_THE_EXAMPLE["langchain"])
+        per_call = dict(where.connections("langchain", ("stdio",))["langchain-stdio"], per_call=True)
         per_call["env"] = {**per_call["env"], "MNOTE_RUN_ID": "run-langchain-per-call"}
         connections["langchain-per-call"] = per_call
         answers = run_in(
@@ -316,3 +327,96 @@ def test_typescript_sdk_validates_every_result_against_the_output_schema(tmp_pat
             connection["calls"] = [call for call, _ in client_calls(label)]
         answers = run_ts("ts_client.mjs", stdin={"connections": connections}, timeout=300)
     check_client_runs(answers, where.db, list(connections))
+
+
+# -- the examples, as written (docs/frameworks.md shows them verbatim) --------------------------------
+
+EXAMPLES = ROOT / "examples"
+DEMO_TOKEN = "frameworks-demo-token-0123456789"
+# framework environment -> (example, the transport it is run over here)
+AGENT_EXAMPLES = {
+    "openai-agents": ("agents_openai.py", "http"),
+    "pydantic-ai": ("agents_pydantic_ai.py", "stdio"),
+    "langchain": ("agents_langchain.py", "stdio"),
+}
+
+
+def example_env(label: str, transport: str, db: Path, server: RunningServer, **extra: str) -> dict[str, str]:
+    """What a user sets: the model endpoint, and where mnote is; nothing else of ours leaks in."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MNOTE_", "OPENAI_", "PYTHON"))}
+    where = (
+        {"MNOTE_URL": f"{server.url}/mcp", "MNOTE_TOKEN": DEMO_TOKEN}
+        if transport == "http"
+        else {"MNOTE_COMMAND": str(Path(sys.executable).parent / "mnote-mcp"), "MNOTE_DB": str(db)}
+    )
+    return {**clean, **where, "MNOTE_RUN_ID": f"run-{label}", **extra}
+
+
+@contextmanager
+def demo_setting(tmp_path: Path) -> Iterator[Setting]:
+    db = store_with_pages(tmp_path / "demo.db", EXAMPLES / "workspace.json")
+    tokens = write_tokens(tmp_path / "tokens.json", {DEMO_TOKEN: {"actorId": "user_1"}})
+    with http_server(db, "--auth-file", str(tokens), *SERVE_FLAGS) as server:
+        yield Setting(db, server)
+
+
+def test_the_agent_examples_work_as_written(tmp_path: Path) -> None:
+    labels = []
+    with demo_setting(tmp_path) as where, scripted_model(strict_model) as (model_url, transcript):
+        for framework, (example, transport) in AGENT_EXAMPLES.items():
+            label = f"example-{framework}-{transport}"
+            labels.append(label)
+            model = {"OPENAI_BASE_URL": model_url, "OPENAI_API_KEY": "stub", "MNOTE_MODEL": "scripted-model"}
+            ran = subprocess.run(
+                [str(framework_python(framework)), str(EXAMPLES / example), f"run {label}"],
+                env=example_env(label, transport, where.db, where.server, **model),
+                capture_output=True,
+                text=True,
+                timeout=300,
+                cwd=tmp_path,
+            )
+            assert ran.returncode == 0, (example, ran.stderr[-3000:])
+            assert ran.stdout.strip().endswith(FINAL), (example, ran.stdout[-500:])
+    check_agent_runs(transcript, where.db, labels, strict=True)
+
+
+def test_the_client_examples_work_as_written(tmp_path: Path) -> None:
+    require_ts_sdk()
+    ts_dir = tmp_path / "ts"
+    ts_dir.mkdir()
+    (ts_dir / "node_modules").symlink_to(NODE_MODULES)
+    shutil.copy(EXAMPLES / "client_typescript.mjs", ts_dir)
+    with demo_setting(tmp_path) as where:
+        runs = {
+            "fastmcp-http": [str(framework_python("fastmcp")), str(EXAMPLES / "client_fastmcp.py")],
+            "ts-stdio": [str(NODE), str(ts_dir / "client_typescript.mjs")],
+        }
+        for label, argv in runs.items():
+            transport = label.split("-")[1]
+            ran = subprocess.run(
+                [*argv, "ws_1", "doc_1"],
+                env=example_env(label, transport, where.db, where.server),
+                capture_output=True,
+                text=True,
+                timeout=300,
+                cwd=tmp_path,
+            )
+            assert ran.returncode == 0, (label, ran.stderr[-3000:])
+            read, dry_run = (json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{"))
+            assert read["ok"] and read["result"]["title"] == "Project plan", (label, read)
+            assert dry_run["ok"] and dry_run["result"]["dryRun"] is True, (label, dry_run)
+
+
+def test_the_docs_show_the_examples_verbatim() -> None:
+    """docs/frameworks.md includes every example file as it is, so the tested code is the shown code."""
+    doc = (ROOT / "docs" / "frameworks.md").read_text(encoding="utf-8")
+    shown = re.findall(
+        r"<!-- example: examples/(\S+) -->\n```\w+\n(.*?)```\n<!-- end of example -->", doc, re.S
+    )
+    assert {name for name, _ in shown} == {
+        *(example for example, _ in AGENT_EXAMPLES.values()),
+        "client_fastmcp.py",
+        "client_typescript.mjs",
+    }
+    for name, text in shown:
+        assert text == (EXAMPLES / name).read_text(encoding="utf-8"), f"docs/frameworks.md: {name} differs"
