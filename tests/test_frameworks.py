@@ -26,12 +26,14 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 from tests.frameworks.harness import NODE, NODE_MODULES, framework_python, require_ts_sdk, run_in, run_ts
 from tests.frameworks.stub_model import FINAL, conversations, strict_model, tool_results
-from tests.helpers import ROOT, connect, seeded_store, store_with_pages
+from tests.helpers import FIXTURE, ROOT, connect, seeded_store, store_with_pages
 from tests.hermes.fake_model import Transcript, scripted_model
+from tests.hermes.harness import BIG_PAGE, big_page
 from tests.http_helpers import RunningServer, http_server, write_tokens
 
 pytestmark = [pytest.mark.frameworks]
@@ -122,7 +124,8 @@ class Setting:
 
 @contextmanager
 def setting(tmp_path: Path) -> Iterator[Setting]:
-    db = seeded_store(tmp_path / "mnote.db")
+    """The test workspace, plus a 2,000-block page (issue 16 item 6: 218 KiB of text read whole)."""
+    db = store_with_pages(tmp_path / "mnote.db", FIXTURE, big_page(2000))
     tokens = write_tokens(tmp_path / "tokens.json", {EDITOR_TOKEN: {"actorId": "user_editor"}})
     with http_server(db, "--auth-file", str(tokens), *SERVE_FLAGS) as server:
         yield Setting(db, server)
@@ -263,6 +266,7 @@ def client_calls(label: str) -> list[tuple[dict[str, Any], str]]:
         (write("mnote.page.revert", "revert", toRevision=1), "dry_run"),
         (write("mnote.artifact.create_summary", "summary", summary="s"), "dry_run"),
         (write("mnote.artifact.create_ai_note", "note", content="n"), "dry_run"),
+        ({"name": "mnote_page_get", "arguments": {**page, "documentId": BIG_PAGE}}, "piece"),
         ({"name": "mnote_page_get", "arguments": {"workspaceId": "ws_1"}}, "mnote_tool_invalid_argument"),
         (
             {"name": "mnote_page_get", "arguments": {**page, "documentId": "doc_secret"}},
@@ -297,6 +301,13 @@ def check_client_runs(answers: dict[str, Any], db: Path, labels: list[str]) -> N
             if expectation.startswith("mnote_tool_"):
                 assert envelope["error"]["code"] == expectation, (label, envelope)
                 assert "mnote." not in json.dumps(envelope["error"]), (label, envelope)
+            elif expectation == "piece":  # within the default result budget, the rest by cursor
+                assert envelope["ok"] and envelope["result"]["nextCursor"], (label, envelope["error"])
+                assert (
+                    len(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")))
+                    <= DEFAULT_MAX_RESULT_CHARS
+                )
+                assert max(len(text) for text in result["text"]) <= DEFAULT_MAX_RESULT_CHARS
             elif expectation == "replay":
                 assert envelope["result"]["idempotentReplay"] is True, (label, envelope)
             else:
