@@ -52,6 +52,7 @@ def build_registry(config: ServerConfig) -> Registry:
         selected,
         style=config.tool_names,
         strict=config.strict_contract,
+        form=config.schema_form,
         max_id_chars=config.max_id_chars,
     )
 
