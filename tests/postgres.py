@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -59,3 +60,29 @@ def start_server() -> Iterator[PgServer]:
     finally:
         server.cleanup()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def seeded_database(server: PgServer, fixture: Path) -> str:
+    """A fresh database seeded with a fixture file: its URL."""
+    from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+    from mnote_mcp.stores import open_store
+
+    url = server.database()
+    store = open_store(url)
+    try:
+        load_fixture(store, read_fixture(fixture))
+    finally:
+        store.close()
+    return url
+
+
+def store_fixture(request: pytest.FixtureRequest, tmp_path: Path, fixture: Path) -> Path | str:
+    """For a `db` fixture parametrized over `STORES`: a seeded SQLite file or PostgreSQL database."""
+    if request.param == "postgres":
+        return seeded_database(request.getfixturevalue("pg_server"), fixture)
+    from tests.helpers import seeded_store
+
+    return seeded_store(tmp_path / "mnote.db")
+
+
+STORES = ("sqlite", "postgres")

@@ -104,6 +104,9 @@ class PgDatabase:
     ) -> None:
         self.url = url
         self.busy_timeout = busy_timeout
+        # One plain connection first: a database that cannot be reached fails here, at once, with
+        # PostgreSQL's own reason (the pool would only retry quietly until its timeout).
+        psycopg.connect(url, connect_timeout=int(open_timeout), autocommit=True).close()
         self.pool = ConnectionPool(
             url,
             min_size=1,
@@ -172,9 +175,8 @@ class PgDatabase:
                 " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name"
             ).fetchall()
             for (table,) in tables:
-                lines.append(f"-- {table}")
                 rows = conn.execute(f'SELECT t::text FROM "{table}" t ORDER BY 1').fetchall()
-                lines += [row[0] for row in rows]
+                lines += [f'INSERT INTO "{table}" VALUES{row[0]};' for row in rows]
         return "\n".join(lines)
 
     def close(self) -> None:

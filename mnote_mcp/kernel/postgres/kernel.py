@@ -24,7 +24,9 @@ from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.local.kernel import LocalKernel
 from mnote_mcp.kernel.local.rows import WriteHook
 from mnote_mcp.kernel.local.store import LocalStore
+from mnote_mcp.kernel.port import PageChangeListener
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, PgDatabase, redact
+from mnote_mcp.kernel.postgres.notify import ChangeHub, notify_hook
 from mnote_mcp.kernel.postgres.schema import Migration, SchemaTooNewError, migrate
 
 T = TypeVar("T")
@@ -43,10 +45,12 @@ class PostgresStore(LocalStore):
         hooks: Iterable[WriteHook] = (),
         pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
+        self.url = url
         self.location = redact(url)
         self.path = Path(self.location)
         self.limits = limits or PageLimits()
-        self.write_hooks: list[WriteHook] = list(hooks)
+        # Every write that makes a revision tells the other replicas when it commits (LISTEN/NOTIFY).
+        self.write_hooks: list[WriteHook] = [*hooks, notify_hook]
         self.pool_size = pool_size
         database = PgDatabase(url, busy_timeout=busy_timeout, pool_size=pool_size)
         try:
@@ -84,6 +88,19 @@ class PostgresKernel(LocalKernel):
 
     def __init__(self, store: PostgresStore) -> None:
         super().__init__(store, max_threads=store.pool_size)
+        self._hub: ChangeHub | None = None
+
+    def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
+        """`PageChangeFeed`: hear every page write committed on the database, by any replica."""
+        if self._hub is None:
+            self._hub = ChangeHub(self.store.url)
+        return self._hub.add(listener)
+
+    async def aclose(self) -> None:
+        if self._hub is not None:
+            hub, self._hub = self._hub, None
+            await anyio.to_thread.run_sync(hub.close)
+        await super().aclose()
 
     @classmethod
     def open(

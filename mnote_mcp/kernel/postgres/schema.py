@@ -7,7 +7,7 @@ columns are identity columns, and the audit log's append-only rule is a trigger 
 
 The schema version is the highest row of `schema_migrations` and follows the embedded store's
 numbering: a PostgreSQL store starts at version 2 (blocks as rows) and every later version is a
-step in `MIGRATIONS`. `migrate` runs under a transaction-scoped advisory lock, in one transaction
+step in `MIGRATIONS`. `migrate` runs under an advisory lock, in one transaction
 (PostgreSQL's DDL is transactional): replicas starting together take turns, the first one applies
 the steps, the others find the version current and do nothing. An up-to-date store is only read.
 """
@@ -211,24 +211,45 @@ def version(conn: PgConnection) -> int:
 
 
 def migrate(db: PgDatabase, *, location: str = "") -> Migration:
-    """Bring the database to `SCHEMA_VERSION` (one transaction, under the migration lock)."""
+    """Bring the database to `SCHEMA_VERSION`: one transaction, under the migration lock.
+
+    The lock is a session-level advisory lock taken *before* the transaction begins, so the
+    transaction's first look at the catalog comes after the previous holder committed (a lock taken
+    inside it could leave it reading the catalog as it was before it waited).
+    """
     with db.transaction(write=False) as conn:
         current = version(conn)
     if current == SCHEMA_VERSION:
         return Migration(current, current)
-    with db.transaction(write=True) as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
-        current = version(conn)
-        if current > SCHEMA_VERSION:
-            raise SchemaTooNewError(
-                f"{location or 'the database'} has schema version {current}; this mnote-mcp knows {SCHEMA_VERSION}"
-            )
-        done = Migration(current, SCHEMA_VERSION)
-        for target in range(max(current + 1, FIRST_VERSION), SCHEMA_VERSION + 1):
-            detail = MIGRATIONS[target](conn)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, applied_at, detail) VALUES (?, ?, ?)",
-                (target, now(), detail),
-            )
-            done.applied.append(target)
-        return done
+    with db.connection() as raw:
+        raw.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            raw.execute("BEGIN")
+            try:
+                done = _apply(PgConnection(raw), location)
+            except BaseException:
+                if not raw.broken:
+                    raw.execute("ROLLBACK")
+                raise
+            raw.execute("COMMIT")
+        finally:
+            if not raw.broken:
+                raw.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    return done
+
+
+def _apply(conn: PgConnection, location: str) -> Migration:
+    current = version(conn)
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNewError(
+            f"{location or 'the database'} has schema version {current}; this mnote-mcp knows {SCHEMA_VERSION}"
+        )
+    done = Migration(current, SCHEMA_VERSION)
+    for target in range(max(current + 1, FIRST_VERSION), SCHEMA_VERSION + 1):
+        detail = MIGRATIONS[target](conn)
+        conn.execute(
+            "INSERT INTO schema_migrations (version, applied_at, detail) VALUES (?, ?, ?)",
+            (target, now(), detail),
+        )
+        done.applied.append(target)
+    return done
