@@ -257,3 +257,70 @@ async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded:
             with anyio.fail_after(10):
                 await updates.arrived.wait()
     assert updates.uris == [DOC_1]
+
+
+async def test_a_replica_killed_during_a_burst_loses_no_acknowledged_write(seeded: str, tokens: Path) -> None:
+    """kill -9 mid-burst: every write a client was told succeeded is in the store, and the ledger, the
+    audit trail and the page's history agree with each other (a command is one transaction)."""
+    acknowledged: list[dict[str, Any]] = []
+    enough = anyio.Event()
+    with http_server(seeded, "--auth-file", str(tokens), "--stateless") as server:
+
+        async def fire(client: Client, n: int) -> None:
+            block = [{"type": "paragraph", "text": f"burst {n}"}]
+            with anyio.move_on_after(20):
+                try:
+                    envelope = envelope_of(
+                        await client.call_tool("mnote.block.insert", write_args(f"k_burst_{n}", blocks=block))
+                    )
+                except Exception:  # the replica died under this call: not acknowledged
+                    return
+                if envelope["ok"]:
+                    acknowledged.append(envelope)
+                    if len(acknowledged) >= 8:
+                        enough.set()
+
+        try:
+            async with mcp_http(server.url, "tok-editor") as client, anyio.create_task_group() as group:
+                for n in range(40):
+                    group.start_soon(fire, client, n)
+                with anyio.move_on_after(60):
+                    await enough.wait()
+                server.process.kill()  # SIGKILL: no drain, no shutdown
+                server.process.wait()
+                group.cancel_scope.cancel()
+        except Exception:  # the client's transport fails once its server is gone: expected here
+            pass
+        assert server.process.returncode == -9, "the replica was killed mid-burst"
+    assert len(acknowledged) >= 8
+    store = open_store(seeded)
+    try:
+        trail = [r for r in store.audit_trail(limit=1000) if r["commandName"] == "page.block.insert"]
+        with store.transaction(write=False) as conn:
+            ledger = conn.execute(
+                "SELECT command_id FROM idempotency WHERE idem_key LIKE 'k_burst_%'"
+            ).fetchall()
+            history = conn.execute(
+                "SELECT revision, command_id FROM page_history WHERE workspace_id = 'ws_1' AND page_id = 'doc_1'"
+            ).fetchall()
+            (revision,) = conn.execute(
+                "SELECT revision FROM pages WHERE workspace_id = 'ws_1' AND id = 'doc_1'"
+            ).fetchone()
+            texts = {row[0] for row in conn.execute("SELECT text FROM blocks WHERE text LIKE 'burst %'")}
+    finally:
+        store.close()
+    written = {r["commandId"] for r in trail if r["effect"] == "write"}
+    for envelope in acknowledged:
+        assert envelope["audit"]["commandId"] in written, "an acknowledged write is in the audit trail"
+    assert {row[0] for row in ledger} == written, "the ledger and the audit trail agree"
+    assert {row[1] for row in history} == written and len(history) == len(written) == revision - 1
+    assert len(texts) == len(written), "every committed write's block is there, and only those"
+
+
+def test_placeholders_are_translated_outside_string_literals_only() -> None:
+    from mnote_mcp.kernel.postgres.database import translate
+
+    assert translate("SELECT 1 FROM t WHERE a = ? AND b LIKE 'x_%?' AND c % 2 = ?") == (
+        "SELECT 1 FROM t WHERE a = %s AND b LIKE 'x_%%?' AND c %% 2 = %s"
+    )
+    assert translate("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', %s"

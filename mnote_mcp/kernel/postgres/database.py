@@ -55,12 +55,12 @@ def redact(url: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def translate(sql: str) -> str:
-    """The kernel's SQL with psycopg's placeholders: `?` becomes `%s`, a literal `%` becomes `%%`
-    (string literals are left as they are)."""
+    """The kernel's SQL with psycopg's placeholders: `?` becomes `%s` (not inside a string literal),
+    and every `%` becomes `%%` (psycopg reads `%` as a placeholder everywhere, literals included)."""
 
     def one(match: re.Match[str]) -> str:
         token = match.group(0)
-        return "%s" if token == "?" else "%%" if token == "%" else token
+        return "%s" if token == "?" else token.replace("%", "%%")
 
     return _TOKENS.sub(one, sql)
 
