@@ -78,7 +78,11 @@ def dump(path: Path | str, *, audit: bool = True) -> str:
 
 def make_app(db: Path | str, **config: Any) -> App:
     cfg = replace(ServerConfig(db=db, locale="en", demo=False, actor="user_editor"), **config)
-    kernel = open_kernel(db, demo=False, limits=cfg.page_limits)
+    kernel = (
+        open_kernel(db, demo=False, limits=cfg.page_limits)
+        if isinstance(db, str)
+        else LocalKernel.open(db, limits=cfg.page_limits)  # tests swap `LocalKernel` here
+    )
     dispatcher = Dispatcher(
         build_registry(cfg),
         kernel,
