@@ -324,3 +324,6 @@ def test_placeholders_are_translated_outside_string_literals_only() -> None:
         "SELECT 1 FROM t WHERE a = %s AND b LIKE 'x_%%?' AND c %% 2 = %s"
     )
     assert translate("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', %s"
+    assert translate("SELECT x::text FROM t WHERE a = :a AND b < :b_2 AND c = ':c'") == (
+        "SELECT x::text FROM t WHERE a = %(a)s AND b < %(b_2)s AND c = ':c'"
+    )

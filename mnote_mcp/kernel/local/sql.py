@@ -1,7 +1,7 @@
 """The seam between the kernel's commands and the database they run on.
 
 Everything in `kernel/local` that reads or writes rows does it through a `Connection`: `execute` with
-`?` placeholders and a cursor back, and `executemany`. `sqlite3.Connection` is one as it is; the
+`?` (or `:name`) placeholders and a cursor back, and `executemany`. `sqlite3.Connection` is one as it is; the
 PostgreSQL adapter (`kernel/postgres`) wraps a psycopg connection into one. The SQL the commands
 run is kept portable, so the same command, history, revert and concurrency code runs on both.
 
@@ -15,7 +15,7 @@ text dump of every row (what tests compare to prove that nothing was written).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -32,7 +32,7 @@ class Cursor(Protocol):
 
 
 class Connection(Protocol):
-    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ..., /) -> Cursor: ...
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
 

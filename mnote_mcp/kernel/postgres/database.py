@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -34,7 +34,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local.sql import Cursor
 
 DEFAULT_POOL_SIZE = 8
-_TOKENS = re.compile(r"'(?:[^']|'')*'|\?|%")
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\?|%|(?<![:\w]):([A-Za-z_]\w*)")
 _RETRY = (pg_errors.UniqueViolation, pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 _BUSY = (pg_errors.LockNotAvailable, pg_errors.QueryCanceled)
 
@@ -55,11 +55,14 @@ def redact(url: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def translate(sql: str) -> str:
-    """The kernel's SQL with psycopg's placeholders: `?` becomes `%s` (not inside a string literal),
-    and every `%` becomes `%%` (psycopg reads `%` as a placeholder everywhere, literals included)."""
+    """The kernel's SQL with psycopg's placeholders: `?` becomes `%s` and `:name` becomes `%(name)s`
+    (not inside a string literal, and not a `::` cast), and every `%` becomes `%%` (psycopg reads `%`
+    as a placeholder everywhere, literals included)."""
 
     def one(match: re.Match[str]) -> str:
         token = match.group(0)
+        if match.group(1) is not None:
+            return f"%({match.group(1)})s"
         return "%s" if token == "?" else token.replace("%", "%%")
 
     return _TOKENS.sub(one, sql)
@@ -71,8 +74,9 @@ class PgConnection:
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
 
-    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
-        return self.raw.execute(translate(sql), tuple(parameters))
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = (), /) -> Cursor:
+        params = parameters if isinstance(parameters, Mapping) else tuple(parameters)
+        return self.raw.execute(translate(sql), params)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
         rows = [tuple(row) for row in parameters]
