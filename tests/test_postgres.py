@@ -23,9 +23,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
-from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey
+from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey, PageQuery
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel
 from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
@@ -45,6 +47,7 @@ from tests.helpers import (
 )
 from tests.http_helpers import http_server, mcp_http, write_tokens
 from tests.postgres import PgServer, seeded_database
+from tests.runtimes import reference_runtime, runtime_cli_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TOKENS: dict[str, dict[str, Any]] = {"tok-editor": {"actorId": "user_editor"}}
@@ -132,6 +135,23 @@ async def test_history_and_revert_through_the_tools_on_postgresql(seeded: str) -
     finally:
         store.close()
     assert trail == [("page.block.update", 2), ("page.revert", 3)]
+
+
+async def test_the_reference_runtime_serves_a_postgresql_store(seeded: str, tmp_path: Path) -> None:
+    """`runtime serve --db URL` and `runtime cli --db URL`: the relays reach the same pages."""
+    query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
+    with reference_runtime(seeded, tmp_path) as runtime:
+        http = HttpKernel(runtime.url)
+        try:
+            page = await http.get_page(query)
+        finally:
+            await http.aclose()
+    cli = CliKernel(runtime_cli_command(seeded), timeout=60)
+    try:
+        assert await cli.get_page(query) == page
+    finally:
+        await cli.aclose()
+    assert page["title"] == "Project plan" and page["revision"] == 1
 
 
 # -- two replicas, one database ----------------------------------------------------------------
