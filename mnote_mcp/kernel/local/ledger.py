@@ -20,6 +20,8 @@ from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.port import Command, CommandOutcome
 
+REPLAY_WARNING = "idempotent_replay"
+
 
 @dataclass(frozen=True, slots=True)
 class Replay:
@@ -208,3 +210,23 @@ def _view(row: tuple[Any, ...]) -> dict[str, Any]:
         "createdAt": created,
         "replayOf": replay_of,
     }
+
+
+def dry_replay(command: Command, first: CommandOutcome, current: int) -> CommandOutcome:
+    """What a dry run with a used key reports: the real call will replay, writing nothing."""
+    return CommandOutcome(
+        command_name=command.name,
+        dry_run=True,
+        command_id=first.command_id,
+        revision=current,
+        changed=False,
+        diff=[],
+        warnings=[
+            {
+                "code": REPLAY_WARNING,
+                "reason": Reason.REPLAY.value,
+                "details": {"commandId": first.command_id},
+            }
+        ],
+        replayed=True,
+    )

@@ -42,8 +42,6 @@ from mnote_mcp.kernel.port import (
 )
 from mnote_mcp.kernel.view import check_query, page_view
 
-_REPLAY_WARNING = "idempotent_replay"
-
 
 class LocalStore:
     """The synchronous kernel core. Use it from worker threads; each thread gets its own connection.
@@ -205,7 +203,7 @@ class LocalStore:
             replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
             if replay is not None:
                 if command.dry_run:
-                    return _dry_replay(command, replay.outcome, page.revision)
+                    return ledger.dry_replay(command, replay.outcome, page.revision)
                 ledger.record_replay(conn, command, replay.outcome)
                 return replay.outcome
             tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
@@ -284,24 +282,4 @@ def _outcome(
         diff=plan.diff,
         warnings=plan.warnings,
         data=data,
-    )
-
-
-def _dry_replay(command: Command, first: CommandOutcome, current: int) -> CommandOutcome:
-    """What a dry run with a used key reports: the real call will replay, writing nothing."""
-    return CommandOutcome(
-        command_name=command.name,
-        dry_run=True,
-        command_id=first.command_id,
-        revision=current,
-        changed=False,
-        diff=[],
-        warnings=[
-            {
-                "code": _REPLAY_WARNING,
-                "reason": Reason.REPLAY.value,
-                "details": {"commandId": first.command_id},
-            }
-        ],
-        replayed=True,
     )
