@@ -183,8 +183,15 @@ class Kit:
         return page
 
     async def list_pages(self, actor: str) -> list[PageRef]:
-        refs: list[PageRef] = await self._both(lambda k: k.list_pages(actor))
-        return [ref for ref in refs if ref.workspace_id in (self.ws, self.other_ws)]
+        """This test's pages (the stores also hold other tests' workspaces, and the mirror those of
+        every adapter's tests, so only these are compared)."""
+
+        async def mine(kernel: Kernel) -> list[PageRef]:
+            refs = await kernel.list_pages(actor)
+            return [ref for ref in refs if ref.workspace_id in (self.ws, self.other_ws)]
+
+        found: list[PageRef] = await self._both(mine)
+        return found
 
     async def audit_trail(self, **query: Any) -> list[dict[str, Any]]:
         mirror_query = {**query}
