@@ -143,6 +143,7 @@ async def replicas(url: str, count: int, seconds: float, postmaster: int) -> dic
                 peer, page, n = peers[lane % count], f"doc_{lane}", 0
                 while time.perf_counter() < stop:
                     n += 1
+                    args: dict[str, Any]
                     if kind == "read":
                         args = {"workspaceId": WS, "documentId": page}
                         answer = await peer.call("mnote.page.get", args)
