@@ -252,6 +252,7 @@ class Updates:
             self.arrived.set()
 
 
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
 async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded: str, tokens: Path) -> None:
     updates = Updates()
     with (
