@@ -187,6 +187,7 @@ RECIPES: dict[str, Recipe] = {
     "mnote.artifact.create_summary": lambda key, seen: _write(key, "summary", summary=f"Summary ({key})"),
     "mnote.artifact.create_ai_note": lambda key, seen: _write(key, "note", content=f"AI note ({key})"),
     "mnote.page.history": lambda key, seen: {**DOC, "limit": 5},
+    "mnote.page.search": lambda key, seen: {"query": f"Weekly sync ({key})", "limit": 3},
     "mnote.page.revert": lambda key, seen: _write(
         key, "revert", commandId=seen["mnote.page.update_title"]["audit"]["commandId"]
     ),

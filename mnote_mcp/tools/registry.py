@@ -70,6 +70,8 @@ class ToolSpec:
     # schema documents them, and checking it twice would cost more than the write (1 ms per 50 blocks).
     kernel_validated: frozenset[str] = frozenset()
     fit: Fit | None = None
+    # False for a tool that names no page (search): admitted without `documentId`, `workspaceId` optional.
+    page_bound: bool = True
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):

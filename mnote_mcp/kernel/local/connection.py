@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.search import index_tokens
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 # Above this many blocks, whole-page work (reading, rendering, diffing, replacing) moves off the event loop.
@@ -42,6 +43,36 @@ def store_busy(timeout: float) -> MnoteError:
     )
 
 
+def dump(conn: sqlite3.Connection) -> str:
+    """Every row of every table as SQL text (the schema, then `INSERT INTO "t" VALUES(...)` per row in
+    rowid or key order). Like `iterdump`, but a virtual table (the contentless search index, which
+    cannot be scanned) is left out: its shadow tables, which hold its content, are dumped."""
+    lines = ["BEGIN TRANSACTION;"]
+    tables = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
+    for name, sql in tables:
+        lines.append(f"{sql};")
+        if sql.upper().startswith("CREATE VIRTUAL TABLE"):
+            continue
+        ident = name.replace('"', '""')
+        columns = [row[1] for row in conn.execute(f'PRAGMA table_info("{ident}")')]
+        quoted = ",".join("'||quote(\"" + column.replace('"', '""') + "\")||'" for column in columns)
+        lines += [
+            row[0]
+            for row in conn.execute(f"""SELECT 'INSERT INTO "{ident}" VALUES({quoted})' FROM "{ident}" """)
+        ]
+    lines += [
+        f"{sql};"
+        for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL"
+            " ORDER BY type, name"
+        )
+    ]
+    lines.append("COMMIT;")
+    return "\n".join(lines)
+
+
 class Database:
     """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions."""
 
@@ -61,6 +92,8 @@ class Database:
             )
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # the search index's triggers tokenize every title and block text they index
+            conn.create_function("mnote_search_tokens", 1, index_tokens, deterministic=True)
             self._local.conn = conn
             self._local.inline = None
             with self._lock:
