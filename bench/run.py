@@ -19,7 +19,7 @@ from typing import Any
 
 from bench import fixtures
 from bench.fixtures import ACTOR, SCALING, WORKSPACE, page_id
-from bench.history import history_suite
+from bench.history import block_ops_suite, history_suite
 from bench.measure import checked, cpu_per_call, in_flight, median, percentiles, sequential
 from bench.rawclient import HttpPeer, StdioPeer, cold_start
 from bench.report import plot, save, table
@@ -427,6 +427,10 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         ("revert of a 50-write run, 1,000 blocks (ms)", history["revert_run_of_50_ms"], "<= 50", 50.0, True),
     ]
+    ops = results["block_ops"]["ms"]
+    checks += [
+        (f"{op} in process: t(10k)/t(100)", row[-1] / row[0], "<= 2", 2.0, True) for op, row in ops.items()
+    ]
     checks.append(
         ("outputSchema validation / SDK read", results["validation"]["share"], "< 0.10", 0.10, True)
     )
@@ -464,6 +468,7 @@ async def run(quick: bool, out: Path, baseline: Path | None = None) -> dict[str,
         results["http"] = await http_suite(plan, db)
         results["scaling"] = await scaling_suite(plan, db, baseline)
         results["history"] = await history_suite(quick)
+        results["block_ops"] = await block_ops_suite(quick)
         if baseline is not None:
             results["baseline"] = str(baseline)
         validation_us = await validation_cost(db)
