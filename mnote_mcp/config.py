@@ -73,13 +73,21 @@ def optional_text(value: str) -> str | None:
 
 
 def optional_path(value: str) -> Path | None:
-    return Path(value).expanduser() if value.strip() else None
+    return _expand(value) if value.strip() else None
 
 
 def path(value: str) -> Path:
     if not value.strip():
         raise ValueError("a path is required")
-    return Path(value).expanduser()
+    return _expand(value)
+
+
+def _expand(value: str) -> Path:
+    """`~` and `~user` expanded; a user that does not exist (`~0`) is a refusal, not a crash."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:
+        raise ValueError(f"cannot expand {value.split('/', 1)[0]!r}: no such user") from None
 
 
 def csv(value: str) -> tuple[str, ...]:

@@ -35,15 +35,14 @@ from mnote_mcp.kernel.search import (
     snippet,
 )
 
-WORKSPACE_SHIFT = 47
-PAGE_SHIFT = 27
+WORKSPACE_SHIFT = 40  # a key: workspace number << 40 | (chunk number << 6 | slot), or | page number
+SLOT_BITS = 6  # 64 keys per chunk; slot 0 is never used, so a page's next key with slot 0 means "no chunk"
+SLOTS = (1 << SLOT_BITS) - 1
 MAX_WORKSPACES = (1 << (63 - WORKSPACE_SHIFT)) - 1
-MAX_PAGES = (1 << (WORKSPACE_SHIFT - PAGE_SHIFT)) - 1  # per workspace, over its life
-MAX_BLOCK_INSERTS = (1 << PAGE_SHIFT) - 1  # per page, over its life
-BLOCK_MASK = (1 << PAGE_SHIFT) - 1
 _ROLES = ", ".join(
     f"'{role}'" for role in ROLES
 )  # a restricted page's access row grants read with any of them
+_WS = "workspace_id = NEW.workspace_id"
 _PAGE = "workspace_id = NEW.workspace_id AND page_id = NEW.id"
 _BLOCK_PAGE = "workspace_id = NEW.workspace_id AND page_id = NEW.page_id"
 
@@ -51,68 +50,86 @@ SEARCH_DDL = f"""
 CREATE TABLE IF NOT EXISTS search_workspaces (
     num          INTEGER PRIMARY KEY,
     workspace_id TEXT NOT NULL UNIQUE,
-    next_page    INTEGER NOT NULL DEFAULT 1
+    next_page    INTEGER NOT NULL DEFAULT 1,
+    next_chunk   INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS search_pages (
-    base         INTEGER PRIMARY KEY,
+    num          INTEGER PRIMARY KEY,
     workspace_id TEXT NOT NULL,
     page_id      TEXT NOT NULL,
-    next_block   INTEGER NOT NULL DEFAULT 1,
+    next_key     INTEGER NOT NULL DEFAULT 0,
     UNIQUE (workspace_id, page_id)
 );
+CREATE TABLE IF NOT EXISTS search_chunks (
+    num  INTEGER PRIMARY KEY,
+    page INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS search_chunks_of_page ON search_chunks (page);
 CREATE TABLE IF NOT EXISTS search_blocks (
     key INTEGER PRIMARY KEY,
     seq INTEGER NOT NULL UNIQUE
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS search_index USING fts5(
-    title, body, content='', columnsize=0, tokenize='ascii'
+    body, content='', columnsize=0, tokenize='ascii'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS search_titles USING fts5(
+    title, content='', columnsize=0, tokenize='ascii'
 );
 CREATE INDEX IF NOT EXISTS pages_restricted ON pages (workspace_id) WHERE restricted = 1;
 CREATE INDEX IF NOT EXISTS pages_by_change ON pages (workspace_id, updated_at, id);
 CREATE TRIGGER IF NOT EXISTS search_page_added AFTER INSERT ON pages BEGIN
     INSERT OR IGNORE INTO search_workspaces (workspace_id) VALUES (NEW.workspace_id);
-    SELECT RAISE(ABORT, 'search index: too many workspaces or pages')
-        FROM search_workspaces WHERE workspace_id = NEW.workspace_id
-        AND (num > {MAX_WORKSPACES} OR next_page > {MAX_PAGES});
-    INSERT INTO search_pages (base, workspace_id, page_id)
-        SELECT (num << {WORKSPACE_SHIFT}) | (next_page << {PAGE_SHIFT}), NEW.workspace_id, NEW.id
-        FROM search_workspaces WHERE workspace_id = NEW.workspace_id;
-    UPDATE search_workspaces SET next_page = next_page + 1 WHERE workspace_id = NEW.workspace_id;
-    INSERT INTO search_index (rowid, title, body)
-        SELECT base, mnote_search_tokens(NEW.title), '' FROM search_pages WHERE {_PAGE};
+    SELECT RAISE(ABORT, 'search index: too many workspaces')
+        FROM search_workspaces WHERE {_WS} AND num > {MAX_WORKSPACES};
+    INSERT INTO search_pages (num, workspace_id, page_id)
+        SELECT (num << {WORKSPACE_SHIFT}) | next_page, NEW.workspace_id, NEW.id
+        FROM search_workspaces WHERE {_WS};
+    UPDATE search_workspaces SET next_page = next_page + 1 WHERE {_WS};
+    INSERT INTO search_titles (rowid, title)
+        SELECT num, mnote_search_tokens(NEW.title) FROM search_pages WHERE {_PAGE};
 END;
 CREATE TRIGGER IF NOT EXISTS search_page_renamed AFTER UPDATE OF title ON pages
 WHEN OLD.title IS NOT NEW.title BEGIN
-    INSERT INTO search_index (search_index, rowid, title, body)
-        SELECT 'delete', base, mnote_search_tokens(OLD.title), '' FROM search_pages WHERE {_PAGE};
-    INSERT INTO search_index (rowid, title, body)
-        SELECT base, mnote_search_tokens(NEW.title), '' FROM search_pages WHERE {_PAGE};
+    INSERT INTO search_titles (search_titles, rowid, title)
+        SELECT 'delete', num, mnote_search_tokens(OLD.title) FROM search_pages WHERE {_PAGE};
+    INSERT INTO search_titles (rowid, title)
+        SELECT num, mnote_search_tokens(NEW.title) FROM search_pages WHERE {_PAGE};
 END;
 CREATE TRIGGER IF NOT EXISTS search_page_removed AFTER DELETE ON pages BEGIN
-    INSERT INTO search_index (search_index, rowid, title, body)
-        SELECT 'delete', base, mnote_search_tokens(OLD.title), '' FROM search_pages
+    INSERT INTO search_titles (search_titles, rowid, title)
+        SELECT 'delete', num, mnote_search_tokens(OLD.title) FROM search_pages
         WHERE workspace_id = OLD.workspace_id AND page_id = OLD.id;
+    DELETE FROM search_chunks WHERE page = (
+        SELECT num FROM search_pages WHERE workspace_id = OLD.workspace_id AND page_id = OLD.id);
     DELETE FROM search_pages WHERE workspace_id = OLD.workspace_id AND page_id = OLD.id;
 END;
 CREATE TRIGGER IF NOT EXISTS search_block_added AFTER INSERT ON blocks BEGIN
-    SELECT RAISE(ABORT, 'search index: too many block inserts in one page')
-        FROM search_pages WHERE {_BLOCK_PAGE} AND next_block > {MAX_BLOCK_INSERTS};
+    INSERT INTO search_chunks (num, page)
+        SELECT (w.num << {WORKSPACE_SHIFT - SLOT_BITS}) | w.next_chunk, p.num
+        FROM search_pages p JOIN search_workspaces w ON w.workspace_id = p.workspace_id
+        WHERE p.workspace_id = NEW.workspace_id AND p.page_id = NEW.page_id AND (p.next_key & {SLOTS}) = 0;
+    UPDATE search_pages SET next_key = (
+        SELECT (((num << {WORKSPACE_SHIFT - SLOT_BITS}) | next_chunk) << {SLOT_BITS}) | 1
+        FROM search_workspaces WHERE {_WS}) WHERE {_BLOCK_PAGE} AND (next_key & {SLOTS}) = 0;
+    UPDATE search_workspaces SET next_chunk = next_chunk + 1 WHERE {_WS} AND EXISTS (
+        SELECT 1 FROM search_chunks WHERE num = (search_workspaces.num << {WORKSPACE_SHIFT - SLOT_BITS})
+        | search_workspaces.next_chunk);
     INSERT INTO search_blocks (key, seq)
-        SELECT base | next_block, NEW.seq FROM search_pages WHERE {_BLOCK_PAGE};
-    UPDATE search_pages SET next_block = next_block + 1 WHERE {_BLOCK_PAGE};
-    INSERT INTO search_index (rowid, title, body)
-        SELECT key, '', mnote_search_tokens(NEW.text) FROM search_blocks WHERE seq = NEW.seq;
+        SELECT next_key, NEW.seq FROM search_pages WHERE {_BLOCK_PAGE};
+    UPDATE search_pages SET next_key = next_key + 1 WHERE {_BLOCK_PAGE};
+    INSERT INTO search_index (rowid, body)
+        SELECT key, mnote_search_tokens(NEW.text) FROM search_blocks WHERE seq = NEW.seq;
 END;
 CREATE TRIGGER IF NOT EXISTS search_block_changed AFTER UPDATE OF text ON blocks
 WHEN OLD.text IS NOT NEW.text BEGIN
-    INSERT INTO search_index (search_index, rowid, title, body)
-        SELECT 'delete', key, '', mnote_search_tokens(OLD.text) FROM search_blocks WHERE seq = OLD.seq;
-    INSERT INTO search_index (rowid, title, body)
-        SELECT key, '', mnote_search_tokens(NEW.text) FROM search_blocks WHERE seq = OLD.seq;
+    INSERT INTO search_index (search_index, rowid, body)
+        SELECT 'delete', key, mnote_search_tokens(OLD.text) FROM search_blocks WHERE seq = OLD.seq;
+    INSERT INTO search_index (rowid, body)
+        SELECT key, mnote_search_tokens(NEW.text) FROM search_blocks WHERE seq = OLD.seq;
 END;
 CREATE TRIGGER IF NOT EXISTS search_block_removed AFTER DELETE ON blocks BEGIN
-    INSERT INTO search_index (search_index, rowid, title, body)
-        SELECT 'delete', key, '', mnote_search_tokens(OLD.text) FROM search_blocks WHERE seq = OLD.seq;
+    INSERT INTO search_index (search_index, rowid, body)
+        SELECT 'delete', key, mnote_search_tokens(OLD.text) FROM search_blocks WHERE seq = OLD.seq;
     DELETE FROM search_blocks WHERE seq = OLD.seq;
 END;
 """
@@ -129,46 +146,65 @@ TRIGGERS = (
 
 def build(tx: sqlite3.Connection) -> str:
     """Index every page and block already in the store (a migration step, or a bulk load with the
-    triggers dropped) into an empty index: numbers handed out in one pass each, then the index filled
-    in two statements."""
+    triggers dropped) into an empty index: pages numbered in order, each page's blocks given keys in
+    fresh chunks of its workspace, then the index filled and merged into one segment."""
     if tx.execute("SELECT 1 FROM search_pages LIMIT 1").fetchone() is not None:
         raise RuntimeError("search index: build() needs an empty index")
     tx.execute(
         "INSERT OR IGNORE INTO search_workspaces (workspace_id) SELECT DISTINCT workspace_id FROM pages"
     )
-    too_many = tx.execute(
-        f"SELECT 1 FROM search_workspaces WHERE num > {MAX_WORKSPACES} UNION ALL"
-        f" SELECT 1 FROM pages GROUP BY workspace_id HAVING count(*) > {MAX_PAGES} LIMIT 1"
-    ).fetchone()
-    if too_many:
-        raise RuntimeError("search index: too many workspaces or pages in one workspace")
+    if tx.execute(f"SELECT 1 FROM search_workspaces WHERE num > {MAX_WORKSPACES}").fetchone():
+        raise RuntimeError("search index: too many workspaces")
     tx.execute(
-        "INSERT INTO search_pages (base, workspace_id, page_id)"
+        "INSERT INTO search_pages (num, workspace_id, page_id)"
         f" SELECT (w.num << {WORKSPACE_SHIFT})"
-        f" | ((w.next_page - 1 + row_number() OVER (PARTITION BY p.workspace_id ORDER BY p.rowid)) << {PAGE_SHIFT}),"
-        " p.workspace_id, p.id FROM pages p JOIN search_workspaces w ON w.workspace_id = p.workspace_id"
+        " | row_number() OVER (PARTITION BY p.workspace_id ORDER BY p.rowid), p.workspace_id, p.id"
+        " FROM pages p JOIN search_workspaces w ON w.workspace_id = p.workspace_id"
     )
-    tx.execute(
-        "UPDATE search_workspaces SET next_page = 1 + coalesce((SELECT max((base >> "
-        f"{PAGE_SHIFT}) & {MAX_PAGES}) FROM search_pages s WHERE s.workspace_id = search_workspaces.workspace_id), 0)"
+    chunks: dict[str, int] = {}
+    keys: list[tuple[int, int]] = []
+    owners: list[tuple[int, int]] = []
+    nexts: list[tuple[int, int]] = []
+    rows = tx.execute(
+        "SELECT w.num, s.num, b.seq FROM blocks b"
+        " JOIN search_pages s ON s.workspace_id = b.workspace_id AND s.page_id = b.page_id"
+        " JOIN search_workspaces w ON w.workspace_id = b.workspace_id ORDER BY s.num, b.seq"
     )
+    page, key = None, 0
+    for ws_num, page_num, seq in rows:
+        if page_num != page:
+            if page is not None:
+                nexts.append((key, page))
+            page, key = page_num, 0
+        if key & SLOTS == 0:
+            chunk = chunks.get(ws_num, 1)
+            chunks[ws_num] = chunk + 1
+            key = (((ws_num << (WORKSPACE_SHIFT - SLOT_BITS)) | chunk) << SLOT_BITS) | 1
+            owners.append((key >> SLOT_BITS, page_num))
+        keys.append((key, seq))
+        key += 1
+    if page is not None:
+        nexts.append((key, page))
+    tx.executemany("INSERT INTO search_chunks (num, page) VALUES (?, ?)", owners)
+    tx.executemany("INSERT INTO search_blocks (key, seq) VALUES (?, ?)", keys)
+    tx.executemany("UPDATE search_pages SET next_key = ? WHERE num = ?", nexts)
     tx.execute(
-        "INSERT INTO search_blocks (key, seq)"
-        " SELECT s.base | (row_number() OVER (PARTITION BY b.workspace_id, b.page_id ORDER BY b.seq)), b.seq"
-        " FROM blocks b JOIN search_pages s ON s.workspace_id = b.workspace_id AND s.page_id = b.page_id"
+        "UPDATE search_workspaces SET next_page = 1 + (SELECT count(*) FROM search_pages s"
+        " WHERE s.workspace_id = search_workspaces.workspace_id)"
     )
-    tx.execute(
-        f"UPDATE search_pages SET next_block = 1 + coalesce((SELECT max(key & {BLOCK_MASK}) FROM search_blocks"
-        f" WHERE key BETWEEN search_pages.base AND search_pages.base | {BLOCK_MASK}), 0)"
+    tx.executemany(
+        "UPDATE search_workspaces SET next_chunk = ? WHERE num = ?", [(n, w) for w, n in chunks.items()]
     )
     pages = tx.execute(
-        "INSERT INTO search_index (rowid, title, body) SELECT s.base, mnote_search_tokens(p.title), ''"
+        "INSERT INTO search_titles (rowid, title) SELECT s.num, mnote_search_tokens(p.title)"
         " FROM search_pages s JOIN pages p ON p.workspace_id = s.workspace_id AND p.id = s.page_id"
     ).rowcount
     blocks = tx.execute(
-        "INSERT INTO search_index (rowid, title, body) SELECT s.key, '', mnote_search_tokens(b.text)"
+        "INSERT INTO search_index (rowid, body) SELECT s.key, mnote_search_tokens(b.text)"
         " FROM search_blocks s JOIN blocks b ON b.seq = s.seq"
     ).rowcount
+    tx.execute("INSERT INTO search_index (search_index) VALUES ('optimize')")
+    tx.execute("INSERT INTO search_titles (search_titles) VALUES ('optimize')")
     return f"search index: {pages} titles, {blocks} blocks"
 
 
@@ -213,11 +249,11 @@ def _readable_workspaces(conn: sqlite3.Connection, query: SearchQuery) -> dict[s
 
 
 def _hidden_pages(conn: sqlite3.Connection, actor_id: str, workspaces: dict[str, int | None]) -> list[str]:
-    """The keys (`search_pages.base`) of restricted pages in these workspaces the actor may not read."""
+    """The numbers (`search_pages.num`) of restricted pages in these workspaces the actor may not read."""
     hidden: list[str] = []
     for workspace in workspaces:
         rows = conn.execute(
-            "SELECT s.base, m.role, a.role FROM pages p"
+            "SELECT s.num, m.role, a.role FROM pages p"
             " JOIN members m ON m.workspace_id = p.workspace_id AND m.actor_id = ?"
             " JOIN search_pages s ON s.workspace_id = p.workspace_id AND s.page_id = p.id"
             " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id AND a.actor_id = ?"
@@ -225,8 +261,8 @@ def _hidden_pages(conn: sqlite3.Connection, actor_id: str, workspaces: dict[str,
             (actor_id, actor_id, workspace),
         ).fetchall()
         hidden += [
-            str(base >> PAGE_SHIFT)
-            for base, role, page_role in rows
+            str(num)
+            for num, role, page_role in rows
             if Scope.PAGE_READ not in grants_of(effective_role(role, page_role, True))
         ]
     return hidden
@@ -238,18 +274,24 @@ def _matches(
     segments: Sequence[Segment],
     workspaces: dict[str, int | None],
 ) -> dict[str, Any]:
-    """Pages ranked by (title matches, number of matching blocks, page key), all in one statement:
-    one rowid range per readable workspace, grouped by page on the rowid, cut to the limit."""
-    ranges = [num for num in workspaces.values() if num is not None]
+    """Pages ranked by (title matches, number of matching rows, page number), all in one statement:
+    per readable workspace, the block matches in its rowid range counted per chunk (the rowid shifted
+    right), chunks turned into pages, and the title matches in its range; cut to the limit."""
+    ranges = sorted(num for num in workspaces.values() if num is not None)
     if not ranges:
         return {"hits": []}
     expression = match_expression(segments)
-    parts = [
-        f"SELECT rowid >> {PAGE_SHIFT} AS page, count(*) AS n, min(rowid & {BLOCK_MASK}) = 0 AS t"
-        " FROM search_index WHERE search_index MATCH :q"
-        f" AND rowid BETWEEN {num << WORKSPACE_SHIFT} AND {((num + 1) << WORKSPACE_SHIFT) - 1} GROUP BY page"
-        for num in sorted(ranges)
-    ]
+    bounds = [(num << WORKSPACE_SHIFT, ((num + 1) << WORKSPACE_SHIFT) - 1) for num in ranges]
+    chunks = " UNION ALL ".join(
+        f"SELECT rowid >> {SLOT_BITS} AS chunk, count(*) AS n FROM search_index"
+        f" WHERE search_index MATCH :q AND rowid BETWEEN {low} AND {high} GROUP BY chunk"
+        for low, high in bounds
+    )
+    titles = " UNION ALL ".join(
+        f"SELECT rowid AS page, 1 AS n, 1 AS t FROM search_titles"
+        f" WHERE search_titles MATCH :q AND rowid BETWEEN {low} AND {high}"
+        for low, high in bounds
+    )
     where: list[str] = []
     hidden = _hidden_pages(conn, query.actor_id, workspaces)
     if hidden:
@@ -260,7 +302,9 @@ def _matches(
         where.append("(t, n, page) < (:t, :n, :page)")
         params.update(t=after[0], n=after[1], page=after[2])
     rows = conn.execute(
-        f"SELECT t, n, page FROM ({' UNION ALL '.join(parts)})"
+        "SELECT t, n, page FROM (SELECT max(t) AS t, sum(n) AS n, page FROM ("
+        f"SELECT c.page AS page, sum(h.n) AS n, 0 AS t FROM ({chunks}) h"
+        f" JOIN search_chunks c ON c.num = h.chunk GROUP BY c.page UNION ALL {titles}) GROUP BY page)"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + " ORDER BY t DESC, n DESC, page DESC LIMIT :limit",
         params,
@@ -269,9 +313,8 @@ def _matches(
     rows = rows[: query.limit]
     hits = []
     for _title_hit, _blocks, page in rows:
-        base = page << PAGE_SHIFT
-        hit = _page_hit(conn, base)
-        snippets = _snippets(conn, expression, segments, base)
+        hit = _page_hit(conn, page)
+        snippets = _snippets(conn, expression, segments, page)
         if snippets:
             hit["snippets"] = snippets
         hits.append(hit)
@@ -281,11 +324,11 @@ def _matches(
     return view
 
 
-def _page_hit(conn: sqlite3.Connection, base: int) -> dict[str, Any]:
+def _page_hit(conn: sqlite3.Connection, page: int) -> dict[str, Any]:
     workspace_id, page_id, title, revision, updated_at = conn.execute(
         "SELECT p.workspace_id, p.id, p.title, p.revision, p.updated_at FROM search_pages s"
-        " JOIN pages p ON p.workspace_id = s.workspace_id AND p.id = s.page_id WHERE s.base = ?",
-        (base,),
+        " JOIN pages p ON p.workspace_id = s.workspace_id AND p.id = s.page_id WHERE s.num = ?",
+        (page,),
     ).fetchone()
     return _hit(workspace_id, page_id, title, revision, updated_at)
 
@@ -301,14 +344,15 @@ def _hit(workspace_id: str, page_id: str, title: str, revision: int, updated_at:
 
 
 def _snippets(
-    conn: sqlite3.Connection, expression: str, segments: Sequence[Segment], base: int
+    conn: sqlite3.Connection, expression: str, segments: Sequence[Segment], page: int
 ) -> list[dict[str, str]]:
-    """Up to `SNIPPETS_PER_HIT` matching blocks of one page (its own rowid range), marked."""
+    """Up to `SNIPPETS_PER_HIT` matching blocks of one page (its chunks' rowid ranges), marked."""
     rows = conn.execute(
-        "SELECT b.id, b.text FROM (SELECT rowid AS key FROM search_index WHERE search_index MATCH ?"
-        " AND rowid BETWEEN ? AND ? ORDER BY rowid LIMIT ?) h"
+        "SELECT b.id, b.text FROM (SELECT i.rowid AS key FROM search_chunks c JOIN search_index i"
+        f" ON i.rowid BETWEEN c.num << {SLOT_BITS} AND (c.num << {SLOT_BITS}) | {SLOTS}"
+        " WHERE c.page = ? AND search_index MATCH ? ORDER BY c.num LIMIT ?) h"
         " JOIN search_blocks s ON s.key = h.key JOIN blocks b ON b.seq = s.seq ORDER BY h.key",
-        (expression, base + 1, base | BLOCK_MASK, SNIPPETS_PER_HIT + 1),
+        (page, expression, SNIPPETS_PER_HIT + 1),
     ).fetchall()
     out: list[dict[str, str]] = []
     for block_id, text in rows:
