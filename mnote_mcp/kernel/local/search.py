@@ -283,12 +283,12 @@ def _matches(
     expression = match_expression(segments)
     bounds = [(num << WORKSPACE_SHIFT, ((num + 1) << WORKSPACE_SHIFT) - 1) for num in ranges]
     chunks = " UNION ALL ".join(
-        f"SELECT rowid >> {SLOT_BITS} AS chunk, count(*) AS n FROM search_index"
+        f"SELECT rowid >> {SLOT_BITS} AS chunk, count(*) AS n, min(rowid) AS lo, max(rowid) AS hi FROM search_index"
         f" WHERE search_index MATCH :q AND rowid BETWEEN {low} AND {high} GROUP BY chunk"
         for low, high in bounds
     )
     titles = " UNION ALL ".join(
-        f"SELECT rowid AS page, 1 AS n, 1 AS t FROM search_titles"
+        f"SELECT rowid AS page, 1 AS n, 1 AS t, NULL AS lo, NULL AS hi FROM search_titles"
         f" WHERE search_titles MATCH :q AND rowid BETWEEN {low} AND {high}"
         for low, high in bounds
     )
@@ -302,8 +302,8 @@ def _matches(
         where.append("(t, n, page) < (:t, :n, :page)")
         params.update(t=after[0], n=after[1], page=after[2])
     rows = conn.execute(
-        "SELECT t, n, page FROM (SELECT max(t) AS t, sum(n) AS n, page FROM ("
-        f"SELECT c.page AS page, sum(h.n) AS n, 0 AS t FROM ({chunks}) h"
+        "SELECT t, n, page, lo, hi FROM (SELECT max(t) AS t, sum(n) AS n, page, min(lo) AS lo, max(hi) AS hi"
+        f" FROM (SELECT c.page AS page, sum(h.n) AS n, 0 AS t, min(h.lo) AS lo, max(h.hi) AS hi FROM ({chunks}) h"
         f" JOIN search_chunks c ON c.num = h.chunk GROUP BY c.page UNION ALL {titles}) GROUP BY page)"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + " ORDER BY t DESC, n DESC, page DESC LIMIT :limit",
@@ -312,15 +312,15 @@ def _matches(
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     hits = []
-    for _title_hit, _blocks, page in rows:
+    for _title_hit, _rows, page, first, last in rows:
         hit = _page_hit(conn, page)
-        snippets = _snippets(conn, expression, segments, page)
+        snippets = _snippets(conn, segments, {first, last} - {None})
         if snippets:
             hit["snippets"] = snippets
         hits.append(hit)
     view: dict[str, Any] = {"hits": hits}
     if more:
-        view["nextCursor"] = encode_cursor(query, list(rows[-1]))
+        view["nextCursor"] = encode_cursor(query, list(rows[-1][:3]))
     return view
 
 
@@ -343,23 +343,21 @@ def _hit(workspace_id: str, page_id: str, title: str, revision: int, updated_at:
     }
 
 
-def _snippets(
-    conn: sqlite3.Connection, expression: str, segments: Sequence[Segment], page: int
-) -> list[dict[str, str]]:
-    """Up to `SNIPPETS_PER_HIT` matching blocks of one page (its chunks' rowid ranges), marked."""
+def _snippets(conn: sqlite3.Connection, segments: Sequence[Segment], keys: set[int]) -> list[dict[str, str]]:
+    """The snippets of a hit's first and last matching blocks (the keys the ranking query found)."""
+    if not keys:
+        return []
     rows = conn.execute(
-        "SELECT b.id, b.text FROM (SELECT i.rowid AS key FROM search_chunks c JOIN search_index i"
-        f" ON i.rowid BETWEEN c.num << {SLOT_BITS} AND (c.num << {SLOT_BITS}) | {SLOTS}"
-        " WHERE c.page = ? AND search_index MATCH ? ORDER BY c.num LIMIT ?) h"
-        " JOIN search_blocks s ON s.key = h.key JOIN blocks b ON b.seq = s.seq ORDER BY h.key",
-        (page, expression, SNIPPETS_PER_HIT + 1),
+        "SELECT b.id, b.text FROM search_blocks s JOIN blocks b ON b.seq = s.seq"
+        f" WHERE s.key IN ({', '.join('?' * len(keys))}) ORDER BY s.key",
+        sorted(keys),
     ).fetchall()
     out: list[dict[str, str]] = []
     for block_id, text in rows:
         marked = snippet(text, segments)
-        if marked is not None and len(out) < SNIPPETS_PER_HIT:
+        if marked is not None:
             out.append({"blockId": block_id, "text": marked})
-    return out
+    return out[:SNIPPETS_PER_HIT]
 
 
 def _listing(
