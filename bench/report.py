@@ -88,7 +88,7 @@ def search_lines(s: dict[str, Any]) -> list[str]:
         rows = s["matching_rows"].get(name)
         lines.append(
             f"  {name:26} {s['queries'][name] or '(no query)':16} p50 {figures['p50'] / 1e3:7.2f} ms"
-            f"  p99 {figures['p99'] / 1e3:7.2f} ms"
+            f"  p99 {figures['p99'] / 1e3:7.2f} ms  server CPU {s['cpu_ms'][name]:6.2f} ms"
             + (f"  ({rows:,} matching blocks)" if rows is not None else "")
         )
     w = s["write"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import inspect
 import itertools
 import json
 import os
@@ -31,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.fixtures import ACTOR
-from bench.measure import checked, percentiles, sequential
+from bench.measure import checked, cpu_seconds, percentiles, sequential
 from bench.rawclient import StdioPeer
 from bench.report import search_lines
 from bench.targets import mnote
 from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.local.migrate import statements
 from mnote_mcp.kernel.local.search import SEARCH_DDL, TRIGGERS, build
+from mnote_mcp.kernel.search import index_tokens
 
 WORKSPACES = 10
 _EN_TOP = [
@@ -249,7 +251,6 @@ def make_store(path: Path, pages: int, blocks_per_page: int = 50) -> dict[str, A
     store.close()
     text = Text()
     conn = sqlite3.connect(path, isolation_level=None)
-    from mnote_mcp.kernel.search import index_tokens
 
     conn.create_function("mnote_search_tokens", 1, index_tokens, deterministic=True)
     conn.execute("BEGIN IMMEDIATE")
@@ -381,9 +382,12 @@ async def measure(db: Path, plain: Path, pages: int, rounds: int, calls: int) ->
             await sequential(writing(peer), 10)
         samples: dict[str, list[float]] = {name: [] for name in asked}
         writes: dict[str, list[float]] = {"with index": [], "without index": []}
+        cpu: dict[str, list[float]] = {name: [] for name in asked}
         for _ in range(rounds):
             for name in asked:
+                before = cpu_seconds(searched.process.pid)
                 samples[name] += await sequential(searching(name), calls)
+                cpu[name].append((cpu_seconds(searched.process.pid) - before) / calls)
             for label, peer in (("with index", searched), ("without index", other)):
                 writes[label] += await sequential(writing(peer), calls)
     finally:
@@ -392,6 +396,9 @@ async def measure(db: Path, plain: Path, pages: int, rounds: int, calls: int) ->
     return {
         "queries": asked,
         "search": {name: percentiles(values) for name, values in samples.items()},
+        # server CPU per search (user + system, ms): what a call costs the server whatever the
+        # machine's load, which on a shared machine stretches wall-clock latency by waiting for a core
+        "cpu_ms": {name: 1e3 * sum(values) / len(values) for name, values in cpu.items()},
         "hits_returned": hits,
         "write": {label: percentiles(values) for label, values in writes.items()},
     }
@@ -400,10 +407,11 @@ async def measure(db: Path, plain: Path, pages: int, rounds: int, calls: int) ->
 def cached_store(db: Path, pages: int) -> dict[str, Any]:
     """`make_store` into `db`, through a cache (`$XDG_CACHE_HOME/mnote-bench`, or `MNOTE_BENCH_CACHE`):
     the full dataset takes minutes to make on a shared machine. The cache key covers the schema, the
-    index's DDL and this generator, so a change to any of them makes a new dataset."""
+    index's DDL, the tokenizer and the generator's code, so a change to any of them makes a new dataset."""
     from mnote_mcp.kernel.local.schema import SCHEMA_VERSION
 
-    source = Path(__file__).read_text(encoding="utf-8") + SEARCH_DDL + str(SCHEMA_VERSION)
+    made_by = (make_store, Text, vocabularies, _vocabulary, build, index_tokens)
+    source = "".join(inspect.getsource(part) for part in made_by) + SEARCH_DDL + str(SCHEMA_VERSION)
     key = hashlib.sha256(source.encode()).hexdigest()[:12]
     base = os.environ.get("MNOTE_BENCH_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mnote-bench"

@@ -81,6 +81,9 @@ class Database:
         self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
+        # The search index's chunk -> page map, filled as searches meet chunks: a chunk never changes
+        # page (chunk numbers only grow), so what is known stays true, whichever process wrote it.
+        self.chunk_pages: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def connection(self, inline: bool = False) -> sqlite3.Connection:

@@ -18,6 +18,8 @@ without a migration that rebuilds the index.
 
 from __future__ import annotations
 
+import heapq
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -219,13 +221,17 @@ def check(query: SearchQuery) -> list[Segment] | None:
 
 
 def search(
-    conn: sqlite3.Connection, query: SearchQuery, segments: Sequence[Segment] | None
+    conn: sqlite3.Connection,
+    query: SearchQuery,
+    segments: Sequence[Segment] | None,
+    chunk_pages: dict[int, int],
 ) -> dict[str, Any]:
-    """The hits of one search (or listing), best first: `{"hits": [...], "nextCursor"?}`."""
+    """The hits of one search (or listing), best first: `{"hits": [...], "nextCursor"?}`.
+    `chunk_pages` caches which page each chunk belongs to (`Database.chunk_pages`)."""
     workspaces = _readable_workspaces(conn, query)
     if segments is None:
         return _listing(conn, query, workspaces)
-    return _matches(conn, query, segments, workspaces)
+    return _matches(conn, query, segments, workspaces, chunk_pages)
 
 
 def _readable_workspaces(conn: sqlite3.Connection, query: SearchQuery) -> dict[str, int | None]:
@@ -248,9 +254,9 @@ def _readable_workspaces(conn: sqlite3.Connection, query: SearchQuery) -> dict[s
     return {query.workspace_id: found[query.workspace_id]}
 
 
-def _hidden_pages(conn: sqlite3.Connection, actor_id: str, workspaces: dict[str, int | None]) -> list[str]:
+def _hidden_pages(conn: sqlite3.Connection, actor_id: str, workspaces: dict[str, int | None]) -> set[int]:
     """The numbers (`search_pages.num`) of restricted pages in these workspaces the actor may not read."""
-    hidden: list[str] = []
+    hidden: set[int] = set()
     for workspace in workspaces:
         rows = conn.execute(
             "SELECT s.num, m.role, a.role FROM pages p"
@@ -260,11 +266,11 @@ def _hidden_pages(conn: sqlite3.Connection, actor_id: str, workspaces: dict[str,
             " WHERE p.workspace_id = ? AND p.restricted = 1",
             (actor_id, actor_id, workspace),
         ).fetchall()
-        hidden += [
-            str(num)
+        hidden.update(
+            num
             for num, role, page_role in rows
             if Scope.PAGE_READ not in grants_of(effective_role(role, page_role, True))
-        ]
+        )
     return hidden
 
 
@@ -273,55 +279,94 @@ def _matches(
     query: SearchQuery,
     segments: Sequence[Segment],
     workspaces: dict[str, int | None],
+    chunk_pages: dict[int, int],
 ) -> dict[str, Any]:
-    """Pages ranked by (title matches, number of matching rows, page number), all in one statement:
-    per readable workspace, the block matches in its rowid range counted per chunk (the rowid shifted
-    right), chunks turned into pages, and the title matches in its range; cut to the limit."""
-    ranges = sorted(num for num in workspaces.values() if num is not None)
-    if not ranges:
+    """Pages ranked by (title matched, number of matching rows, page number), best first.
+
+    The index answers the matching rowids of each readable workspace's range, in rowid order (one
+    pass over all of them when the actor reads every indexed workspace: nothing to leave out); they
+    are counted per chunk as they stream (the rowid shifted right: no join, no sort), each matching
+    chunk is turned into its page (`chunk_pages`, a cache of `search_chunks`: a chunk never changes
+    page), the title matches added, and the best `limit + 1` kept."""
+    nums = sorted(num for num in workspaces.values() if num is not None)
+    if not nums:
         return {"hits": []}
     expression = match_expression(segments)
-    bounds = [(num << WORKSPACE_SHIFT, ((num + 1) << WORKSPACE_SHIFT) - 1) for num in ranges]
-    chunks = " UNION ALL ".join(
-        f"SELECT rowid >> {SLOT_BITS} AS chunk, count(*) AS n, min(rowid) AS lo, max(rowid) AS hi FROM search_index"
-        f" WHERE search_index MATCH :q AND rowid BETWEEN {low} AND {high} GROUP BY chunk"
-        for low, high in bounds
+    indexed = conn.execute("SELECT count(*) FROM search_workspaces").fetchone()[0]
+    ranges: list[tuple[int, int] | None] = (
+        [None]
+        if len(nums) == indexed
+        else [(n << WORKSPACE_SHIFT, ((n + 1) << WORKSPACE_SHIFT) - 1) for n in nums]
     )
-    titles = " UNION ALL ".join(
-        f"SELECT rowid AS page, 1 AS n, 1 AS t, NULL AS lo, NULL AS hi FROM search_titles"
-        f" WHERE search_titles MATCH :q AND rowid BETWEEN {low} AND {high}"
-        for low, high in bounds
-    )
-    where: list[str] = []
+    chunks: dict[int, list[int]] = {}  # chunk -> [matching rows, first rowid, last rowid]
+    titles: set[int] = set()
+    for bounds in ranges:
+        where, params = (
+            ("", (expression,)) if bounds is None else (" AND rowid BETWEEN ? AND ?", (expression, *bounds))
+        )
+        for (rowid,) in conn.execute(
+            f"SELECT rowid FROM search_index WHERE search_index MATCH ?{where}", params
+        ):
+            entry = chunks.get(rowid >> SLOT_BITS)
+            if entry is None:
+                chunks[rowid >> SLOT_BITS] = [1, rowid, rowid]
+            else:
+                entry[0] += 1
+                entry[2] = rowid
+        titles.update(
+            page
+            for (page,) in conn.execute(
+                f"SELECT rowid FROM search_titles WHERE search_titles MATCH ?{where}", params
+            )
+        )
+    _learn_chunks(conn, chunk_pages, [chunk for chunk in chunks if chunk not in chunk_pages])
+    pages: dict[int, list[int]] = {}  # page -> [matching rows, first rowid, last rowid]
+    for chunk, (count, first, last) in chunks.items():
+        page = chunk_pages[chunk]
+        entry = pages.get(page)
+        if entry is None:
+            pages[page] = [count, first, last]
+        else:
+            entry[0] += count
+            entry[1] = min(entry[1], first)
+            entry[2] = max(entry[2], last)
+    for page in titles:
+        pages.setdefault(page, [0, 0, 0])[0] += 1
     hidden = _hidden_pages(conn, query.actor_id, workspaces)
-    if hidden:
-        where.append(f"page NOT IN ({', '.join(hidden)})")
-    params: dict[str, Any] = {"q": expression, "limit": query.limit + 1}
     after = decode_cursor(query, 3)
-    if after is not None:
-        where.append("(t, n, page) < (:t, :n, :page)")
-        params.update(t=after[0], n=after[1], page=after[2])
-    rows = conn.execute(
-        "SELECT t, n, page, lo, hi FROM (SELECT max(t) AS t, sum(n) AS n, page, min(lo) AS lo, max(hi) AS hi"
-        f" FROM (SELECT c.page AS page, sum(h.n) AS n, 0 AS t, min(h.lo) AS lo, max(h.hi) AS hi FROM ({chunks}) h"
-        f" JOIN search_chunks c ON c.num = h.chunk GROUP BY c.page UNION ALL {titles}) GROUP BY page)"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " ORDER BY t DESC, n DESC, page DESC LIMIT :limit",
-        params,
-    ).fetchall()
-    more = len(rows) > query.limit
-    rows = rows[: query.limit]
+    ranked = heapq.nlargest(
+        query.limit + 1,
+        (
+            (int(page in titles), entry[0], page)
+            for page, entry in pages.items()
+            if page not in hidden and (after is None or (int(page in titles), entry[0], page) < tuple(after))
+        ),
+    )
+    more = len(ranked) > query.limit
+    ranked = ranked[: query.limit]
     hits = []
-    for _title_hit, _rows, page, first, last in rows:
+    for _title, _rows, page in ranked:
         hit = _page_hit(conn, page)
-        snippets = _snippets(conn, segments, {first, last} - {None})
+        _count, first, last = pages[page]
+        snippets = _snippets(conn, segments, {first, last} - {0})
         if snippets:
             hit["snippets"] = snippets
         hits.append(hit)
     view: dict[str, Any] = {"hits": hits}
     if more:
-        view["nextCursor"] = encode_cursor(query, list(rows[-1][:3]))
+        view["nextCursor"] = encode_cursor(query, list(ranked[-1]))
     return view
+
+
+def _learn_chunks(conn: sqlite3.Connection, chunk_pages: dict[int, int], missing: list[int]) -> None:
+    """Add the pages of `missing` chunks to the cache, in one query."""
+    if missing:
+        chunk_pages.update(
+            conn.execute(
+                "SELECT c.num, c.page FROM json_each(?) j JOIN search_chunks c ON c.num = j.value",
+                (json.dumps(missing),),
+            ).fetchall()
+        )
 
 
 def _page_hit(conn: sqlite3.Connection, page: int) -> dict[str, Any]:

@@ -155,7 +155,7 @@ class LocalStore:
         if inline and segments is not None:
             raise MoveToThread
         with self.transaction(write=False, inline=inline) as conn:
-            return search.search(conn, query, segments)
+            return search.search(conn, query, segments, self.db.chunk_pages)
 
     def audit_trail(
         self,
