@@ -94,7 +94,9 @@ def search_lines(s: dict[str, Any]) -> list[str]:
     w = s["write"]
     lines.append(
         f"  one-block write p50: {w['with index']['p50'] / 1e3:.2f} ms with the index,"
-        f" {w['without index']['p50'] / 1e3:.2f} ms without ({s['write_ratio']:.2f}x)"
+        f" {w['without index']['p50'] / 1e3:.2f} ms without ({s['write_ratio']:.2f}x); server CPU"
+        f" {s['write_cpu_ms']['with index']:.2f} / {s['write_cpu_ms']['without index']:.2f} ms"
+        f" ({s['write_cpu_ratio']:.2f}x)"
     )
     lines.append(
         f"  index {s['index_bytes'] / 1e6:.1f} MB for {s['text_bytes'] / 1e6:.1f} MB of text"

@@ -322,7 +322,9 @@ def _matches(
     _learn_chunks(conn, chunk_pages, [chunk for chunk in chunks if chunk not in chunk_pages])
     pages: dict[int, list[int]] = {}  # page -> [matching rows, first rowid, last rowid]
     for chunk, (count, first, last) in chunks.items():
-        page = chunk_pages[chunk]
+        page = chunk_pages.get(chunk)
+        if page is None:  # cannot happen while the triggers keep both tables; never fail a read on it
+            continue
         entry = pages.get(page)
         if entry is None:
             pages[page] = [count, first, last]
