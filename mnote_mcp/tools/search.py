@@ -59,6 +59,8 @@ PAGE_SEARCH = ToolSpec(
     },
     read=_search,
     page_bound=False,
+    # a strict host fills every field: "" is no query (the listing), no workspace, no cursor
+    empty_means_absent=frozenset({"query", "workspaceId", "cursor"}),
 )
 
 SEARCH_TOOLS = (PAGE_SEARCH,)
