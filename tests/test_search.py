@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +213,7 @@ async def test_a_write_is_found_at_once_and_deleted_text_is_gone(store: Path, mo
 async def test_the_index_is_written_in_the_writes_transaction(store: Path) -> None:
     """A hook that fails after the rows (and the index) are written rolls all of it back."""
 
-    def fail(conn: sqlite3.Connection, change: Any) -> None:
+    def fail(conn: Any, change: Any) -> None:
         raise RuntimeError("hook failed")
 
     kernel = LocalKernel.open(store)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.search import index_tokens
 
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -74,7 +75,13 @@ def dump(conn: sqlite3.Connection) -> str:
 
 
 class Database:
-    """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions."""
+    """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions.
+
+    One implementation of the `sql.Database` seam: a write transaction (`BEGIN IMMEDIATE`) holds the
+    whole file, so page locks and seeding locks are already taken and nothing needs a retry.
+    """
+
+    dialect = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
         self.path = path
@@ -131,6 +138,19 @@ class Database:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise self._translate(exc, inline) from None
+
+    def lock_page(self, conn: Connection, workspace_id: str, page_id: str) -> None:
+        """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
+
+    def serialize(self, conn: Connection, name: str) -> None:
+        """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
+
+    def retryable(self, exc: BaseException) -> bool:
+        return False
+
+    def dump(self) -> str:
+        with self.transaction(write=False) as conn:
+            return dump(conn)
 
     def _translate(self, exc: sqlite3.OperationalError, inline: bool) -> Exception:
         if not is_busy(exc):

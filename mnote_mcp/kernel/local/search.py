@@ -22,9 +22,11 @@ import heapq
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.local import sql
+from mnote_mcp.kernel.local.connection import Database
 from mnote_mcp.kernel.policy import ROLES, Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchQuery
 from mnote_mcp.kernel.search import (
@@ -221,17 +223,22 @@ def check(query: SearchQuery) -> list[Segment] | None:
 
 
 def search(
-    conn: sqlite3.Connection,
+    connection: sql.Connection,
     query: SearchQuery,
     segments: Sequence[Segment] | None,
-    chunk_pages: dict[int, int],
+    database: sql.Database,
 ) -> dict[str, Any]:
     """The hits of one search (or listing), best first: `{"hits": [...], "nextCursor"?}`.
-    `chunk_pages` caches which page each chunk belongs to (`Database.chunk_pages`)."""
+
+    The index is SQLite's (FTS5): on another database (PostgreSQL) search is not ported yet, and says
+    so rather than answer wrongly. `Database.chunk_pages` caches which page each chunk belongs to."""
+    if not isinstance(database, Database):
+        raise NotImplementedError(f"page search is not ported to the {database.dialect} store yet")
+    conn = cast(sqlite3.Connection, connection)
     workspaces = _readable_workspaces(conn, query)
     if segments is None:
         return _listing(conn, query, workspaces)
-    return _matches(conn, query, segments, workspaces, chunk_pages)
+    return _matches(conn, query, segments, workspaces, database.chunk_pages)
 
 
 def _readable_workspaces(conn: sqlite3.Connection, query: SearchQuery) -> dict[str, int | None]:
