@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from mnote_mcp import __version__
@@ -61,15 +62,24 @@ async def serve(config: ServerConfig) -> None:
 
 
 async def serve_stdio(config: ServerConfig) -> None:
-    from mcp.server.stdio import stdio_server
-
     async with open_app(config) as app:
         await announce(app)
         server = app.server()
         settle_memory()
-        async with stdio_server() as (read_stream, write_stream):
+        async with _stdio_streams(config) as (read_stream, write_stream):
             draining = DrainingReadStream[Any](read_stream, app.dispatcher.inflight)
             await server.run(draining, write_stream, server.create_initialization_options())
+
+
+def _stdio_streams(config: ServerConfig) -> AbstractAsyncContextManager[tuple[Any, Any]]:
+    """The project's stdio transport, or with `--stdio-transport sdk` the SDK's `stdio_server()`."""
+    if config.stdio_transport == "sdk":
+        from mcp.server.stdio import stdio_server
+
+        return stdio_server()
+    from mnote_mcp.transports.stdio import stdio_transport
+
+    return stdio_transport(config.max_line_bytes)
 
 
 async def serve_http(config: ServerConfig) -> None:
