@@ -422,6 +422,13 @@ class ServerConfig(StoreSettings, LogSettings):
         " stdio_server() (a fallback: threads, bad lines dropped)",
         group=STDIO,
     )
+    uvloop: bool = switch(
+        "run on the standard asyncio event loop, not uvloop (used when installed: pip install"
+        " 'mnote-mcp[uvloop]'), for stdio and HTTP",
+        default=True,
+        flag="--no-uvloop",
+        env="MNOTE_NO_UVLOOP",
+    )
     # relay adapters
     runtime_timeout: float = setting(10.0, positive_number, "seconds per runtime request", group=RELAY)
     runtime_retries: int = setting(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from contextlib import AbstractAsyncContextManager
@@ -14,6 +15,22 @@ from mnote_mcp.drain import DrainingReadStream
 from mnote_mcp.kernel.errors import MnoteError
 
 logger = logging.getLogger("mnote_mcp")
+
+
+def loop_options(config: ServerConfig) -> dict[str, Any]:
+    """anyio's asyncio backend options: uvloop's loop when it is installed and not turned off."""
+    if config.uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            return {}
+        return {"loop_factory": uvloop.new_event_loop}
+    return {}
+
+
+def loop_name() -> str:
+    loop = type(asyncio.get_running_loop())
+    return "uvloop" if loop.__module__.startswith("uvloop") else "asyncio"
 
 
 async def announce(app: App, auth: str | None = None) -> None:
@@ -32,7 +49,7 @@ async def announce(app: App, auth: str | None = None) -> None:
         served or ", ".join(f"{ws} ({n} pages)" for ws, n in sorted(workspaces.items())) or "none readable"
     )
     logger.info(
-        "mnote-mcp %s on %s: actor=%s scopes=%s%s kernel=%s store=%s workspaces=%s%s",
+        "mnote-mcp %s on %s: actor=%s scopes=%s%s kernel=%s store=%s workspaces=%s%s loop=%s",
         __version__,
         config.transport,
         actor,
@@ -42,6 +59,7 @@ async def announce(app: App, auth: str | None = None) -> None:
         app.store_description,
         served,
         f" auth={auth}" if auth else "",
+        loop_name(),
     )
 
 

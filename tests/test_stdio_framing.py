@@ -186,7 +186,8 @@ async def test_invalid_utf8_in_a_write_is_a_parse_error_and_writes_nothing(db: P
         store.close()
 
 
-async def test_partial_lines_and_eof_mid_call_are_answered(db: Path) -> None:
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+async def test_partial_lines_and_eof_mid_call_are_answered(db: Path, loop: str) -> None:
     args = write_args("k_eof", content=[{"type": "paragraph", "text": "after eof"}], mode="append")
     call = json.dumps(
         {
@@ -196,7 +197,9 @@ async def test_partial_lines_and_eof_mid_call_are_answered(db: Path) -> None:
             "params": {"name": "mnote.page.save", "arguments": args},
         }
     ).encode()
-    async with raw_server(db, "--actor", "user_editor") as server:
+    async with raw_server(
+        db, "--actor", "user_editor", *(["--no-uvloop"] if loop == "asyncio" else [])
+    ) as server:
         for start in range(0, len(call), 50):  # one request in pieces, with pauses between them
             await server.send(call[start : start + 50])
             await asyncio.sleep(0.01)

@@ -5,6 +5,7 @@ The exact answers to malformed lines over a real pipe are in `tests/test_stdio_f
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -154,3 +155,23 @@ def test_stdin_and_stdout_as_regular_files(tmp_path: Path) -> None:
 def test_the_sdk_transport_remains_as_a_fallback(tmp_path: Path) -> None:
     answers = serve_files(tmp_path, requests(), "--stdio-transport", "sdk")
     assert [a["id"] for a in answers] == [1, 2] and answers[-1]["result"]["tools"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("flags", [(), ("--no-uvloop",), ("--transport", "http", "--port", "0")])
+def test_uvloop_when_installed_unless_turned_off(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    pytest.importorskip("uvloop")
+    argv = [sys.executable, "-m", "mnote_mcp", "serve", "--db", str(tmp_path / "m.db"), *flags]
+    env = {**os.environ, "MNOTE_UNSAFE_NO_AUTH": "1"}
+    with subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env
+    ) as proc:
+        assert proc.stderr is not None
+        banner = b""
+        while b" loop=" not in banner:
+            line = proc.stderr.readline()
+            assert line, "the server stopped before its banner"
+            banner = line
+        proc.terminate()
+        proc.communicate(timeout=TIMEOUT)
+    assert banner.rstrip().endswith(b" loop=asyncio" if "--no-uvloop" in flags else b" loop=uvloop"), banner

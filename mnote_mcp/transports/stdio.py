@@ -26,11 +26,12 @@ import contextlib
 import fcntl
 import logging
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 import mcp_types
@@ -175,8 +176,7 @@ class _Out(asyncio.Protocol):
         self.closed = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.WriteTransport)
-        self._transport = transport
+        self._transport = cast(asyncio.WriteTransport, transport)  # uvloop's is not a subclass
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():
@@ -236,8 +236,7 @@ class _In(asyncio.Protocol):
         self._paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.ReadTransport)
-        self._transport = transport
+        self._transport = cast(asyncio.ReadTransport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.chunks.put_nowait(data)
@@ -278,35 +277,56 @@ class _BlockingIn:
 
 
 class _Fd:
-    """A descriptor as the pipe object asyncio wants; closing it is ours (`_claimed_stdio`), not the loop's."""
+    """A duplicate of a wire descriptor as the pipe object a loop wants. asyncio's loop closes the pipe
+    object with the transport; uvloop (libuv) closes the descriptor itself and must not see it twice."""
 
     def __init__(self, fd: int) -> None:
-        self._fd = fd
+        self._fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        self._ours = not type(asyncio.get_running_loop()).__module__.startswith("uvloop")
 
     def fileno(self) -> int:
         return self._fd
 
     def close(self) -> None:
-        return None
+        if self._ours:
+            self._ours = False
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+
+
+def _watchable(fd: int) -> bool:
+    """A pipe or a socket: what the loop can watch (a regular file, /dev/null or a terminal is not, or
+    not on every loop: uvloop aborts on a regular file)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 async def _open_in(fd: int) -> _In | _BlockingIn:
-    loop = asyncio.get_running_loop()
-    try:
-        _, protocol = await loop.connect_read_pipe(_In, _Fd(fd))
-    except (ValueError, OSError):  # not a pipe, socket or character device the loop can watch
-        return _BlockingIn(fd)
-    return protocol
+    if _watchable(fd):
+        pipe = _Fd(fd)
+        try:
+            _, protocol = await asyncio.get_running_loop().connect_read_pipe(_In, pipe)
+        except (ValueError, OSError):
+            pipe.close()
+        else:
+            return protocol
+    return _BlockingIn(fd)
 
 
 async def _open_out(fd: int) -> _Out | _BlockingOut:
-    loop = asyncio.get_running_loop()
-    try:
-        _, protocol = await loop.connect_write_pipe(_Out, _Fd(fd))
-    except (ValueError, OSError):
-        os.set_blocking(fd, True)
-        return _BlockingOut(fd)
-    return protocol
+    if _watchable(fd):
+        pipe = _Fd(fd)
+        try:
+            _, protocol = await asyncio.get_running_loop().connect_write_pipe(_Out, pipe)
+        except (ValueError, OSError):
+            pipe.close()
+        else:
+            return protocol
+    os.set_blocking(fd, True)
+    return _BlockingOut(fd)
 
 
 @contextlib.contextmanager
