@@ -16,8 +16,9 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp.shared.message import SessionMessage
 
-from mnote_mcp.transports.stdio import INVALID_REQUEST, PARSE_ERROR, frame
+from mnote_mcp.transports.stdio import INVALID_REQUEST, PARSE_ERROR, encode, frame
 from tests.helpers import RAW_INITIALIZE, ROOT
 
 TIMEOUT = 30
@@ -61,6 +62,11 @@ def check(line: bytes) -> None:
         for key in ("jsonrpc", "id", "method", "params", "result", "error"):
             assert again.get(key) == sent.get(key), key
         assert type(again.get("id", 0)) in (str, int)
+        # built without the SDK's validation pass, it must equal the SDK's own parse (an SDK upgrade
+        # that changes its message models fails here)
+        assert framed.message.message == mcp_types.jsonrpc_message_adapter.validate_python(
+            sent, by_name=False
+        )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -81,6 +87,22 @@ def test_arbitrary_json_is_a_valid_message_or_its_json_rpc_error(value: Any) -> 
         answer = orjson.loads(framed.answer)
         if isinstance(value["id"], str | int) and not isinstance(value["id"], bool):
             assert answer["id"] == value["id"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8),
+    st.dictionaries(st.text(max_size=8), JSON, max_size=4),
+)
+def test_answers_are_encoded_as_the_sdk_encodes_them(request_id: int | str, result: dict[str, Any]) -> None:
+    for message in (
+        mcp_types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result),
+        mcp_types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params=result),
+        mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=mcp_types.ErrorData(code=-1, message="m")),
+    ):
+        line = encode(SessionMessage(message))
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        assert json.loads(line) == json.loads(message.model_dump_json(by_alias=True, exclude_unset=True))
 
 
 def test_requests_reach_the_server_as_the_sdk_parses_them() -> None:

@@ -52,6 +52,11 @@ STREAM_BUFFER: Final = 32
 # How long the end waits for answers to reach a client that stopped reading stdout.
 WRITE_GRACE_SECONDS: Final = 10.0
 _VALIDATE = mcp_types.jsonrpc_message_adapter.validate_python
+_REQUEST = mcp_types.JSONRPCRequest.model_construct
+_NOTIFICATION = mcp_types.JSONRPCNotification.model_construct
+_RESPONSE_TYPE = mcp_types.JSONRPCResponse
+# How many answers ready at once go to the pipe in one write.
+WRITE_BATCH: Final = 64
 _MISSING: Final = object()
 
 
@@ -101,7 +106,7 @@ def _invalid(obj: Any) -> tuple[str, Any] | None:
     if "method" in obj:
         if not isinstance(obj["method"], str):
             return 'Invalid Request: "method" must be a string', answer_id
-        if not isinstance(obj.get("params", {}), dict):
+        if not isinstance(obj.get("params") or {}, dict):
             return 'Invalid Request: "params" must be an object', answer_id
     elif request_id is _MISSING or ("result" not in obj and "error" not in obj):
         return 'Invalid Request: no "method" (nor "result" or "error" with an id)', answer_id
@@ -143,6 +148,15 @@ def frame(line: bytes) -> Framed:
         logger.warning("stdio: refused a batch of %d item(s)", len(obj))
         return _batch_answer(obj)
     wrong = _invalid(obj)
+    if wrong is None and "method" in obj:
+        # Checked field by field above: built without a second validation pass over the params (a
+        # test compares the result with the SDK's own parse, so a change of its models fails loudly).
+        fields = {"jsonrpc": "2.0", "method": obj["method"]}
+        if obj.get("params") is not None:
+            fields["params"] = obj["params"]
+        if "id" in obj:
+            return Framed(message=SessionMessage(_REQUEST(**fields, id=obj["id"])))
+        return Framed(message=SessionMessage(_NOTIFICATION(**fields)))
     if wrong is None:
         try:
             return Framed(message=SessionMessage(_VALIDATE(obj, by_name=False)))
@@ -404,12 +418,31 @@ async def _read_lines(
                 out.write(framed.answer)
 
 
+def encode(item: SessionMessage) -> bytes:
+    """One message as its line. A result (already JSON-ready: the SDK dumps it in JSON mode) goes
+    through orjson; anything else, or a result orjson cannot encode, through the SDK's own dump."""
+    message = item.message
+    if type(message) is _RESPONSE_TYPE:
+        try:
+            return orjson.dumps({"jsonrpc": "2.0", "id": message.id, "result": message.result}) + b"\n"
+        except TypeError:
+            pass
+    return message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
+
 async def _write_messages(
     out: _Out | _BlockingOut, answers: MemoryObjectReceiveStream[SessionMessage]
 ) -> None:
+    """Answers to the pipe in order; those ready together leave in one write (one wake-up of the client)."""
     async with answers:
         async for item in answers:
-            out.write(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+            lines = [encode(item)]
+            while len(lines) < WRITE_BATCH:
+                try:
+                    lines.append(encode(answers.receive_nowait()))
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            out.write(b"".join(lines) if len(lines) > 1 else lines[0])
             await out.drain()
 
 
