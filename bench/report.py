@@ -56,6 +56,13 @@ def table(results: dict[str, Any]) -> str:
             f" (filtered by run {h['history_by_run_ms']:.2f} ms); revert of a 50-write run on 1,000 blocks"
             f" {h['revert_run_of_50_ms']:.2f} ms",
         ]
+    if results.get("block_ops"):
+        ops = results["block_ops"]
+        lines += ["", f"{'in process, precise (ms/call)':28} " + " ".join(f"{n:>9}" for n in ops["sizes"])]
+        for op, row in ops["ms"].items():
+            lines.append(
+                f"{op:28} " + " ".join(f"{x:9.2f}" for x in row) + f" t10k/t100 {row[-1] / row[0]:.2f}"
+            )
     v = results.get("validation")
     if v:
         lines += [

@@ -19,7 +19,7 @@ from typing import Any
 
 from bench import fixtures
 from bench.fixtures import ACTOR, SCALING, WORKSPACE, page_id
-from bench.history import history_suite
+from bench.history import block_ops_suite, history_suite
 from bench.measure import checked, cpu_per_call, in_flight, median, percentiles, sequential
 from bench.rawclient import HttpPeer, StdioPeer, cold_start
 from bench.report import plot, save, table
@@ -489,6 +489,10 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
             ),
         ]
     )
+    ops = (results.get("block_ops") or {}).get("ms", {})
+    checks += [
+        (f"{op} in process: t(10k)/t(100)", row[-1] / row[0], "<= 2", 2.0, True) for op, row in ops.items()
+    ]
     if results.get("validation"):
         checks.append(
             ("outputSchema validation / SDK read", results["validation"]["share"], "< 0.10", 0.10, True)
@@ -499,7 +503,7 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-SUITES = ("stdio", "sdk", "http", "scaling", "history")
+SUITES = ("stdio", "sdk", "http", "scaling", "history", "block_ops")
 
 
 async def run(
@@ -544,6 +548,8 @@ async def run(
             results["scaling"] = await scaling_suite(plan, db, baseline)
         if "history" in suites:
             results["history"] = await history_suite(quick)
+        if "block_ops" in suites:
+            results["block_ops"] = await block_ops_suite(quick)
         if baseline is not None:
             results["baseline"] = str(baseline)
         if "sdk" in suites:

@@ -42,7 +42,7 @@ class App:
 def build_registry(config: ServerConfig) -> Registry:
     """The tools this configuration exposes; raises ValueError for a selection that names nothing."""
     selected = config.tool_selection.select(ALL_TOOLS)
-    return Registry(selected, style=config.tool_names, strict=config.strict_contract)
+    return Registry(selected, style=config.tool_names, strict=config.strict_contract, form=config.schema_form)
 
 
 def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:

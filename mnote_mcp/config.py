@@ -33,13 +33,14 @@ from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalSt
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
 from mnote_mcp.logs import LogFormat
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
+from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale, parse_locale
+from mnote_mcp.vocabulary.naming import TOOL_NAME_STYLES, ToolNames
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, parse_scopes
 
 if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
-    from mnote_mcp.tools.registry import ToolNames
     from mnote_mcp.tools.selection import ToolSelection
 
 Transport = Literal["stdio", "sse", "http"]
@@ -371,7 +372,17 @@ class ServerConfig(StoreSettings, LogSettings):
     )
     tools: tuple[str, ...] = setting((), csv, "also expose tools matching these globs (either spelling)")
     exclude_tools: tuple[str, ...] = setting((), csv, "hide tools matching these globs")
-    tool_names: ToolNames = setting("dotted", choice("dotted", "underscore"), "how tool names are spelled")
+    tool_names: ToolNames = setting(
+        "dotted",
+        choice(*TOOL_NAME_STYLES),
+        "how tool names are spelled everywhere (underscore: mnote_page_get, for OpenAI-style function names)",
+    )
+    schema_form: SchemaForm = setting(
+        "contract",
+        choice(*SCHEMA_FORMS),
+        "contract: the contract's input schemas; strict: every field required, optional ones nullable,"
+        " objects closed (strict function calling: OpenAI Agents SDK, pydantic-ai, strict providers)",
+    )
     strict_contract: bool = switch("require the correlation ids, as the contract's schemas do")
     seed: Path | None = setting(
         None, optional_path, "load this workspace fixture before serving", metavar="FILE"

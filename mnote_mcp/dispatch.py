@@ -20,13 +20,14 @@ import anyio
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
-from mnote_mcp.mapping import Caller, admit, build_request, correlate, decode_stringified
+from mnote_mcp.mapping import Caller, admit, build_request, correlate, normalize_arguments
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult, failure, success
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE, Locale
+from mnote_mcp.vocabulary.naming import respell_envelope
 from mnote_mcp.vocabulary.scopes import Scope
 
 logger = logging.getLogger(__name__)
@@ -136,7 +137,8 @@ class Dispatcher:
         identity: Identity,
     ) -> dict[str, Any]:
         started = time.perf_counter()
-        args = decode_stringified(dict(arguments or {}), self.registry.schema(spec))
+        name = spec.advertised_name(self.registry.style)  # the envelope names the tool as served
+        args = normalize_arguments(spec, dict(arguments or {}), self.registry.schema(spec))
         correlation = correlate(args, meta, identity)
         workspace_id = args.get("workspaceId") if isinstance(args.get("workspaceId"), str) else None
         document_id = args.get("documentId") if isinstance(args.get("documentId"), str) else None
@@ -160,16 +162,17 @@ class Dispatcher:
                 raise MnoteError(
                     ErrorCode.RUNTIME_UNAVAILABLE, Reason.TIMEOUT, {"timeoutSeconds": self.call_timeout}
                 )
-            envelope = success(spec.name, correlation, request.workspace_id, request.document_id, outcome)
+            envelope = success(name, correlation, request.workspace_id, request.document_id, outcome)
             label = "ok"
         except MnoteError as error:
-            envelope = failure(spec.name, correlation, workspace_id, document_id, error, self.locale)
+            envelope = failure(name, correlation, workspace_id, document_id, error, self.locale)
             label = error.code.value
         except Exception:
             logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
             internal = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
-            envelope = failure(spec.name, correlation, workspace_id, document_id, internal, self.locale)
+            envelope = failure(name, correlation, workspace_id, document_id, internal, self.locale)
             label = internal.code.value
+        envelope = respell_envelope(envelope, self.registry.style)
         log_call(
             spec.name,
             identity.actor_id,

@@ -75,21 +75,58 @@ def _token(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(8)}"
 
 
-def decode_stringified(arguments: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Some clients send object and array arguments as JSON text; decode those once, nothing else."""
+def normalize_arguments(
+    spec: ToolSpec, arguments: dict[str, Any], schema: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The arguments as the contract form reads them, whichever form the host was shown.
+
+    - Object and array arguments sent as JSON text (some clients do) are decoded, nothing else.
+    - null means "not given" for an optional property (a strict host must send every field; the
+      strict form offers null for the ones the model leaves out), in every form, so that a model that
+      sends null is never refused for it. Inside an object argument too (`options`, `filter`), except
+      where the schema itself allows null as a value (a block's `props`: null resets a prop).
+    - "" and [] mean "not given" where nothing else can be meant (`ToolSpec.absent_when_empty`): an
+      empty cursor, no block ids (the whole page), an empty scope list, an empty correlation id.
+    """
     properties = schema.get("properties", {})
-    decoded = dict(arguments)
-    for name, value in arguments.items():
-        expected = properties.get(name, {}).get("type")
-        if expected not in ("object", "array") or not isinstance(value, str):
+    required = set(schema.get("required", ()))
+    empty_absent = spec.absent_when_empty
+    normalized: dict[str, Any] = {}
+    for name, raw in arguments.items():
+        declared = properties.get(name, {})
+        value = _decoded(raw, declared.get("type"))
+        if value is None and name not in required:
             continue
-        try:
-            parsed = json.loads(value)
-        except ValueError:
+        if name in empty_absent and isinstance(value, str | list) and not value:
             continue
-        if isinstance(parsed, dict if expected == "object" else list):
-            decoded[name] = parsed
-    return decoded
+        if isinstance(value, dict) and isinstance(declared.get("properties"), dict):
+            value = _without_nulls(value, declared["properties"])
+        normalized[name] = value
+    return normalized
+
+
+def _decoded(value: Any, expected: Any) -> Any:
+    if expected not in ("object", "array") or not isinstance(value, str):
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    return parsed if isinstance(parsed, dict if expected == "object" else list) else value
+
+
+def _without_nulls(value: dict[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        key: item
+        for key, item in value.items()
+        if item is not None or _allows_null(properties.get(key)) or key not in properties
+    }
+
+
+def _allows_null(schema: Any) -> bool:
+    return isinstance(schema, dict) and any(
+        variant == {"type": "null"} for variant in schema.get("anyOf", ())
+    )
 
 
 def check_arguments(validator: Validator, arguments: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
+from mnote_mcp.vocabulary.naming import respell
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, Scope
 
 IdentityResolver = Callable[[ServerRequestContext[Any, Any]], Identity]
@@ -92,7 +93,9 @@ def create_server(
         "mnote-mcp",
         version=__version__,
         title="mnote",
-        instructions=INSTRUCTIONS + (BLOCK_INSTRUCTIONS if block_tools else ""),
+        instructions=respell(
+            INSTRUCTIONS + (BLOCK_INSTRUCTIONS if block_tools else ""), dispatcher.registry.style
+        ),
         lifespan=pages.lifespan,
         on_list_tools=list_tools,
         on_list_resources=pages.list_resources,

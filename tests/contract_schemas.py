@@ -177,7 +177,18 @@ BLOCK_TOOLS: dict[str, dict[str, Any]] = {
             "blockId": _BLOCK_ID,
             "type": {"type": "string", "enum": BLOCK_TYPES},
             "text": {"type": "string"},
-            "props": {"type": "object"},
+            # Declared key by key (issue 10 item 5): a host that closes open objects still lets the
+            # model send props; null resets a prop.
+            "props": {
+                "type": "object",
+                "properties": {
+                    "level": {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 6}, {"type": "null"}]},
+                    "checked": {"anyOf": [{"type": "boolean"}, {"type": "null"}]},
+                    "language": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                    "icon": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                },
+                "additionalProperties": False,
+            },
             **_WRITE,
         },
     },

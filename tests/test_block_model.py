@@ -124,7 +124,7 @@ class Model:
 
     def insert(self, p: dict[str, Any]) -> list[str]:
         blocks = p["blocks"]
-        if not blocks or ("afterBlockId" in p and "position" in p):
+        if not blocks:  # an anchor makes `position` moot: the tools drop it
             raise RefusedError("invalid_argument")
         if any(block["id"] in self.nodes for block in blocks):
             raise RefusedError("invalid_argument")
@@ -173,8 +173,6 @@ class Model:
         return order
 
     def move(self, p: dict[str, Any]) -> list[str]:
-        if "afterBlockId" in p and "position" in p:
-            raise RefusedError("invalid_argument")
         bid = p["blockId"]
         if bid not in self.nodes:
             raise RefusedError("not_found")

@@ -322,12 +322,6 @@ REFUSALS: dict[str, tuple[str, dict[str, Any], str, str]] = {
         "invalid_argument",
         "/afterBlockId",
     ),
-    "anchor and position together": (
-        "mnote.block.move",
-        {"blockId": "p", "afterBlockId": "h", "position": "end"},
-        "invalid_argument",
-        "/position",
-    ),
     "insert under a paragraph": (
         "mnote.block.insert",
         {"blocks": NEW, "parentId": "p"},

@@ -157,6 +157,22 @@ def test_the_model_is_given_every_tool_with_its_schema(hermes: tuple[Connected, 
         assert given[name]["description"] == spec.description
         assert sorted(parameters["required"]) == sorted(schema["required"]), name
         assert set(parameters["properties"]) == set(schema["properties"]), name
+        # Issue 10 item 5: Hermes closes an object that declares no properties (`"properties": {}`),
+        # after which a strict provider accepts only `{}`; every object declares its own, props included.
+        for node in _objects(parameters):
+            assert node.get("properties"), f"{name}: an object the model could only send empty: {node}"
+    for tool in ("mnote.page.save", "mnote.block.insert", "mnote.block.update"):
+        text = json.dumps(given[model_name(key, tool)]["parameters"])
+        assert all(f'"{prop}"' in text for prop in ("level", "checked", "language", "icon")), tool
+
+
+def _objects(schema: Any) -> list[dict[str, Any]]:
+    if isinstance(schema, list):
+        return [node for item in schema for node in _objects(item)]
+    if not isinstance(schema, dict):
+        return []
+    own = [schema] if schema.get("type") == "object" else []
+    return own + [node for value in schema.values() for node in _objects(value)]
 
 
 # -- one call of every tool --------------------------------------------------------------------

@@ -153,8 +153,11 @@ async def test_read_only_refuses_hidden_write_tools(db: Path) -> None:
     assert read["ok"]
 
 
-async def test_both_spellings_are_accepted_and_the_envelope_is_dotted(db: Path) -> None:
+async def test_both_spellings_are_accepted_and_the_envelope_names_the_tool_as_served(db: Path) -> None:
     async with connect(db, tool_names="underscore") as client:
         underscore = await call(client, "mnote_page_get", **BASE)
         dotted = await call(client, "mnote.page.get", **BASE)
-    assert underscore["toolName"] == dotted["toolName"] == "mnote.page.get"
+    assert underscore["toolName"] == dotted["toolName"] == "mnote_page_get"
+    async with connect(db) as client:
+        underscore = await call(client, "mnote_page_get", **BASE)
+    assert underscore["toolName"] == "mnote.page.get"

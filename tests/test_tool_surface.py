@@ -23,6 +23,7 @@ pytestmark = pytest.mark.anyio
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 CONTRACT_KEYWORDS = (
+    "anyOf",
     "type",
     "enum",
     "minLength",
@@ -141,7 +142,7 @@ async def test_read_only_hides_every_write_tool(db: Path) -> None:
 # The whole tools/list result, compact JSON as it goes on the wire. Tokens are estimated as bytes / 4
 # (the usual rule of thumb for English-and-JSON text with BPE tokenizers); the budget is a tripwire
 # against bloat, set a little above today's figure (README: "Tool surface size").
-TOOLS_LIST_BYTE_BUDGET = 32_500
+TOOLS_LIST_BYTE_BUDGET = 35_000
 DESCRIPTION_BUDGET = 400
 
 

@@ -112,8 +112,10 @@ def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list
             },
         )
     spec = BLOCK_TYPES[kind]
-    block: Block = {"id": _block_id(raw.get("id"), f"{pointer}/id", seen), "type": kind}
-    text = raw.get("text", "")
+    block: Block = {"id": _block_id(raw.get("id") or None, f"{pointer}/id", seen), "type": kind}
+    text = raw.get("text")
+    if text is None:  # null is "not given", as for every optional field (a strict host sends them all)
+        text = ""
     if not isinstance(text, str):
         raise invalid(f"{pointer}/text", "must be a string")
     if len(text) > MAX_TEXT_LENGTH:
@@ -159,7 +161,10 @@ def _props(kind: str, spec: BlockType, raw: Any, pointer: str) -> dict[str, Any]
         raw = {}
     if not isinstance(raw, dict):
         raise invalid(pointer, "must be an object")
-    unknown = sorted(set(raw) - set(spec.props))
+    # A null (or empty) prop is no prop: a strict host sends every key of `props` for every type.
+    unknown = sorted(
+        name for name, value in raw.items() if name not in spec.props and value not in (None, "")
+    )
     if unknown:
         allowed = ", ".join(spec.props) or "none"
         raise invalid(f"{pointer}/{unknown[0]}", f"unknown prop for a {kind} block; allowed: {allowed}")

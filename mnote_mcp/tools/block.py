@@ -8,13 +8,14 @@ block the call inserted, updated, deleted or moved, and the page's new `revision
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mnote_mcp.kernel.blocks import SUPPORTED_TYPES
 from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.registry import Annotations, ToolSpec
-from mnote_mcp.tools.results import fields
-from mnote_mcp.tools.schemas import BLOCK_ITEM, write_schema
+from mnote_mcp.tools.results import PayloadMap, fields
+from mnote_mcp.tools.schemas import BLOCK_ITEM, PROPS, write_schema
 from mnote_mcp.tools.toolsets import Toolset
 
 _ID: dict[str, Any] = {"type": "string"}  # ids come from mnote.page.get; the kernel checks their form
@@ -24,9 +25,26 @@ _PLACEMENT: dict[str, Any] = {
     "position": {
         "type": "string",
         "enum": ["start", "end"],
-        "description": "Without afterBlockId: start (default) or end of parentId's children or the page.",
+        "description": "start (default) or end of parentId's children or of the page; ignored with afterBlockId.",
     },
 }
+
+
+_PLACEMENT_EMPTY = frozenset({"afterBlockId", "parentId", "position"})
+
+
+def _placed(*names: str) -> PayloadMap:
+    """The payload of a placing tool: with an anchor, `position` (which applies only without one) is
+    dropped, so a strict host that must fill both is not refused for it."""
+    pick = fields(*names)
+
+    def payload(args: Mapping[str, Any]) -> dict[str, Any]:
+        chosen = pick(args)
+        if "afterBlockId" in chosen:
+            chosen.pop("position", None)
+        return chosen
+
+    return payload
 
 
 BLOCK_INSERT = ToolSpec(
@@ -45,8 +63,9 @@ BLOCK_INSERT = ToolSpec(
         required=["blocks"],
     ),
     kernel_validated=frozenset({"blocks"}),
+    empty_means_absent=_PLACEMENT_EMPTY,
     command=CommandName.PAGE_BLOCK_INSERT,
-    payload=fields("blocks", "afterBlockId", "parentId", "position"),
+    payload=_placed("blocks", "afterBlockId", "parentId", "position"),
 )
 
 BLOCK_UPDATE = ToolSpec(
@@ -64,10 +83,11 @@ BLOCK_UPDATE = ToolSpec(
             "blockId": _ID,
             "type": {"type": "string", "enum": list(SUPPORTED_TYPES)},
             "text": {"type": "string"},
-            "props": {"type": "object", "description": BLOCK_ITEM["properties"]["props"]["description"]},
+            "props": PROPS,
         },
         required=["blockId"],
     ),
+    empty_means_absent=frozenset({"type"}),  # "" is no type; text "" is a value (clears the text)
     command=CommandName.PAGE_BLOCK_UPDATE,
     payload=fields("blockId", "type", "text", "props"),
 )
@@ -95,8 +115,9 @@ BLOCK_MOVE = ToolSpec(
     toolset=Toolset.BLOCK,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema({"blockId": _ID} | _PLACEMENT, required=["blockId"]),
+    empty_means_absent=_PLACEMENT_EMPTY,
     command=CommandName.PAGE_BLOCK_MOVE,
-    payload=fields("blockId", "afterBlockId", "parentId", "position"),
+    payload=_placed("blockId", "afterBlockId", "parentId", "position"),
 )
 
 BLOCK_TOOLS = (BLOCK_INSERT, BLOCK_UPDATE, BLOCK_DELETE, BLOCK_MOVE)

@@ -30,9 +30,9 @@ async def _history(request: ToolRequest, kernel: Kernel) -> ToolResult:
             document_id=request.document_id,
             actor_id=request.actor_id,
             correlation=request.correlation,
-            run_id=where.get("runId"),
-            session_id=where.get("sessionId"),
-            by_actor_id=where.get("actorId"),
+            run_id=where.get("runId") or None,  # "": no filter (a strict host fills every field)
+            session_id=where.get("sessionId") or None,
+            by_actor_id=where.get("actorId") or None,
             since_revision=args.get("sinceRevision"),
             limit=args.get("limit", 20),
             cursor=args.get("cursor"),
@@ -74,6 +74,7 @@ PAGE_HISTORY = ToolSpec(
         required=CORRELATION_FIELDS,
     ),
     read=_history,
+    empty_means_absent=frozenset({"cursor"}),
 )
 
 
@@ -107,6 +108,7 @@ PAGE_REVERT = ToolSpec(
         },
         required=[],
     ),
+    empty_means_absent=frozenset({"undoRunId", "commandId"}),
     command=CommandName.PAGE_REVERT,
     payload=_revert_payload,
 )

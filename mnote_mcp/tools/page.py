@@ -64,6 +64,7 @@ PAGE_GET = ToolSpec(
     },
     read=_get_page,
     fit=fit_piece,
+    empty_means_absent=frozenset({"cursor", "blockIds", "format"}),
 )
 
 PAGE_SAVE = ToolSpec(
@@ -87,6 +88,7 @@ PAGE_SAVE = ToolSpec(
         "mode": {"description": "replace (default) or append."},
     },
     kernel_validated=frozenset({"content"}),
+    empty_means_absent=frozenset({"mode"}),
     command=CommandName.PAGE_BODY_SAVE,
     payload=lambda args: {"content": args["content"], "mode": args.get("mode", "replace")},
 )

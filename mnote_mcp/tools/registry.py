@@ -14,22 +14,27 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
 
 from mnote_mcp.kernel.policy import COMMAND_SCOPES
 from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
-from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
+from mnote_mcp.tools.schemas import WRITE_EXTENSIONS, SchemaForm, strict_form
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, OUTPUT_SCHEMA
+from mnote_mcp.vocabulary.naming import ToolNames, respell, respell_all, spell
 from mnote_mcp.vocabulary.scopes import Scope
 
 if TYPE_CHECKING:
     from jsonschema_rs import Validator
 
-ToolNames = Literal["dotted", "underscore"]
+__all__ = ["Annotations", "Registry", "SchemaForm", "ToolNames", "ToolSpec"]
+
+# Empty placeholders a strict host fills in for an optional field, meaning "not given" on every tool:
+# no correlation id is empty, and an empty scope list would only ever be refused.
+EMPTY_MEANS_ABSENT: frozenset[str] = frozenset({*CORRELATION_FIELDS, "capabilityScope"})
 
 _CORRELATION_PROPERTY: dict[str, Any] = {"type": "string"}
 # What an extension may add to a property the contract declares: words and item schemas, never a
@@ -70,6 +75,10 @@ class ToolSpec:
     # schema documents them, and checking it twice would cost more than the write (1 ms per 50 blocks).
     kernel_validated: frozenset[str] = frozenset()
     fit: Fit | None = None
+    # Optional properties whose empty value ("" or []) can only mean "not given" (a strict host must
+    # fill every field): an empty cursor, no block ids meaning the whole page, an empty anchor id.
+    # Where empty is a value (a block's text ""), it is not listed.
+    empty_means_absent: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):
@@ -102,7 +111,11 @@ class ToolSpec:
 
     @property
     def underscore_name(self) -> str:
-        return self.name.replace(".", "_")
+        return spell(self.name, "underscore")
+
+    @property
+    def absent_when_empty(self) -> frozenset[str]:
+        return self.empty_means_absent | EMPTY_MEANS_ABSENT
 
     def input_schema(self, *, strict: bool) -> dict[str, Any]:
         """The advertised schema: the contract's, plus extensions; correlation ids optional unless strict."""
@@ -123,8 +136,13 @@ class ToolSpec:
                 advertised[keyword] = value
         return advertised
 
+    def advertised_schema(self, *, strict: bool, form: SchemaForm, style: ToolNames) -> dict[str, Any]:
+        schema = self.input_schema(strict=strict)
+        advertised: dict[str, Any] = respell_all(strict_form(schema) if form == "strict" else schema, style)
+        return advertised
+
     def advertised_name(self, style: ToolNames) -> str:
-        return self.underscore_name if style == "underscore" else self.name
+        return spell(self.name, style)
 
     def mcp_annotations(self) -> types.ToolAnnotations:
         return types.ToolAnnotations(
@@ -134,12 +152,14 @@ class ToolSpec:
             open_world_hint=self.annotations.open_world,
         )
 
-    def to_mcp(self, *, style: ToolNames, strict: bool, output_schema: bool = True) -> types.Tool:
+    def to_mcp(
+        self, *, style: ToolNames, strict: bool, form: SchemaForm = "contract", output_schema: bool = True
+    ) -> types.Tool:
         return types.Tool(
             name=self.advertised_name(style),
             title=self.title,
-            description=self.description,
-            input_schema=self.input_schema(strict=strict),
+            description=respell(self.description, style),
+            input_schema=self.advertised_schema(strict=strict, form=form, style=style),
             output_schema=OUTPUT_SCHEMA if output_schema else None,
             annotations=self.mcp_annotations(),
         )
@@ -149,11 +169,17 @@ class Registry:
     """The tools one server exposes, found by either spelling of their name."""
 
     def __init__(
-        self, specs: Iterable[ToolSpec], *, style: ToolNames = "dotted", strict: bool = False
+        self,
+        specs: Iterable[ToolSpec],
+        *,
+        style: ToolNames = "dotted",
+        strict: bool = False,
+        form: SchemaForm = "contract",
     ) -> None:
         self.specs: tuple[ToolSpec, ...] = tuple(specs)
         self.style: ToolNames = style
         self.strict = strict
+        self.form: SchemaForm = form
         self._by_name: dict[str, ToolSpec] = {}
         for spec in self.specs:
             for alias in (spec.name, spec.underscore_name):
@@ -167,6 +193,8 @@ class Registry:
         return self._by_name.get(name)
 
     def schema(self, spec: ToolSpec) -> dict[str, Any]:
+        """The contract-form schema calls are checked against, whichever form is advertised: a call
+        in the strict form is the same call once its nulls (and empty placeholders) are left out."""
         return self._schemas[spec.name]
 
     def validator(self, spec: ToolSpec) -> Validator:
@@ -187,7 +215,7 @@ class Registry:
         """The `tools/list` entries; `output_schema=False` for hosts given text only (no structured
         content to check against it)."""
         return [
-            spec.to_mcp(style=self.style, strict=self.strict, output_schema=output_schema)
+            spec.to_mcp(style=self.style, strict=self.strict, form=self.form, output_schema=output_schema)
             for spec in self.specs
             if include(spec)
         ]
