@@ -53,16 +53,17 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
     """
     spec = config.kernel.strip()
     if spec == "local":
-        from mnote_mcp.kernel.local import LocalKernel
+        from mnote_mcp.stores import describe, open_kernel
 
-        kernel = LocalKernel.open_seeded(
-            config.store_path,
+        kernel = open_kernel(
+            config.store,
             seed=config.seed,
             demo=config.demo,
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
+            pool_size=config.db_pool_size,
         )
-        return kernel, f"sqlite:{config.store_path}"
+        return kernel, describe(config.store)
     if not spec.startswith(("http://", "https://", "cli:")):
         raise ValueError(
             f"unknown kernel {config.kernel!r}; use local, http://HOST:PORT or cli:PATH [ARGS...]"

@@ -24,6 +24,7 @@ from mnote_mcp.config import (
     AuditConfig,
     DemoConfig,
     LogSettings,
+    MigrateConfig,
     Option,
     RuntimeCliConfig,
     RuntimeConfig,
@@ -32,9 +33,9 @@ from mnote_mcp.config import (
     SettingError,
     TokenConfig,
     choice,
-    default_store_path,
     from_sources,
     options,
+    store_or_default,
 )
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.logs import configure_logging
@@ -50,6 +51,7 @@ COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
     "serve": (ServerConfig, "serve the mnote.* tools (the default command)"),
     "seed": (SeedConfig, "load a workspace fixture into a store"),
     "audit": (AuditConfig, "read the audit trail of a store (JSON lines)"),
+    "migrate": (MigrateConfig, "bring a store's schema to this release's version (JSON)"),
     "token": (TokenConfig, "mint a bearer token into a tokens file (printed once)"),
     "demo": (DemoConfig, "a scripted tour of every tool over a real stdio MCP session"),
 }
@@ -218,43 +220,64 @@ def _demo(config: DemoConfig) -> int:
 
 
 def _runtime_serve(config: RuntimeConfig) -> int:
-    from mnote_mcp.kernel.local import LocalKernel
     from mnote_mcp.runtime.http_app import serve_runtime
+    from mnote_mcp.stores import describe, open_kernel
 
-    db = config.db if config.db is not None else default_store_path()
+    db = store_or_default(config.db)
     serve_runtime(
-        lambda: LocalKernel.open_seeded(
+        lambda: open_kernel(
             db,
             seed=config.seed,
             demo=config.demo,
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
+            pool_size=config.db_pool_size,
         ),
         host=config.host,
         port=config.port,
         token=config.token,
         record=config.record,
-        description=f"sqlite:{db}",
+        description=describe(db),
     )
     return 0
 
 
 def _runtime_cli(config: RuntimeCliConfig) -> int:
-    from mnote_mcp.kernel.local import LocalKernel
     from mnote_mcp.runtime.cli_adapter import main as answer_one
+    from mnote_mcp.stores import open_kernel
 
-    db = config.db if config.db is not None else default_store_path()
+    db = store_or_default(config.db)
     return answer_one(
-        lambda: LocalKernel.open_seeded(
-            db, demo=config.demo, limits=config.page_limits, busy_timeout=config.store_busy_timeout
+        lambda: open_kernel(
+            db,
+            demo=config.demo,
+            limits=config.page_limits,
+            busy_timeout=config.store_busy_timeout,
+            pool_size=1,
         )
     )
 
 
-def _open_store(db: Path | None) -> Any:
-    from mnote_mcp.kernel.local.opening import open_store
+def _open_store(db: Path | str | None) -> Any:
+    from mnote_mcp.stores import open_store
 
-    return open_store(db if db is not None else default_store_path())
+    return open_store(store_or_default(db))
+
+
+def _migrate(config: MigrateConfig) -> int:
+    """Open the store (which migrates it) and say which schema steps it has, in order."""
+    store = _open_store(config.db)
+    try:
+        with store.transaction(write=False) as conn:
+            rows = conn.execute(
+                "SELECT version, applied_at, detail FROM schema_migrations ORDER BY version"
+            ).fetchall()
+    finally:
+        store.close()
+    steps = [{"version": version, "appliedAt": at, "detail": detail} for version, at, detail in rows]
+    version = max((step["version"] for step in steps), default=0)
+    print(json.dumps({"store": store.location, "schemaVersion": version, "migrations": steps}))
+    return 0
 
 
 def _seed(config: SeedConfig) -> int:
@@ -265,7 +288,7 @@ def _seed(config: SeedConfig) -> int:
         report = load_fixture(store, read_fixture(config.fixture), replace=config.replace)
     finally:
         store.close()
-    print(json.dumps({"store": str(store.path), **report.to_json()}))  # the report's lines went to stderr
+    print(json.dumps({"store": store.location, **report.to_json()}))  # the report's lines went to stderr
     return 0
 
 
@@ -284,8 +307,15 @@ def _audit(config: AuditConfig) -> int:
         for name, value in (("traceId", config.trace), ("commandId", config.command_id))
         if value
     )
-    print(f"mnote-mcp: no audit record with {asked} in {config.db or default_store_path()}", file=sys.stderr)
+    print(f"mnote-mcp: no audit record with {asked} in {_open_store_name(config.db)}", file=sys.stderr)
     return 1
+
+
+def _open_store_name(db: Path | str | None) -> str:
+    from mnote_mcp.stores import describe
+
+    location = store_or_default(db)
+    return describe(location).removeprefix("sqlite:")
 
 
 def _token(config: TokenConfig) -> int:
@@ -307,6 +337,7 @@ def _token(config: TokenConfig) -> int:
 RUNNERS: dict[str, Any] = {
     "seed": _seed,
     "audit": _audit,
+    "migrate": _migrate,
     "token": _token,
     "demo": _demo,
     "runtime serve": _runtime_serve,

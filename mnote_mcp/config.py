@@ -76,14 +76,21 @@ def optional_text(value: str) -> str | None:
     return value or None
 
 
+def _expand(value: str) -> Path:
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # `~name` of a user that does not exist
+        raise ValueError(f"{value!r}: cannot expand '~' (no such user or home directory)") from None
+
+
 def optional_path(value: str) -> Path | None:
-    return Path(value).expanduser() if value.strip() else None
+    return _expand(value) if value.strip() else None
 
 
 def path(value: str) -> Path:
     if not value.strip():
         raise ValueError("a path is required")
-    return Path(value).expanduser()
+    return _expand(value)
 
 
 def csv(value: str) -> tuple[str, ...]:
@@ -332,16 +339,37 @@ class StoreSettings:
         "seconds a call waits for another writer's lock before the store is reported unavailable",
         group=STORE,
     )
+    db_pool_size: int = setting(
+        8,
+        positive_int,
+        "most PostgreSQL connections (and calls at once) this process holds (--db postgresql://…)",
+        group=STORE,
+    )
 
     @property
     def page_limits(self) -> PageLimits:
         return PageLimits(self.max_page_blocks, self.max_page_bytes)
 
 
+def store_location(value: str) -> Path | str | None:
+    """`--db`: a SQLite file's path, or a PostgreSQL URL (`postgresql://…`, kept as text)."""
+    if value.strip().startswith(("postgresql://", "postgres://")):
+        return value.strip()
+    return optional_path(value)
+
+
 def db_setting() -> Any:
     return setting(
-        None, optional_path, "the embedded kernel's SQLite store", metavar="PATH", shown="per-user data path"
+        None,
+        store_location,
+        "the store: a SQLite file, or a PostgreSQL URL (postgresql://USER:PASSWORD@HOST/DB)",
+        metavar="PATH|URL",
+        shown="per-user data path",
     )
+
+
+def store_or_default(db: Path | str | None) -> Path | str:
+    return db if db is not None else default_store_path()
 
 
 @dataclass(frozen=True)
@@ -349,7 +377,7 @@ class ServerConfig(StoreSettings, LogSettings):
     """`mnote-mcp serve`: the MCP server."""
 
     transport: Transport = setting("stdio", choice("stdio", "sse", "http"), "how clients connect")
-    db: Path | None = db_setting()
+    db: Path | str | None = db_setting()
     kernel: str = setting(
         "local",
         text,
@@ -489,8 +517,9 @@ class ServerConfig(StoreSettings, LogSettings):
     )
 
     @property
-    def store_path(self) -> Path:
-        return self.db if self.db is not None else default_store_path()
+    def store(self) -> Path | str:
+        """Where the embedded kernel's data lives: `--db`, or the per-user data path."""
+        return store_or_default(self.db)
 
     @property
     def granted_scopes(self) -> frozenset[Scope]:
@@ -524,7 +553,7 @@ class SeedConfig(LogSettings):
     fixture: Path = setting(
         None, path, "the workspace fixture (JSON)", positional=True, required=True, env="", metavar="FILE"
     )
-    db: Path | None = db_setting()
+    db: Path | str | None = db_setting()
     replace: tuple[str, ...] = setting(
         (),
         csv,
@@ -536,10 +565,17 @@ class SeedConfig(LogSettings):
 
 
 @dataclass(frozen=True)
+class MigrateConfig(LogSettings):
+    """`mnote-mcp migrate`: bring a store's schema to this release's version (every start does it too)."""
+
+    db: Path | str | None = db_setting()
+
+
+@dataclass(frozen=True)
 class AuditConfig(LogSettings):
     """`mnote-mcp audit`: read the audit trail of a store."""
 
-    db: Path | None = db_setting()
+    db: Path | str | None = db_setting()
     trace: str | None = setting(None, optional_text, "only records of this traceId", env="")
     command_id: str | None = setting(None, optional_text, "only the record of this commandId", env="")
     limit: int = setting(100, positive_int, "at most this many records (the latest)", env="")
@@ -569,7 +605,7 @@ class DemoConfig(LogSettings):
 class RuntimeConfig(StoreSettings, LogSettings):
     """`mnote-mcp runtime serve`: the embedded kernel over the runtime protocol v1 (HTTP)."""
 
-    db: Path | None = db_setting()
+    db: Path | str | None = db_setting()
     host: str = setting("127.0.0.1", text, "address to listen on", env="MNOTE_RUNTIME_HOST")
     port: int = setting(8766, port_number, "TCP port to listen on", env="MNOTE_RUNTIME_PORT")
     token: str | None = secret("service token to require", flag="--token", env="MNOTE_RUNTIME_TOKEN")
@@ -589,7 +625,7 @@ class RuntimeCliConfig(StoreSettings, LogSettings):
     log_level: str = setting(
         "warning", choice("debug", "info", "warning", "error"), "how much to log on stderr", group=LOGGING
     )
-    db: Path | None = db_setting()
+    db: Path | str | None = db_setting()
     demo: bool = switch(
         "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
     )

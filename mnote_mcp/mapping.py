@@ -86,7 +86,8 @@ def normalize_arguments(
       sends null is never refused for it. Inside an object argument too (`options`, `filter`), except
       where the schema itself allows null as a value (a block's `props`: null resets a prop).
     - "" and [] mean "not given" where nothing else can be meant (`ToolSpec.absent_when_empty`): an
-      empty cursor, no block ids (the whole page), an empty scope list, an empty correlation id.
+      empty cursor, no block ids (the whole page), an empty scope list, an empty correlation id; and
+      wherever the schema refuses every empty value (`minLength`, `minItems`, an enum without "").
     """
     properties = schema.get("properties", {})
     required = set(schema.get("required", ()))
@@ -97,12 +98,22 @@ def normalize_arguments(
         value = _decoded(raw, declared.get("type"))
         if value is None and name not in required:
             continue
-        if name in empty_absent and isinstance(value, str | list) and not value:
+        if (
+            isinstance(value, str | list)
+            and not value
+            and name not in required
+            and (name in empty_absent or _never_empty(declared))
+        ):
             continue
         if isinstance(value, dict) and isinstance(declared.get("properties"), dict):
             value = _without_nulls(value, declared["properties"])
         normalized[name] = value
     return normalized
+
+
+def _never_empty(schema: Mapping[str, Any]) -> bool:
+    """An optional property whose schema refuses any empty value: an empty one can only mean "not given"."""
+    return bool(schema.get("minLength") or schema.get("minItems")) or "" not in schema.get("enum", [""])
 
 
 def _decoded(value: Any, expected: Any) -> Any:

@@ -21,6 +21,7 @@ from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+from mnote_mcp.stores import open_kernel, open_store
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,22 +63,26 @@ def store_with_pages(path: Path, fixture: Path, *pages: dict[str, Any]) -> Path:
     return path
 
 
-def dump(path: Path, *, audit: bool = True) -> str:
-    """Every row of the store as SQL; `audit=False` leaves out the audit log (a replay adds a record
-    of the retry there, and nothing anywhere else)."""
-    kernel = LocalKernel.open(path)
+def dump(path: Path | str, *, audit: bool = True) -> str:
+    """Every row of the store (SQLite or PostgreSQL) as SQL; `audit=False` leaves out the audit log (a
+    replay adds a record of the retry there, and nothing anywhere else)."""
+    store = open_store(path)
     try:
-        text = kernel.store.dump()
+        text = store.dump()
     finally:
-        kernel.store.close()
+        store.close()
     if audit:
         return text
     return "\n".join(line for line in text.splitlines() if not line.startswith('INSERT INTO "audit"'))
 
 
-def make_app(db: Path, **config: Any) -> App:
+def make_app(db: Path | str, **config: Any) -> App:
     cfg = replace(ServerConfig(db=db, locale="en", demo=False, actor="user_editor"), **config)
-    kernel = LocalKernel.open(db, limits=cfg.page_limits)
+    kernel = (
+        open_kernel(db, demo=False, limits=cfg.page_limits)
+        if isinstance(db, str)
+        else LocalKernel.open(db, limits=cfg.page_limits)  # tests swap `LocalKernel` here
+    )
     dispatcher = Dispatcher(
         build_registry(cfg),
         kernel,
@@ -90,7 +95,7 @@ def make_app(db: Path, **config: Any) -> App:
 
 @asynccontextmanager
 async def connect(
-    db: Path, mode: str = "legacy", *, message_handler: Any = None, **config: Any
+    db: Path | str, mode: str = "legacy", *, message_handler: Any = None, **config: Any
 ) -> AsyncIterator[Client]:
     app = make_app(db, **config)
     try:
@@ -126,7 +131,7 @@ def write_args(key: str, dry_run: bool = False, document_id: str = "doc_1", **ex
     return page_args(document_id, idempotencyKey=key, dryRun=dry_run, **extra)
 
 
-def stdio_params(db: Path, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+def stdio_params(db: Path | str, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "mnote_mcp", "serve", "--db", str(db), "--locale", "en", *args],

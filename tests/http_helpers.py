@@ -45,7 +45,7 @@ def write_tokens(path: Path, tokens: dict[str, dict[str, Any]]) -> Path:
     return path
 
 
-def serve_argv(db: Path, *args: str) -> list[str]:
+def serve_argv(db: Path | str, *args: str) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -63,7 +63,7 @@ def serve_argv(db: Path, *args: str) -> list[str]:
 
 @contextmanager
 def http_server(
-    db: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 30
+    db: Path | str, *args: str, env: dict[str, str] | None = None, timeout: float = 30
 ) -> Iterator[RunningServer]:
     process = subprocess.Popen(
         serve_argv(db, "--locale", "en", *args),

@@ -43,7 +43,7 @@ def mnote_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "mnote_mcp", *args]
 
 
-def runtime_cli_command(db: Path) -> list[str]:
+def runtime_cli_command(db: Path | str) -> list[str]:
     """The reference mnote-cli adapter, as `--kernel cli:` runs it."""
     return mnote_command("runtime", "cli", "--db", str(db), "--no-demo")
 
@@ -52,7 +52,7 @@ def runtime_cli_command(db: Path) -> list[str]:
 class RuntimeProcess:
     """`mnote-mcp runtime serve` on a store, with its request record, restartable on the same port."""
 
-    db: Path
+    db: Path | str
     workdir: Path
     token: str | None = None
     demo: bool = False
@@ -123,7 +123,7 @@ class RuntimeProcess:
 
 @contextmanager
 def reference_runtime(
-    db: Path,
+    db: Path | str,
     workdir: Path,
     *,
     token: str | None = None,

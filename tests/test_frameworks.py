@@ -253,7 +253,7 @@ def client_calls(label: str) -> list[tuple[dict[str, Any], str]]:
         "content": [{"type": "paragraph", "text": f"written by {label}"}],
         "mode": "append",
     }
-    return [
+    calls = [
         ({"name": "mnote_page_get", "arguments": dict(page)}, "read"),
         ({"name": "mnote_page_history", "arguments": dict(page)}, "read"),
         (write("mnote.page.save", "plan", **save), "dry_run"),
@@ -276,9 +276,13 @@ def client_calls(label: str) -> list[tuple[dict[str, Any], str]]:
             write("mnote.page.update_title", "stale", dry_run=False, title="x", baseRevision=0),
             "mnote_tool_conflict",
         ),
+        ({"name": "mnote_page_search", "arguments": {"query": "plan"}}, "read"),
         (write("mnote.page.save", "save", dry_run=False, **save), "write"),
         (write("mnote.page.save", "save", dry_run=False, **save), "replay"),
     ]
+    advertised = {spec.advertised_name("underscore") for spec in ALL_TOOLS}
+    assert advertised <= {call["name"] for call, _ in calls}, "every tool needs a call here"
+    return [(call, expectation) for call, expectation in calls if call["name"] in advertised]
 
 
 def check_client_runs(answers: dict[str, Any], db: Path, labels: list[str]) -> None:

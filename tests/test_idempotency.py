@@ -8,10 +8,18 @@ from typing import Any
 
 import pytest
 
-from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import MODES, call, connect, dump, write_args
+from mnote_mcp.stores import open_store
+from tests.helpers import FIXTURE, MODES, call, connect, dump, write_args
+from tests.postgres import STORES, store_fixture
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=STORES)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Every test here runs on SQLite and on PostgreSQL (the MCP end-to-end slice on both stores)."""
+    return store_fixture(request, tmp_path, FIXTURE)
+
 
 APPEND: dict[str, Any] = {"content": [{"type": "paragraph", "text": "once"}], "mode": "append"}
 
@@ -55,7 +63,7 @@ async def test_a_replay_is_audited_with_the_retrys_own_ids_and_found_by_either_t
         )
     original = first["audit"]["commandId"]
     assert retry["audit"]["commandId"] == original and retry["traceId"] == "trace_retry"
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         by_retry = store.audit_trail(trace_id="trace_retry")
         by_first = store.audit_trail(trace_id="trace_first")

@@ -1,5 +1,6 @@
-"""The kernel port's contract, one suite for every adapter: local (in process), http (against the
-reference runtime in a subprocess) and cli (against the reference mnote-cli adapter, a process per call).
+"""The kernel port's contract, one suite for every adapter: local (in process), postgres (the same
+commands on a real PostgreSQL, in process), http (against the reference runtime in a subprocess) and
+cli (against the reference mnote-cli adapter, a process per call).
 
 Each test talks to the port directly (`kernel.execute`, `kernel.get_page`, ...), never through MCP.
 Every call also runs on a mirror store through the embedded kernel, and the two answers must be the
@@ -38,12 +39,14 @@ from mnote_mcp.kernel.port import (
     PageQuery,
     PageRef,
 )
+from mnote_mcp.kernel.postgres.kernel import PostgresKernel
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.stores import StoreLocation, open_store
 from tests.helpers import FIXTURE
 from tests.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
 
 pytestmark = pytest.mark.anyio
-ADAPTERS = ("local", "http", "cli")
+ADAPTERS = ("local", "postgres", "http", "cli")
 PARA = [{"type": "paragraph", "text": "new"}]
 _TAGS = itertools.count()
 _NONCE = re.compile(r"^((?:page|artifact)_[a-z_]+_.+)_[0-9a-f]{8}$")
@@ -53,6 +56,7 @@ _NONCE = re.compile(r"^((?:page|artifact)_[a-z_]+_.+)_[0-9a-f]{8}$")
 class Adapter:
     name: str
     open: Callable[[], Kernel]
+    store: StoreLocation  # where the adapter's data lives: each test seeds it and may dump it
     runtime: RuntimeProcess | None = None
 
 
@@ -68,14 +72,19 @@ def adapter(
     request: pytest.FixtureRequest, stores: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Adapter]:
     shared, _ = stores
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_server").database("contract")
+        open_store(url).close()  # create it (migrations), empty
+        yield Adapter("postgres", lambda: PostgresKernel.open(url), url)
+        return
     LocalStore(shared).close()  # create it, so every adapter starts from the same empty store
     if request.param == "local":
-        yield Adapter("local", lambda: LocalKernel.open(shared))
+        yield Adapter("local", lambda: LocalKernel.open(shared), shared)
     elif request.param == "http":
         with reference_runtime(shared, tmp_path_factory.mktemp("runtime")) as runtime:
-            yield Adapter("http", lambda: HttpKernel(runtime.url), runtime)
+            yield Adapter("http", lambda: HttpKernel(runtime.url), shared, runtime)
     else:
-        yield Adapter("cli", lambda: CliKernel(runtime_cli_command(shared), timeout=30))
+        yield Adapter("cli", lambda: CliKernel(runtime_cli_command(shared), timeout=30), shared)
 
 
 def _normal(value: Any) -> Any:
@@ -174,8 +183,15 @@ class Kit:
         return page
 
     async def list_pages(self, actor: str) -> list[PageRef]:
-        refs: list[PageRef] = await self._both(lambda k: k.list_pages(actor))
-        return [ref for ref in refs if ref.workspace_id in (self.ws, self.other_ws)]
+        """This test's pages (the stores also hold other tests' workspaces, and the mirror those of
+        every adapter's tests, so only these are compared)."""
+
+        async def mine(kernel: Kernel) -> list[PageRef]:
+            refs = await kernel.list_pages(actor)
+            return [ref for ref in refs if ref.workspace_id in (self.ws, self.other_ws)]
+
+        found: list[PageRef] = await self._both(mine)
+        return found
 
     async def audit_trail(self, **query: Any) -> list[dict[str, Any]]:
         mirror_query = {**query}
@@ -199,13 +215,13 @@ class Kit:
 
 @pytest.fixture
 async def kit(adapter: Adapter, stores: tuple[Path, Path]) -> AsyncIterator[Kit]:
-    shared, mirror = stores
+    _, mirror = stores
     tag = f"{adapter.name}{next(_TAGS)}"
     fixture = read_fixture(FIXTURE)
     for workspace in fixture["workspaces"]:
         workspace["id"] = f"{workspace['id']}_{tag}"
-    for path in (shared, mirror):
-        store = LocalStore(path)
+    for path in (adapter.store, mirror):
+        store = open_store(path)
         try:
             load_fixture(store, fixture)
         finally:
@@ -218,8 +234,8 @@ async def kit(adapter: Adapter, stores: tuple[Path, Path]) -> AsyncIterator[Kit]
         await reference.aclose()
 
 
-def _dump(stores: tuple[Path, Path]) -> str:
-    store = LocalStore(stores[0])
+def _dump(adapter: Adapter) -> str:
+    store = open_store(adapter.store)
     try:
         return store.dump()
     finally:
@@ -332,12 +348,12 @@ DRY_RUNS: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("name", "payload"), DRY_RUNS)
 async def test_dry_run_plans_the_real_diff_and_writes_nothing(
-    kit: Kit, stores: tuple[Path, Path], name: str, payload: dict[str, Any]
+    kit: Kit, adapter: Adapter, name: str, payload: dict[str, Any]
 ) -> None:
-    before = _dump(stores)
+    before = _dump(adapter)
     plan = await kit.execute(kit.command(name, payload, "k_dry", dry_run=True))
     assert plan.dry_run and plan.command_id is None and plan.changed
-    assert _dump(stores) == before, "a dry run writes nothing"
+    assert _dump(adapter) == before, "a dry run writes nothing"
     real = await kit.execute(kit.command(name, payload, "k_dry"))
     assert real.diff == plan.diff and real.command_id is not None, "a dry run consumes no key"
 

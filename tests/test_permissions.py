@@ -9,9 +9,17 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import MODES, SECRETS, call, connect, dump, page_args, write_args
+from tests.helpers import FIXTURE, MODES, SECRETS, call, connect, dump, page_args, write_args
+from tests.postgres import STORES, store_fixture
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=STORES)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Every test here runs on SQLite and on PostgreSQL (the MCP end-to-end slice on both stores)."""
+    return store_fixture(request, tmp_path, FIXTURE)
+
 
 TOOLS: dict[str, dict[str, Any]] = {
     "mnote.page.get": {},

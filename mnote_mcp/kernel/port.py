@@ -7,7 +7,7 @@ relay, mnote-cli relay) must offer, in plain data that crosses a process boundar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -349,3 +349,20 @@ class Kernel(Protocol):
     ) -> list[dict[str, Any]]: ...
 
     async def aclose(self) -> None: ...
+
+
+PageChangeListener = Callable[[PageKey, int], None]
+
+
+@runtime_checkable
+class PageChangeFeed(Protocol):
+    """A kernel that hears page writes as they commit, whichever process made them (PostgreSQL's
+    LISTEN/NOTIFY). Optional: the resource watcher polls `page_revisions` without it, and with it is
+    woken at once instead of at its next interval (it still asks `page_revisions`, so a watch never
+    learns of a page its actor may not read)."""
+
+    def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
+        """Call `listener(page, revision)` for every page write committed on the store, from any
+        thread, and once with `revision` 0 for every page when notifications may have been missed (a
+        reconnect); returns the function that stops calling it."""
+        ...

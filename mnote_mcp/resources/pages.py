@@ -12,6 +12,7 @@ are fed by one `PageWatcher` per server lifespan, polling revisions from the ker
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,13 +20,15 @@ from functools import partial
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Kernel, PageKey, PageQuery
+from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
@@ -53,6 +56,7 @@ class PageResources:
     @asynccontextmanager
     async def lifespan(self, _server: Any) -> AsyncIterator[PageWatcher]:
         watcher = PageWatcher(self.kernel, self.watch_interval)
+        stop_hearing = self._hear_changes(watcher)
         async with anyio.create_task_group() as group:
             group.start_soon(watcher.run)
             self._watchers.add(watcher)
@@ -60,7 +64,22 @@ class PageResources:
                 yield watcher
             finally:
                 self._watchers.discard(watcher)
+                stop_hearing()
                 group.cancel_scope.cancel()
+
+    def _hear_changes(self, watcher: PageWatcher) -> Callable[[], None]:
+        """With a kernel that hears writes as they commit (PostgreSQL: any replica's), wake the watcher
+        at once rather than at its next poll."""
+        if not isinstance(self.kernel, PageChangeFeed):
+            return lambda: None
+        token = anyio.lowlevel.current_token()
+
+        def heard(_key: PageKey, _revision: int) -> None:
+            if len(watcher):
+                with contextlib.suppress(RuntimeError):  # the event loop is gone: the server is stopping
+                    anyio.from_thread.run_sync(watcher.nudge, token=token)
+
+        return self.kernel.watch_changes(heard)
 
     def nudge(self) -> None:
         """A write went through this process: poll now rather than at the next interval."""

@@ -8,12 +8,12 @@ decided before the page is looked at. No refusal carries a title, body or artifa
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.policy import DENIAL_REASON, Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import PageKey, PageRef
 
@@ -32,9 +32,7 @@ class PageHead:
     history_from: int
 
 
-def authorize(
-    conn: sqlite3.Connection, workspace_id: str, document_id: str, actor_id: str, need: Scope
-) -> PageHead:
+def authorize(conn: Connection, workspace_id: str, document_id: str, actor_id: str, need: Scope) -> PageHead:
     if not actor_id:
         raise MnoteError(ErrorCode.UNAUTHENTICATED, Reason.NO_ACTOR)
     # One query for both checkpoints; which of them fails is read from the row, in order.
@@ -64,7 +62,7 @@ def authorize(
     )
 
 
-def readable_pages(conn: sqlite3.Connection, actor_id: str) -> list[PageRef]:
+def readable_pages(conn: Connection, actor_id: str) -> list[PageRef]:
     rows = conn.execute(
         "SELECT p.workspace_id, p.id, p.title, p.revision, p.restricted, m.role, a.role"
         " FROM members m JOIN pages p ON p.workspace_id = m.workspace_id"
@@ -80,9 +78,7 @@ def readable_pages(conn: sqlite3.Connection, actor_id: str) -> list[PageRef]:
     ]
 
 
-def readable_revisions(
-    conn: sqlite3.Connection, actor_id: str, pages: Sequence[PageKey]
-) -> dict[PageKey, int]:
+def readable_revisions(conn: Connection, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
     revisions: dict[PageKey, int] = {}
     for key in dict.fromkeys(pages):
         row = conn.execute(
@@ -101,5 +97,5 @@ def readable_revisions(
     return revisions
 
 
-def option_registry(conn: sqlite3.Connection) -> dict[str, str]:
+def option_registry(conn: Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT name, runtime_support FROM option_registry").fetchall())

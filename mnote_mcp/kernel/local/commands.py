@@ -11,7 +11,6 @@ stale `baseRevision` can be accepted when none of them changed since (block-leve
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -47,6 +46,7 @@ from mnote_mcp.kernel.local.rows import (
     replace_rows,
     tree_of,
 )
+from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.port import CommandName
 
 MAX_TITLE_LENGTH = 500
@@ -516,7 +516,7 @@ def _plan_summary(tx: Tx, p: dict[str, Any]) -> Plan:
     diff.append({"op": "confirm" if edge_exists else "create", "edge": "reference", "edgeId": edge_id})
     changed = row is None or row[1] != text or not edge_exists
 
-    def apply(conn: sqlite3.Connection, command_id: str) -> int:
+    def apply(conn: Connection, command_id: str) -> int:
         c = cmd.correlation
         stamp = now()
         provenance = (cmd.actor_id, c.session_id, c.run_id, c.tool_call_id, c.trace_id, command_id)
@@ -552,7 +552,7 @@ def _plan_note(tx: Tx, p: dict[str, Any]) -> Plan:
         {"op": "create", "edge": "reference", "edgeId": edge_id},
     ]
 
-    def apply(conn: sqlite3.Connection, command_id: str) -> int:
+    def apply(conn: Connection, command_id: str) -> int:
         c = cmd.correlation
         stamp = now()
         conn.execute(
@@ -581,7 +581,7 @@ def _plan_note(tx: Tx, p: dict[str, Any]) -> Plan:
     return Plan(diff=diff, changed=True, apply=apply, data=data)
 
 
-def _edge_exists(conn: sqlite3.Connection, artifact_id: str, page_id: str) -> bool:
+def _edge_exists(conn: Connection, artifact_id: str, page_id: str) -> bool:
     return (
         conn.execute(
             "SELECT 1 FROM edges WHERE from_id = ? AND to_page_id = ? AND kind = 'reference'",
@@ -591,9 +591,7 @@ def _edge_exists(conn: sqlite3.Connection, artifact_id: str, page_id: str) -> bo
     )
 
 
-def _insert_edge(
-    conn: sqlite3.Connection, edge_id: str, page: PageHead, artifact_id: str, stamp: str
-) -> None:
+def _insert_edge(conn: Connection, edge_id: str, page: PageHead, artifact_id: str, stamp: str) -> None:
     conn.execute(
         "INSERT INTO edges (id, workspace_id, from_id, to_page_id, kind, created_at)"
         " VALUES (?, ?, ?, ?, 'reference', ?)",

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.local.sql import Connection
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 # Above this many blocks, whole-page work (reading, rendering, diffing, replacing) moves off the event loop.
@@ -43,7 +44,13 @@ def store_busy(timeout: float) -> MnoteError:
 
 
 class Database:
-    """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions."""
+    """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions.
+
+    One implementation of the `sql.Database` seam: a write transaction (`BEGIN IMMEDIATE`) holds the
+    whole file, so page locks and seeding locks are already taken and nothing needs a retry.
+    """
+
+    dialect = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
         self.path = path
@@ -95,6 +102,19 @@ class Database:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise self._translate(exc, inline) from None
+
+    def lock_page(self, conn: Connection, workspace_id: str, page_id: str) -> None:
+        """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
+
+    def serialize(self, conn: Connection, name: str) -> None:
+        """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
+
+    def retryable(self, exc: BaseException) -> bool:
+        return False
+
+    def dump(self) -> str:
+        with self.transaction(write=False) as conn:
+            return "\n".join(conn.iterdump())
 
     def _translate(self, exc: sqlite3.OperationalError, inline: bool) -> Exception:
         if not is_busy(exc):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import sqlite3
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from importlib import resources
@@ -29,6 +28,7 @@ from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import HeadChange
 from mnote_mcp.kernel.local.orderkeys import keys_between
 from mnote_mcp.kernel.local.rows import TOP, BlockChange, PageBlocks, PageChange
+from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.policy import ROLES
 from mnote_mcp.kernel.port import Correlation
@@ -173,6 +173,7 @@ def load_fixture(store: LocalStore, data: dict[str, Any], *, replace: Collection
         )
     report = SeedReport()
     with store.transaction(write=True) as conn:
+        store.db.serialize(conn, "fixtures")  # two replicas seeding at start-up: one after the other
         conn.executemany(
             "INSERT INTO option_registry (name, runtime_support) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
             list((data.get("optionRegistry") or {}).items()),
@@ -186,7 +187,7 @@ def load_fixture(store: LocalStore, data: dict[str, Any], *, replace: Collection
 
 def _load_workspace(
     store: LocalStore,
-    conn: sqlite3.Connection,
+    conn: Connection,
     ws: dict[str, Any],
     index: int,
     replace: set[str],
@@ -225,7 +226,7 @@ def _blocks(workspace_id: str, page: dict[str, Any], pointer: str) -> list[Block
 
 def _load_page(
     store: LocalStore,
-    conn: sqlite3.Connection,
+    conn: Connection,
     workspace_id: str,
     page: dict[str, Any],
     blocks: list[Block],
@@ -235,6 +236,7 @@ def _load_page(
     name = f"{workspace_id}/{page['id']}"
     options = page.get("options", {})
     restricted = 1 if "members" in page else 0
+    store.db.lock_page(conn, workspace_id, page["id"])
     row = conn.execute(
         "SELECT title, options, revision, restricted, block_count, byte_size FROM pages"
         " WHERE workspace_id = ? AND id = ?",
@@ -316,7 +318,7 @@ def _check(store: LocalStore, name: str, blocks: int, size: int) -> None:
         raise FixtureError(f"fixture page {name} is larger than {limit} ({exc.details[limit]})") from None
 
 
-def _set_access(conn: sqlite3.Connection, workspace_id: str, page: dict[str, Any]) -> None:
+def _set_access(conn: Connection, workspace_id: str, page: dict[str, Any]) -> None:
     conn.execute("DELETE FROM page_access WHERE workspace_id = ? AND page_id = ?", (workspace_id, page["id"]))
     conn.executemany(
         "INSERT INTO page_access (workspace_id, page_id, actor_id, role) VALUES (?, ?, ?, ?)",
@@ -324,6 +326,6 @@ def _set_access(conn: sqlite3.Connection, workspace_id: str, page: dict[str, Any
     )
 
 
-def _hooks(store: LocalStore, conn: sqlite3.Connection, change: PageChange) -> None:
+def _hooks(store: LocalStore, conn: Connection, change: PageChange) -> None:
     for hook in store.write_hooks:
         hook(conn, change)

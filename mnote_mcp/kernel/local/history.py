@@ -17,7 +17,6 @@ import base64
 import binascii
 import hashlib
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.rows import BlockChange, BlockRow
+from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.port import Correlation
 
 SUMMARY_OPS = 20
@@ -113,7 +113,7 @@ def summary_ops(blocks: Sequence[BlockChange], head: HeadChange) -> list[dict[st
 
 
 def record(
-    conn: sqlite3.Connection,
+    conn: Connection,
     workspace_id: str,
     page_id: str,
     revision: int,
@@ -162,7 +162,7 @@ class HistoryFilter:
 
 
 def entries(
-    conn: sqlite3.Connection,
+    conn: Connection,
     workspace_id: str,
     page_id: str,
     where: HistoryFilter,
@@ -240,7 +240,7 @@ def _decode_cursor(cursor: str, workspace_id: str, page_id: str, where: HistoryF
     return before
 
 
-def revisions_after(conn: sqlite3.Connection, workspace_id: str, page_id: str, after: int) -> list[Revision]:
+def revisions_after(conn: Connection, workspace_id: str, page_id: str, after: int) -> list[Revision]:
     """Every recorded write after revision `after`, oldest first."""
     rows = conn.execute(
         "SELECT revision, command_id, run_id, changes FROM page_history"
@@ -250,7 +250,7 @@ def revisions_after(conn: sqlite3.Connection, workspace_id: str, page_id: str, a
     return [Revision.of(*row) for row in rows]
 
 
-def run_revisions(conn: sqlite3.Connection, workspace_id: str, page_id: str, run_id: str) -> list[int]:
+def run_revisions(conn: Connection, workspace_id: str, page_id: str, run_id: str) -> list[int]:
     rows = conn.execute(
         "SELECT revision FROM page_history WHERE workspace_id = ? AND page_id = ? AND run_id = ? ORDER BY revision",
         (workspace_id, page_id, run_id),
@@ -258,9 +258,7 @@ def run_revisions(conn: sqlite3.Connection, workspace_id: str, page_id: str, run
     return [row[0] for row in rows]
 
 
-def command_revision(
-    conn: sqlite3.Connection, workspace_id: str, page_id: str, command_id: str
-) -> int | None:
+def command_revision(conn: Connection, workspace_id: str, page_id: str, command_id: str) -> int | None:
     """The revision a command wrote on this page, or None (no such command here, or it changed nothing)."""
     row = conn.execute(
         "SELECT revision_after FROM audit WHERE command_id = ? AND workspace_id = ? AND document_id = ?"
@@ -277,7 +275,7 @@ def command_revision(
 
 
 def deleted_after(
-    conn: sqlite3.Connection, workspace_id: str, page_id: str, ids: Iterable[str], after: int
+    conn: Connection, workspace_id: str, page_id: str, ids: Iterable[str], after: int
 ) -> dict[str, int]:
     """For each id, the latest revision after `after` that deleted it (ids never deleted are absent)."""
     wanted = set(ids)

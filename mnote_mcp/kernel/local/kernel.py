@@ -56,20 +56,22 @@ class LocalKernel:
         demo: bool = True,
         limits: PageLimits | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        **options: Any,
     ) -> LocalKernel:
         """Open a store, loading `seed` into it, or the demo workspace if the store is new.
 
         What `serve` and `runtime serve` both do, so a first run of either has something to show.
+        `options` go to `open` (a subclass's own, such as the PostgreSQL pool size).
         """
         from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
 
-        kernel = cls.open(path, limits=limits, busy_timeout=busy_timeout)
+        kernel = cls.open(path, limits=limits, busy_timeout=busy_timeout, **options)
         try:
             if seed is not None:
                 load_fixture(kernel.store, read_fixture(seed))
             elif kernel.store.created and demo:
                 load_fixture(kernel.store, demo_fixture())
-                logger.info("new store %s seeded with the demo workspace", path)
+                logger.info("new store %s seeded with the demo workspace", kernel.store.location)
         except BaseException:
             kernel.store.close()
             raise

@@ -12,13 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local.encoding import dumps, now
+from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.port import Command, CommandOutcome
+
+REPLAY_WARNING = "idempotent_replay"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ def command_id(name: str, trace_id: str) -> str:
     return f"{snake}_{trace}_{secrets.token_hex(4)}"
 
 
-def lookup(conn: sqlite3.Connection, command: Command, print_: str, conflict_reason: Reason) -> Replay | None:
+def lookup(conn: Connection, command: Command, print_: str, conflict_reason: Reason) -> Replay | None:
     """The replay this command's key calls for, None for a new key, or the conflict it is."""
     rows = conn.execute(
         "SELECT command_name, fingerprint, outcome FROM idempotency"
@@ -70,7 +72,7 @@ def lookup(conn: sqlite3.Connection, command: Command, print_: str, conflict_rea
 
 
 def record(
-    conn: sqlite3.Connection,
+    conn: Connection,
     command: Command,
     command_id_: str,
     print_: str,
@@ -107,7 +109,7 @@ def record(
     )
 
 
-def record_replay(conn: sqlite3.Connection, command: Command, replay: CommandOutcome) -> None:
+def record_replay(conn: Connection, command: Command, replay: CommandOutcome) -> None:
     """A retry answered from the ledger: audited with the retry's own ids, linked to the original."""
     original = replay.command_id or ""
     _audit(
@@ -125,7 +127,7 @@ def record_replay(conn: sqlite3.Connection, command: Command, replay: CommandOut
 
 
 def _audit(
-    conn: sqlite3.Connection,
+    conn: Connection,
     command: Command,
     command_id_: str,
     revision_before: int,
@@ -164,7 +166,7 @@ def _audit(
 
 
 def audit_trail(
-    conn: sqlite3.Connection, *, trace_id: str | None, command_id: str | None, limit: int
+    conn: Connection, *, trace_id: str | None, command_id: str | None, limit: int
 ) -> list[dict[str, Any]]:
     """Records in commit order (the newest `limit`). A trace or a command id also finds the replays of
     its commands, recorded under the retries' own traces."""
@@ -179,7 +181,7 @@ def audit_trail(
     rows = conn.execute(
         "SELECT seq, command_id, command_name, workspace_id, document_id, actor_id, session_id, run_id,"
         " tool_call_id, trace_id, idempotency_key, revision_before, revision_after, effect, outcome, detail,"
-        f" created_at, replay_of FROM (SELECT * FROM audit{where} ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+        f" created_at, replay_of FROM (SELECT * FROM audit{where} ORDER BY seq DESC LIMIT ?) AS recent ORDER BY seq",
         (*params, limit),
     ).fetchall()
     return [_view(row) for row in rows]
@@ -208,3 +210,23 @@ def _view(row: tuple[Any, ...]) -> dict[str, Any]:
         "createdAt": created,
         "replayOf": replay_of,
     }
+
+
+def dry_replay(command: Command, first: CommandOutcome, current: int) -> CommandOutcome:
+    """What a dry run with a used key reports: the real call will replay, writing nothing."""
+    return CommandOutcome(
+        command_name=command.name,
+        dry_run=True,
+        command_id=first.command_id,
+        revision=current,
+        changed=False,
+        diff=[],
+        warnings=[
+            {
+                "code": REPLAY_WARNING,
+                "reason": Reason.REPLAY.value,
+                "details": {"commandId": first.command_id},
+            }
+        ],
+        replayed=True,
+    )

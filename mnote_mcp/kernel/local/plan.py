@@ -6,7 +6,6 @@ none of them imports another one back.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,17 +17,18 @@ from mnote_mcp.kernel.local.access import PageHead
 from mnote_mcp.kernel.local.connection import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.local.history import HeadChange
 from mnote_mcp.kernel.local.rows import BlockChange, PageBlocks, tree_of
+from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import Command
 
-Apply = Callable[[sqlite3.Connection, str], int]
+Apply = Callable[[Connection, str], int]
 
 
 @dataclass
 class Tx:
     """One command's view of its page inside the transaction."""
 
-    conn: sqlite3.Connection
+    conn: Connection
     page: PageHead
     command: Command
     blocks: PageBlocks

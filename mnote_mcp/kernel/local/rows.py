@@ -12,7 +12,6 @@ exists). The list of them is the write's change set: it goes to the page history
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,6 +22,7 @@ from mnote_mcp.kernel.blocks import Block, block_not_found
 from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.local.encoding import dumps
 from mnote_mcp.kernel.local.orderkeys import keys_between, too_long
+from mnote_mcp.kernel.local.sql import Connection
 
 TOP = ""  # the parent of top-level blocks
 _COLUMNS = "id, parent_id, position, type, text, props, revision"
@@ -106,7 +106,7 @@ class PageChange:
     blocks: list[BlockChange]
 
 
-WriteHook = Callable[[sqlite3.Connection, PageChange], None]
+WriteHook = Callable[[Connection, PageChange], None]
 
 
 def assemble(rows: Iterable[Sequence[Any]]) -> list[Block]:
@@ -154,7 +154,7 @@ def _link(kids: dict[str, list[Block]], top: str = TOP) -> list[Block]:
 class PageBlocks:
     """The rows of one page, read on demand inside a transaction (and remembered for its length)."""
 
-    conn: sqlite3.Connection
+    conn: Connection
     workspace_id: str
     page_id: str
     _rows: dict[str, BlockRow | None] = field(default_factory=dict)
@@ -297,7 +297,7 @@ class PageBlocks:
         return read_tree(self.conn, self.workspace_id, self.page_id)
 
 
-def read_tree(conn: sqlite3.Connection, workspace_id: str, page_id: str) -> list[Block]:
+def read_tree(conn: Connection, workspace_id: str, page_id: str) -> list[Block]:
     """A page's body in one ordered query: the whole-page read path."""
     return assemble(
         conn.execute(
@@ -340,7 +340,7 @@ def walk_rows(blocks: PageBlocks, parent_id: str = TOP, batch: int = 16) -> Iter
         after = rows[-1].position
 
 
-def apply(conn: sqlite3.Connection, workspace_id: str, page_id: str, changes: list[BlockChange]) -> None:
+def apply(conn: Connection, workspace_id: str, page_id: str, changes: list[BlockChange]) -> None:
     """Write a change set's rows. Deletes first, then updates, then inserts; when several rows change
     place at once, they first step aside (a key no real one can have), so no two siblings ever share
     an order key, not even between two statements."""

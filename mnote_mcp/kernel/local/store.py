@@ -12,7 +12,6 @@ This module only orchestrates: connections (`connection`), schema (`migrate`), c
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,15 +20,16 @@ from typing import Any
 from mnote_mcp.kernel.blocks import Block, body_summary, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.local import access, history, ledger, rows
+from mnote_mcp.kernel.local import access, history, ledger, rows, sql
 from mnote_mcp.kernel.local.commands import COMMANDS
 from mnote_mcp.kernel.local.concurrency import check_base
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCKS, Database, MoveToThread
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.local.migrate import open_schema
-from mnote_mcp.kernel.local.plan import Plan, Tx
+from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx
 from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
+from mnote_mcp.kernel.local.sql import WRITE_ATTEMPTS, Connection
 from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
 from mnote_mcp.kernel.port import (
     Command,
@@ -41,8 +41,6 @@ from mnote_mcp.kernel.port import (
     PageRef,
 )
 from mnote_mcp.kernel.view import check_query, page_view
-
-_REPLAY_WARNING = "idempotent_replay"
 
 
 class LocalStore:
@@ -62,13 +60,15 @@ class LocalStore:
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.location = str(self.path)
         self.limits = limits or PageLimits()
         self.write_hooks: list[WriteHook] = list(hooks)
-        self.db = Database(self.path, busy_timeout=busy_timeout)
-        self.created = open_schema(self.db)
+        database = Database(self.path, busy_timeout=busy_timeout)
+        self.created = open_schema(database)
+        self.db: sql.Database = database
 
     @contextmanager
-    def transaction(self, *, write: bool, inline: bool = False) -> Iterator[sqlite3.Connection]:
+    def transaction(self, *, write: bool, inline: bool = False) -> Iterator[Connection]:
         with self.db.transaction(write=write, inline=inline) as conn:
             yield conn
 
@@ -77,8 +77,7 @@ class LocalStore:
 
     def dump(self) -> str:
         """Every row of the store as SQL text: what tests compare to prove that nothing was written."""
-        with self.transaction(write=False) as conn:
-            return "\n".join(conn.iterdump())
+        return self.db.dump()
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -176,7 +175,24 @@ class LocalStore:
             raise MoveToThread  # validating, planning and writing that many blocks is heavy
         payload = spec.validate(command.payload)
         print_ = ledger.fingerprint(command)
+        attempt = 1
+        while True:
+            try:
+                return self._execute(command, spec, payload, print_, inline)
+            except Exception as exc:
+                # Another writer committed the same idempotency key (on another replica) or the
+                # database chose this transaction as a deadlock's victim: run it again, whole; the
+                # ledger then answers the replay or the conflict.
+                if attempt >= WRITE_ATTEMPTS or not self.db.retryable(exc):
+                    raise
+                attempt += 1
+
+    def _execute(
+        self, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
+    ) -> CommandOutcome:
         with self.transaction(write=not command.dry_run, inline=inline) as conn:
+            if not command.dry_run:
+                self.db.lock_page(conn, command.workspace_id, command.document_id)
             page = access.authorize(
                 conn,
                 command.workspace_id,
@@ -187,7 +203,7 @@ class LocalStore:
             replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
             if replay is not None:
                 if command.dry_run:
-                    return _dry_replay(command, replay.outcome, page.revision)
+                    return ledger.dry_replay(command, replay.outcome, page.revision)
                 ledger.record_replay(conn, command, replay.outcome)
                 return replay.outcome
             tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
@@ -266,24 +282,4 @@ def _outcome(
         diff=plan.diff,
         warnings=plan.warnings,
         data=data,
-    )
-
-
-def _dry_replay(command: Command, first: CommandOutcome, current: int) -> CommandOutcome:
-    """What a dry run with a used key reports: the real call will replay, writing nothing."""
-    return CommandOutcome(
-        command_name=command.name,
-        dry_run=True,
-        command_id=first.command_id,
-        revision=current,
-        changed=False,
-        diff=[],
-        warnings=[
-            {
-                "code": _REPLAY_WARNING,
-                "reason": Reason.REPLAY.value,
-                "details": {"commandId": first.command_id},
-            }
-        ],
-        replayed=True,
     )

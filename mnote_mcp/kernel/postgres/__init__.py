@@ -1,0 +1,1 @@
+"""The kernel on PostgreSQL: the embedded kernel's commands over a psycopg 3 pool (`--db postgresql://…`)."""

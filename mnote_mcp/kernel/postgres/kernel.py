@@ -1,0 +1,123 @@
+"""The kernel port on PostgreSQL: the embedded kernel's store and commands over a `PgDatabase`.
+
+`PostgresStore` is a `LocalStore` whose database is PostgreSQL: every read, command, history query,
+revert, ledger and audit record runs the same code as on SQLite (`kernel/local`), through the
+`sql.Database` seam. `PostgresKernel` is the async port over it: every call runs on a worker thread
+(a database round trip is I/O; nothing is ever run inline on the event loop), at most as many at
+once as the pool has connections, so a call never waits on the event loop for a connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+import anyio.to_thread
+from anyio import CapacityLimiter
+
+from mnote_mcp.kernel.errors import StoreUnavailableError
+from mnote_mcp.kernel.limits import PageLimits
+from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
+from mnote_mcp.kernel.local.kernel import LocalKernel
+from mnote_mcp.kernel.local.rows import WriteHook
+from mnote_mcp.kernel.local.store import LocalStore
+from mnote_mcp.kernel.port import PageChangeListener
+from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, PgDatabase, redact
+from mnote_mcp.kernel.postgres.notify import ChangeHub, notify_hook
+from mnote_mcp.kernel.postgres.schema import Migration, SchemaTooNewError, migrate
+
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+
+class PostgresStore(LocalStore):
+    """The kernel's synchronous core on one PostgreSQL database (see `LocalStore`)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        limits: PageLimits | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        hooks: Iterable[WriteHook] = (),
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> None:
+        self.url = url
+        self.location = redact(url)
+        self.path = Path(self.location)
+        self.limits = limits or PageLimits()
+        # Every write that makes a revision tells the other replicas when it commits (LISTEN/NOTIFY).
+        self.write_hooks: list[WriteHook] = [*hooks, notify_hook]
+        self.pool_size = pool_size
+        database = PgDatabase(url, busy_timeout=busy_timeout, pool_size=pool_size)
+        try:
+            self.migration: Migration = migrate(database, location=self.location)
+        except BaseException:
+            database.close()
+            raise
+        if self.migration.applied:
+            logger.info(
+                "migrated %s to schema version %s (steps %s)",
+                self.location,
+                self.migration.after,
+                self.migration.applied,
+            )
+        self.created = self.migration.created
+        self.pg = database
+        self.db = database
+
+
+def open_postgres_store(url: str, **options: object) -> PostgresStore:
+    """The store in that database, migrated; raises `StoreUnavailableError` naming the cause."""
+    try:
+        return PostgresStore(url, **options)  # type: ignore[arg-type]
+    except SchemaTooNewError as exc:
+        raise StoreUnavailableError(redact(url), str(exc)) from None
+    except Exception as exc:  # psycopg's connection failures, a pool that cannot open
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreUnavailableError(redact(url), cause) from None
+
+
+class PostgresKernel(LocalKernel):
+    """The kernel port over `PostgresStore`: every call on a worker thread."""
+
+    store: PostgresStore
+
+    def __init__(self, store: PostgresStore) -> None:
+        super().__init__(store, max_threads=store.pool_size)
+        self._hub: ChangeHub | None = None
+
+    def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
+        """`PageChangeFeed`: hear every page write committed on the database, by any replica."""
+        if self._hub is None:
+            self._hub = ChangeHub(self.store.url)
+        return self._hub.add(listener)
+
+    async def aclose(self) -> None:
+        if self._hub is not None:
+            hub, self._hub = self._hub, None
+            await anyio.to_thread.run_sync(hub.close)
+        await super().aclose()
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        limits: PageLimits | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> PostgresKernel:
+        return cls(
+            open_postgres_store(str(path), limits=limits, busy_timeout=busy_timeout, pool_size=pool_size)
+        )
+
+    async def _run(self, call: Callable[..., T]) -> T:
+        if self._limiter is None:
+            self._limiter = CapacityLimiter(self._max_threads)
+        return await anyio.to_thread.run_sync(
+            partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
+        )

@@ -1,0 +1,61 @@
+"""`--db`: a SQLite file or a PostgreSQL URL, to the kernel (or the store) on it.
+
+Every command that takes `--db` (serve, seed, audit, migrate, runtime serve|cli) opens its store here,
+so `--db postgresql://…` works wherever a path does. The PostgreSQL adapter (and psycopg) is imported
+only when a URL is given.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mnote_mcp.kernel.limits import PageLimits
+from mnote_mcp.kernel.local import LocalKernel, LocalStore
+from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
+
+StoreLocation = Path | str
+
+
+def is_postgres(db: StoreLocation) -> bool:
+    return isinstance(db, str) and db.startswith(("postgresql://", "postgres://"))
+
+
+def describe(db: StoreLocation) -> str:
+    """Where the data lives, for the start-up line: `sqlite:PATH` or the URL without its password."""
+    if is_postgres(db):
+        from mnote_mcp.kernel.postgres.database import redact
+
+        return redact(str(db))
+    return f"sqlite:{db}"
+
+
+def open_kernel(
+    db: StoreLocation,
+    *,
+    seed: Path | None = None,
+    demo: bool = True,
+    limits: PageLimits | None = None,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    pool_size: int | None = None,
+) -> LocalKernel:
+    """The kernel on that store, seeded (`LocalKernel.open_seeded`)."""
+    if is_postgres(db):
+        from mnote_mcp.kernel.postgres.kernel import PostgresKernel
+
+        options: dict[str, Any] = {} if pool_size is None else {"pool_size": pool_size}
+        return PostgresKernel.open_seeded(
+            db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout, **options
+        )
+    return LocalKernel.open_seeded(db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout)
+
+
+def open_store(db: StoreLocation, **options: Any) -> LocalStore:
+    """The synchronous store (seed, audit, migrate); raises `StoreUnavailableError` naming the cause."""
+    if is_postgres(db):
+        from mnote_mcp.kernel.postgres.kernel import open_postgres_store
+
+        return open_postgres_store(str(db), **options)
+    from mnote_mcp.kernel.local.opening import open_store as open_sqlite
+
+    return open_sqlite(db, **options)

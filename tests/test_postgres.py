@@ -1,0 +1,350 @@
+"""The PostgreSQL store end to end: `--db postgresql://…` on every command that takes `--db`,
+migrations applied once however many replicas start together, the same MCP envelopes as on SQLite,
+and two replicas (two server processes, one database): exactly one write for twenty racing identical
+calls, a stale write refused, a key racing on two pages answered once, and a subscriber on one
+replica told of a write made on the other (LISTEN/NOTIFY, not its poll).
+
+The kernel contract suite runs on PostgreSQL too (`tests/test_kernel_contract.py`, adapter
+`postgres`), and so do the permission and idempotency suites (`db` parametrized over both stores).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from mnote_mcp.kernel.cli import CliKernel
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.http import HttpKernel
+from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey, PageQuery
+from mnote_mcp.kernel.postgres.kernel import PostgresKernel
+from mnote_mcp.resources import page_uri
+from mnote_mcp.stores import open_store
+from tests.helpers import (
+    FIXTURE,
+    ROOT,
+    basic_path,
+    call,
+    comparable,
+    connect,
+    envelope_of,
+    page_args,
+    run_cli,
+    seeded_store,
+    stdio_params,
+    write_args,
+)
+from tests.http_helpers import http_server, mcp_http, write_tokens
+from tests.postgres import PgServer, seeded_database
+from tests.runtimes import reference_runtime, runtime_cli_command
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+TOKENS: dict[str, dict[str, Any]] = {"tok-editor": {"actorId": "user_editor"}}
+DOC_1 = page_uri(PageKey("ws_1", "doc_1"))
+
+
+@pytest.fixture
+def seeded(pg_server: PgServer) -> str:
+    return seeded_database(pg_server, FIXTURE)
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> Path:
+    return write_tokens(tmp_path / "tokens.json", TOKENS)
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def test_migrate_seed_and_audit_take_a_postgresql_url(pg_url: str) -> None:
+    first = run_cli("migrate", "--db", pg_url)
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["schemaVersion"] == 2 and [m["version"] for m in report["migrations"]] == [2]
+    assert "postgres" in report["store"]
+    again = run_cli("migrate", "--db", pg_url)
+    assert json.loads(again.stdout)["migrations"] == report["migrations"], "a current store is left alone"
+    seed = run_cli("seed", "--db", pg_url, str(FIXTURE))
+    assert seed.returncode == 0, seed.stderr
+    assert json.loads(seed.stdout)["created"]["pages"] > 0
+    audit = run_cli("audit", "--trace", "nothing", env={"MNOTE_DB": pg_url})
+    assert audit.returncode == 1 and "no audit record with traceId nothing" in audit.stderr
+
+
+def test_replicas_starting_together_migrate_once(pg_url: str) -> None:
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "mnote_mcp", "migrate", "--db", pg_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for _ in range(3)
+    ]
+    outputs = [process.communicate(timeout=60) for process in processes]
+    assert all(process.returncode == 0 for process in processes), outputs
+    migrations = {json.dumps(json.loads(out)["migrations"]) for out, _ in outputs}
+    assert len(migrations) == 1, "one replica applied the steps, the others found them applied"
+    assert [m["version"] for m in json.loads(migrations.pop())] == [2]
+
+
+def test_an_unreachable_database_is_one_line_and_exit_status_3() -> None:
+    url = "postgresql://mnote:secret@127.0.0.1:1/mnote?connect_timeout=2"
+    result = run_cli("audit", "--db", url)
+    assert result.returncode == 3
+    assert result.stderr.startswith("mnote-mcp: cannot open the store postgresql://mnote:***@127.0.0.1:1/")
+    assert len(result.stderr.strip().splitlines()) == 1 and "secret" not in result.stderr
+
+
+# -- MCP end to end ----------------------------------------------------------------------------
+
+
+async def test_a_stdio_server_on_postgresql_answers_as_on_sqlite(pg_url: str, tmp_path: Path) -> None:
+    async with connect(seeded_store(tmp_path / "reference.db")) as reference:
+        expected = [comparable(e) for e in await basic_path(reference)]
+    params = stdio_params(pg_url, "--seed", str(FIXTURE), "--actor", "user_editor")
+    async with Client(params, read_timeout_seconds=30) as client:
+        got = [comparable(e) for e in await basic_path(client)]
+    assert got == expected
+
+
+async def test_history_and_revert_through_the_tools_on_postgresql(seeded: str) -> None:
+    async with connect(seeded) as client:
+        edit = await call(client, "mnote.block.update", **write_args("k1", blockId="p_1", text="edited"))
+        assert edit["ok"], edit["error"]
+        history = await call(client, "mnote.page.history", **page_args())
+        assert [e["commandName"] for e in history["result"]["entries"]] == ["page.block.update"]
+        revert = await call(client, "mnote.page.revert", **write_args("k2", toRevision=1))
+        assert revert["ok"], revert["error"]
+        assert revert["result"]["revision"] == 3
+    store = open_store(seeded)
+    try:
+        trail = [(r["commandName"], r["revisionAfter"]) for r in store.audit_trail()]
+    finally:
+        store.close()
+    assert trail == [("page.block.update", 2), ("page.revert", 3)]
+
+
+async def test_the_reference_runtime_serves_a_postgresql_store(seeded: str, tmp_path: Path) -> None:
+    """`runtime serve --db URL` and `runtime cli --db URL`: the relays reach the same pages."""
+    query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
+    with reference_runtime(seeded, tmp_path) as runtime:
+        http = HttpKernel(runtime.url)
+        try:
+            page = await http.get_page(query)
+        finally:
+            await http.aclose()
+    cli = CliKernel(runtime_cli_command(seeded), timeout=60)
+    try:
+        assert await cli.get_page(query) == page
+    finally:
+        await cli.aclose()
+    assert page["title"] == "Project plan" and page["revision"] == 1
+
+
+# -- two replicas, one database ----------------------------------------------------------------
+
+
+async def test_two_replicas_write_once_and_refuse_a_stale_write(seeded: str, tokens: Path) -> None:
+    args = write_args("k_race", content=[{"type": "paragraph", "text": "once"}], mode="append")
+    with (
+        http_server(seeded, "--auth-file", str(tokens), "--stateless") as a,
+        http_server(seeded, "--auth-file", str(tokens), "--stateless") as b,
+    ):
+        async with mcp_http(a.url, "tok-editor") as first, mcp_http(b.url, "tok-editor") as second:
+            envelopes: list[dict[str, Any]] = []
+
+            async def fire(client: Client) -> None:
+                envelopes.append(envelope_of(await client.call_tool("mnote.page.save", args)))
+
+            async with anyio.create_task_group() as group:
+                for n in range(20):
+                    group.start_soon(fire, first if n % 2 else second)
+            fresh = await call(
+                first, "mnote.page.update_title", **write_args("t1", title="A", baseRevision=2)
+            )
+            stale = await call(
+                second, "mnote.page.update_title", **write_args("t2", title="B", baseRevision=2)
+            )
+    assert len(envelopes) == 20 and all(e["ok"] for e in envelopes), [e["error"] for e in envelopes]
+    assert len({e["audit"]["commandId"] for e in envelopes}) == 1
+    assert {e["result"]["revision"] for e in envelopes} == {2}
+    assert fresh["ok"] and stale["error"]["code"] == "mnote_tool_conflict"
+    assert stale["error"]["details"]["currentRevision"] == 3
+    store = open_store(seeded)
+    try:
+        trail = store.audit_trail(trace_id="trace_t")
+        with store.transaction(write=False) as conn:
+            (written,) = conn.execute("SELECT count(*) FROM blocks WHERE text = 'once'").fetchone()
+    finally:
+        store.close()
+    effects = [r["effect"] for r in trail if r["commandName"] == "page.body.save"]
+    assert effects.count("write") == 1 and effects.count("replay") == 19
+    assert written == 1
+
+
+async def test_one_key_racing_on_two_pages_from_two_replicas_is_one_operation(seeded: str) -> None:
+    """Two pages, so no page lock orders them: the ledger's key decides, the loser runs again and is
+    told the key is taken (exactly once across replicas)."""
+    data = read_fixture(FIXTURE)
+    data["workspaces"][0]["pages"].append({"id": "doc_2", "title": "Second"})
+    store = open_store(seeded)
+    try:
+        load_fixture(store, data)
+    finally:
+        store.close()
+    replicas = [PostgresKernel.open(seeded), PostgresKernel.open(seeded)]
+
+    def command(doc: str) -> Command:
+        return Command(
+            name=CommandName.PAGE_HEAD_UPDATE_TITLE,
+            workspace_id="ws_1",
+            document_id=doc,
+            actor_id="user_editor",
+            correlation=Correlation("s", "r", f"c_{doc}", "trace_race"),
+            idempotency_key="k_two_pages",
+            dry_run=False,
+            payload={"title": f"title of {doc}"},
+        )
+
+    answers: list[CommandOutcome | MnoteError] = []
+
+    async def fire(n: int) -> None:
+        try:
+            answers.append(await replicas[n % 2].execute(command("doc_1" if n % 2 else "doc_2")))
+        except MnoteError as error:
+            answers.append(error)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for n in range(12):
+                group.start_soon(fire, n)
+    finally:
+        for kernel in replicas:
+            await kernel.aclose()
+    outcomes = [a for a in answers if isinstance(a, CommandOutcome)]
+    refusals = [a for a in answers if isinstance(a, MnoteError)]
+    assert len({o.command_id for o in outcomes}) == 1, "one operation, replayed"
+    assert len(outcomes) == 6 and len(refusals) == 6
+    assert {e.code for e in refusals} == {ErrorCode.IDEMPOTENCY_CONFLICT}
+
+
+class Updates:
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+            self.arrived.set()
+
+
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
+async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded: str, tokens: Path) -> None:
+    updates = Updates()
+    with (
+        # A polls once an hour: what it hears within seconds came through LISTEN/NOTIFY.
+        http_server(seeded, "--auth-file", str(tokens), "--watch-interval", "3600") as a,
+        http_server(seeded, "--auth-file", str(tokens), "--stateless") as b,
+    ):
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": "Bearer tok-editor"}, timeout=30) as http,
+            Client(
+                streamable_http_client(f"{a.url}/mcp", http_client=http),
+                mode="legacy",
+                message_handler=updates,
+            ) as subscriber,
+        ):
+            await subscriber.subscribe_resource(DOC_1)
+            await anyio.sleep(0.5)  # the subscription's first poll has answered
+            async with mcp_http(b.url, "tok-editor") as writer:
+                envelope = await call(
+                    writer, "mnote.block.update", **write_args("k_b", blockId="p_1", text="B")
+                )
+                assert envelope["ok"], envelope["error"]
+            with anyio.fail_after(10):
+                await updates.arrived.wait()
+    assert updates.uris == [DOC_1]
+
+
+async def test_a_replica_killed_during_a_burst_loses_no_acknowledged_write(seeded: str, tokens: Path) -> None:
+    """kill -9 mid-burst: every write a client was told succeeded is in the store, and the ledger, the
+    audit trail and the page's history agree with each other (a command is one transaction)."""
+    acknowledged: list[dict[str, Any]] = []
+    enough = anyio.Event()
+    with http_server(seeded, "--auth-file", str(tokens), "--stateless") as server:
+
+        async def fire(client: Client, n: int) -> None:
+            block = [{"type": "paragraph", "text": f"burst {n}"}]
+            with anyio.move_on_after(20):
+                try:
+                    envelope = envelope_of(
+                        await client.call_tool("mnote.block.insert", write_args(f"k_burst_{n}", blocks=block))
+                    )
+                except Exception:  # the replica died under this call: not acknowledged
+                    return
+                if envelope["ok"]:
+                    acknowledged.append(envelope)
+                    if len(acknowledged) >= 8:
+                        enough.set()
+
+        try:
+            async with mcp_http(server.url, "tok-editor") as client, anyio.create_task_group() as group:
+                for n in range(40):
+                    group.start_soon(fire, client, n)
+                with anyio.move_on_after(60):
+                    await enough.wait()
+                server.process.kill()  # SIGKILL: no drain, no shutdown
+                server.process.wait()
+                group.cancel_scope.cancel()
+        except Exception:  # the client's transport fails once its server is gone: expected here
+            pass
+        assert server.process.returncode == -9, "the replica was killed mid-burst"
+    assert len(acknowledged) >= 8
+    store = open_store(seeded)
+    try:
+        trail = [r for r in store.audit_trail(limit=1000) if r["commandName"] == "page.block.insert"]
+        with store.transaction(write=False) as conn:
+            ledger = conn.execute(
+                "SELECT command_id FROM idempotency WHERE idem_key LIKE 'k_burst_%'"
+            ).fetchall()
+            history = conn.execute(
+                "SELECT revision, command_id FROM page_history WHERE workspace_id = 'ws_1' AND page_id = 'doc_1'"
+            ).fetchall()
+            (revision,) = conn.execute(
+                "SELECT revision FROM pages WHERE workspace_id = 'ws_1' AND id = 'doc_1'"
+            ).fetchone()
+            texts = {row[0] for row in conn.execute("SELECT text FROM blocks WHERE text LIKE 'burst %'")}
+    finally:
+        store.close()
+    written = {r["commandId"] for r in trail if r["effect"] == "write"}
+    for envelope in acknowledged:
+        assert envelope["audit"]["commandId"] in written, "an acknowledged write is in the audit trail"
+    assert {row[0] for row in ledger} == written, "the ledger and the audit trail agree"
+    assert {row[1] for row in history} == written and len(history) == len(written) == revision - 1
+    assert len(texts) == len(written), "every committed write's block is there, and only those"
+
+
+def test_placeholders_are_translated_outside_string_literals_only() -> None:
+    from mnote_mcp.kernel.postgres.database import translate
+
+    assert translate("SELECT 1 FROM t WHERE a = ? AND b LIKE 'x_%?' AND c % 2 = ?") == (
+        "SELECT 1 FROM t WHERE a = %s AND b LIKE 'x_%%?' AND c %% 2 = %s"
+    )
+    assert translate("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', %s"
+    assert translate("SELECT x::text FROM t WHERE a = :a AND b < :b_2 AND c = ':c'") == (
+        "SELECT x::text FROM t WHERE a = %(a)s AND b < %(b_2)s AND c = ':c'"
+    )
