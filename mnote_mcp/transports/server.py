@@ -58,5 +58,7 @@ def make_server(asgi: object, *, host: str, port: int, inflight: InFlight, grace
         access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it
         timeout_graceful_shutdown=2,
         lifespan="on",
+        http="h11",  # the parser the tests run (httptools, if installed, would replace it silently)
+        loop="none",  # serve() runs on the loop already running (uvloop unless --no-uvloop)
     )
     return GracefulServer(config, inflight, grace)
