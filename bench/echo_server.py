@@ -8,6 +8,10 @@ on this SDK pays. Two tools:
   `outputSchema` must (structuredContent plus the same JSON as text): the same protocol work mnote's
   envelope costs, without any of mnote's own work. This is the floor the targets compare with.
 - `echo {size}` answers plain text of that many characters: the bare minimum, reported alongside.
+
+`python bench/echo_server.py` serves stdio through the SDK's `stdio_server()`; `... mnote-stdio`
+through mnote's own stdio transport (and uvloop when installed), as `mnote-mcp` serves;
+`... http PORT` streamable HTTP.
 """
 
 from __future__ import annotations
@@ -75,6 +79,14 @@ async def serve_stdio() -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+async def serve_mnote_stdio() -> None:
+    """The same server through mnote's stdio transport (the second floor: the transport's gain apart)."""
+    from mnote_mcp.transports.stdio import stdio_transport
+
+    async with stdio_transport() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
 def serve_http(port: int) -> None:
     import uvicorn
 
@@ -85,5 +97,13 @@ def serve_http(port: int) -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         serve_http(int(sys.argv[2]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "mnote-stdio":  # on uvloop when installed, as mnote-mcp
+        try:
+            import uvloop
+
+            options: dict[str, Any] = {"loop_factory": uvloop.new_event_loop}
+        except ImportError:
+            options = {}
+        anyio.run(serve_mnote_stdio, backend_options=options)
     else:
         anyio.run(serve_stdio)

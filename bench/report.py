@@ -11,31 +11,34 @@ def table(results: dict[str, Any]) -> str:
     lines = [f"mnote-mcp benchmarks ({results['mode']}, {results['machine']})", ""]
     lines.append(
         f"{'stdio, raw client':28} {'cold ms':>8} {'read p50':>9} {'p90':>7} {'p99':>7} "
-        f"{'write p50':>10} {'p90':>7} {'p99':>7} {'32-wide/s':>10} {'cpu r/w us':>12}"
+        f"{'write p50':>10} {'p90':>7} {'p99':>7} {'32-wide r/w per s':>18} {'cpu r/w us':>12}"
     )
     for name, t in results["stdio"].items():
         r, w = t["read"], t["write"]
         lines.append(
             f"{name:28} {t['cold_start_ms']:8.0f} {r['p50']:9.0f} {r['p90']:7.0f} {r['p99']:7.0f} "
-            f"{w['p50']:10.0f} {w['p90']:7.0f} {w['p99']:7.0f} {t['throughput']:10.0f} "
+            f"{w['p50']:10.0f} {w['p90']:7.0f} {w['p99']:7.0f} "
+            f"{t['throughput']:8.0f}/{t.get('throughput_write', 0):<9.0f} "
             f"{t['cpu_read_us']:5.0f}/{t['cpu_write_us']:<5.0f}"
         )
-    lines += ["", f"{'stdio, SDK client':28} {'read p50':>9} {'write p50':>10}"]
-    for name, t in results["sdk"].items():
-        lines.append(f"{name:28} {t['read']['p50']:9.0f} {t['write']['p50']:10.0f}")
+    if results.get("sdk"):
+        lines += ["", f"{'stdio, SDK client':28} {'read p50':>9} {'write p50':>10}"]
+        for name, t in results["sdk"].items():
+            lines.append(f"{name:28} {t['read']['p50']:9.0f} {t['write']['p50']:10.0f}")
     if results.get("http"):
         lines += ["", f"{'streamable HTTP, raw':28} {'read p50':>9} {'write p50':>10} {'32-wide/s':>10}"]
         for name, t in results["http"].items():
             lines.append(
                 f"{name:28} {t['read']['p50']:9.0f} {t['write']['p50']:10.0f} {t['throughput']:10.0f}"
             )
-    lines += [
-        "",
-        f"{'kernel scaling (ms/call)':28} "
-        + " ".join(f"{n:>9}" for n in results["scaling"]["sizes"])
-        + f" {'t10k/t1k':>9}",
-    ]
-    scaling = results["scaling"]
+    scaling = results.get("scaling") or {"sizes": (), "ms": {}}
+    if scaling["ms"]:
+        lines += [
+            "",
+            f"{'kernel scaling (ms/call)':28} "
+            + " ".join(f"{n:>9}" for n in scaling["sizes"])
+            + f" {'t10k/t1k':>9}",
+        ]
     for op, row in scaling["ms"].items():
         ratio = scaling["ratio"].get(op)
         precise = scaling.get("precise_ratio", {}).get(op)
@@ -58,14 +61,17 @@ def table(results: dict[str, Any]) -> str:
         lines += ["", f"{'in process, precise (ms/call)':28} " + " ".join(f"{n:>9}" for n in ops["sizes"])]
         for op, row in ops["ms"].items():
             lines.append(
-                f"{op:28} " + " ".join(f"{v:9.2f}" for v in row) + f" t10k/t100 {row[-1] / row[0]:.2f}"
+                f"{op:28} " + " ".join(f"{x:9.2f}" for x in row) + f" t10k/t100 {row[-1] / row[0]:.2f}"
             )
-    v = results["validation"]
-    lines += [
-        "",
-        f"outputSchema validation by the SDK client: {v['us']:.0f} us per read "
-        f"= {v['share']:.1%} of an SDK-client read",
-    ]
+    if results.get("search"):
+        lines += ["", *search_lines(results["search"])]
+    v = results.get("validation")
+    if v:
+        lines += [
+            "",
+            f"outputSchema validation by the SDK client: {v['us']:.0f} us per read "
+            f"= {v['share']:.1%} of an SDK-client read",
+        ]
     quick = results["mode"] == "quick"
     lines += [
         "",
@@ -77,6 +83,30 @@ def table(results: dict[str, Any]) -> str:
         mark = "info" if quick else ("ok  " if check["met"] else "MISS")
         lines.append(f"  {mark} {check['name']}: {check['value']:.2f} (target {check['target']})")
     return "\n".join(lines)
+
+
+def search_lines(s: dict[str, Any]) -> list[str]:
+    """The search suite: latency per query (raw client, stdio), writes with and without the index, size."""
+    lines = [f"search, {s['pages']:,} pages x 50 blocks ({s['blocks']:,} blocks), raw client over stdio:"]
+    for name, figures in s["search"].items():
+        rows = s["matching_rows"].get(name)
+        lines.append(
+            f"  {name:26} {s['queries'][name] or '(no query)':16} p50 {figures['p50'] / 1e3:7.2f} ms"
+            f"  p99 {figures['p99'] / 1e3:7.2f} ms  server CPU {s['cpu_ms'][name]:6.2f} ms"
+            + (f"  ({rows:,} matching blocks)" if rows is not None else "")
+        )
+    w = s["write"]
+    lines.append(
+        f"  one-block write p50: {w['with index']['p50'] / 1e3:.2f} ms with the index,"
+        f" {w['without index']['p50'] / 1e3:.2f} ms without ({s['write_ratio']:.2f}x); server CPU"
+        f" {s['write_cpu_ms']['with index']:.2f} / {s['write_cpu_ms']['without index']:.2f} ms"
+        f" ({s['write_cpu_ratio']:.2f}x)"
+    )
+    lines.append(
+        f"  index {s['index_bytes'] / 1e6:.1f} MB for {s['text_bytes'] / 1e6:.1f} MB of text"
+        f" ({s['index_to_text']:.2f}x); dataset made in {s['generate_s'] + s['build_s']:.0f} s"
+    )
+    return lines
 
 
 def save(results: dict[str, Any], out: Path) -> Path:
@@ -104,15 +134,17 @@ def plot(results: dict[str, Any], samples: dict[str, dict[str, list[float]]], ou
     dist.set_xticks(range(1, len(labels) + 1), labels, fontsize=7, rotation=35)
     dist.set_ylabel("latency per call (us), raw client over stdio")
     dist.set_title("Sequential call latency")
-    sizes = results["scaling"]["sizes"]
-    for op, row in results["scaling"]["ms"].items():
+    scaling = results.get("scaling") or {"sizes": (), "ms": {}}
+    sizes = scaling["sizes"]
+    for op, row in scaling["ms"].items():
         scale.plot(sizes, row, marker="o", label=op)
     scale.set_xscale("log")
     scale.set_yscale("log")
     scale.set_xlabel("blocks on the page")
     scale.set_ylabel("ms per call")
     scale.set_title("Kernel scaling")
-    scale.legend(fontsize=8)
+    if scaling["ms"]:
+        scale.legend(fontsize=8)
     fig.tight_layout()
     path = out / "latest.png"
     fig.savefig(path, dpi=110)

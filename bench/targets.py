@@ -30,13 +30,15 @@ class Target:
     write: tuple[str, Args] = ("", lambda n: {})
 
 
-def mnote(db: Path, baseline: Path | None = None) -> Target:
-    """mnote-mcp on `db`; with `baseline`, the same from another source tree (an earlier release)."""
+def mnote(db: Path, baseline: Path | None = None, *flags: str) -> Target:
+    """mnote-mcp on `db`; with `baseline`, the same from another source tree (an earlier release);
+    `flags` are more of its flags (the target is named after them)."""
     env = {"PYTHONDONTWRITEBYTECODE": "1"}
     if baseline is not None:
         env["PYTHONPATH"] = str(baseline)
+    name = "mnote" if baseline is None else "mnote-baseline"
     return Target(
-        name="mnote" if baseline is None else "mnote-baseline",
+        name=" ".join((name, *flags)),
         cwd=baseline or ROOT,  # `python -m` puts the working directory first on sys.path
         argv=[
             sys.executable,
@@ -49,6 +51,7 @@ def mnote(db: Path, baseline: Path | None = None) -> Target:
             ACTOR,
             "--log-level",
             "warning",
+            *flags,
         ],
         env=env,
         read=("mnote.page.get", lambda n: {"workspaceId": WORKSPACE, "documentId": PAGE}),
@@ -65,12 +68,14 @@ def mnote(db: Path, baseline: Path | None = None) -> Target:
     )
 
 
-def echo(blocks: int = 50) -> Target:
-    """The floor: a page-like answer of as many blocks, structured content plus text, as mnote's."""
+def echo(blocks: int = 50, transport: str = "sdk") -> Target:
+    """The floor: a page-like answer of as many blocks, structured content plus text, as mnote's;
+    served through the SDK's stdio transport (`echo`) or through mnote's (`echo-mnote-io`)."""
     call: Args = lambda n: {"blocks": blocks}  # noqa: E731 - one expression, named for the table
+    mode = ["mnote-stdio"] if transport == "mnote" else []
     return Target(
-        name="echo",
-        argv=[sys.executable, str(ROOT / "bench" / "echo_server.py")],
+        name="echo" if transport == "sdk" else "echo-mnote-io",
+        argv=[sys.executable, str(ROOT / "bench" / "echo_server.py"), *mode],
         read=("echo_page", call),
         write=("echo_page", call),
     )

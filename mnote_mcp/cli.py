@@ -197,9 +197,9 @@ def _main(argv: Sequence[str]) -> int:
     configure_logging(config.log_level, config.log_format)
     try:
         if command == "serve":
-            from mnote_mcp.serve import serve
+            from mnote_mcp.serve import loop_options, serve
 
-            anyio.run(serve, config)
+            anyio.run(serve, config, backend_options=loop_options(config))
             return 0
         status: int = RUNNERS[command](config)
         return status

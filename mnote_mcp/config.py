@@ -45,14 +45,17 @@ if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts
     from mnote_mcp.tools.selection import ToolSelection
 
 Transport = Literal["stdio", "sse", "http"]
+StdioTransport = Literal["mnote", "sdk"]
 DEFAULT_ACTOR = "user_1"
 ENV_PREFIX = "MNOTE_"
 HTTP = "HTTP transports (--transport http|sse)"
+STDIO = "the stdio transport (--transport stdio)"
 RELAY = "relay to a runtime (--kernel http://… | cli:…)"
 LOGGING = "logging (stderr)"
 STORE = "the embedded kernel's store (--kernel local, runtime serve|cli)"
 _SETTING = "mnote_mcp.setting"
 T = TypeVar("T")
+DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
 
 
 def default_store_path() -> Path:
@@ -467,6 +470,27 @@ class ServerConfig(StoreSettings, LogSettings):
     session_id: str | None = setting(None, optional_text, "bind this sessionId to the connection")
     run_id: str | None = setting(None, optional_text, "bind this runId to the connection")
     trace_id: str | None = setting(None, optional_text, "bind this traceId to the connection")
+    # stdio
+    max_line_bytes: int = setting(
+        DEFAULT_MAX_LINE_BYTES,
+        positive_int,
+        "longest stdin line (one JSON-RPC message); a longer one is skipped and answered -32600",
+        group=STDIO,
+    )
+    stdio_transport: StdioTransport = setting(
+        "mnote",
+        choice("mnote", "sdk"),
+        "mnote: the project's own (on the event loop, every bad line answered); sdk: the MCP SDK's"
+        " stdio_server() (a fallback: threads, bad lines dropped)",
+        group=STDIO,
+    )
+    uvloop: bool = switch(
+        "run on the standard asyncio event loop, not uvloop (used when installed: pip install"
+        " 'mnote-mcp[uvloop]'), for stdio and HTTP",
+        default=True,
+        flag="--no-uvloop",
+        env="MNOTE_NO_UVLOOP",
+    )
     # relay adapters
     runtime_timeout: float = setting(10.0, positive_number, "seconds per runtime request", group=RELAY)
     runtime_retries: int = setting(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from mnote_mcp import __version__
@@ -13,6 +15,22 @@ from mnote_mcp.drain import DrainingReadStream
 from mnote_mcp.kernel.errors import MnoteError
 
 logger = logging.getLogger("mnote_mcp")
+
+
+def loop_options(config: ServerConfig) -> dict[str, Any]:
+    """anyio's asyncio backend options: uvloop's loop when it is installed and not turned off."""
+    if config.uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            return {}
+        return {"loop_factory": uvloop.new_event_loop}
+    return {}
+
+
+def loop_name() -> str:
+    loop = type(asyncio.get_running_loop())
+    return "uvloop" if loop.__module__.startswith("uvloop") else "asyncio"
 
 
 async def announce(app: App, auth: str | None = None) -> None:
@@ -31,7 +49,7 @@ async def announce(app: App, auth: str | None = None) -> None:
         served or ", ".join(f"{ws} ({n} pages)" for ws, n in sorted(workspaces.items())) or "none readable"
     )
     logger.info(
-        "mnote-mcp %s on %s: actor=%s scopes=%s%s kernel=%s store=%s workspaces=%s%s",
+        "mnote-mcp %s on %s: actor=%s scopes=%s%s kernel=%s store=%s workspaces=%s%s loop=%s",
         __version__,
         config.transport,
         actor,
@@ -41,6 +59,7 @@ async def announce(app: App, auth: str | None = None) -> None:
         app.store_description,
         served,
         f" auth={auth}" if auth else "",
+        loop_name(),
     )
 
 
@@ -61,15 +80,24 @@ async def serve(config: ServerConfig) -> None:
 
 
 async def serve_stdio(config: ServerConfig) -> None:
-    from mcp.server.stdio import stdio_server
-
     async with open_app(config) as app:
         await announce(app)
         server = app.server()
         settle_memory()
-        async with stdio_server() as (read_stream, write_stream):
+        async with _stdio_streams(config) as (read_stream, write_stream):
             draining = DrainingReadStream[Any](read_stream, app.dispatcher.inflight)
             await server.run(draining, write_stream, server.create_initialization_options())
+
+
+def _stdio_streams(config: ServerConfig) -> AbstractAsyncContextManager[tuple[Any, Any]]:
+    """The project's stdio transport, or with `--stdio-transport sdk` the SDK's `stdio_server()`."""
+    if config.stdio_transport == "sdk":
+        from mcp.server.stdio import stdio_server
+
+        return stdio_server()
+    from mnote_mcp.transports.stdio import stdio_transport
+
+    return stdio_transport(config.max_line_bytes)
 
 
 async def serve_http(config: ServerConfig) -> None:

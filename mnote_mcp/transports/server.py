@@ -64,10 +64,13 @@ def make_server(
         asgi,  # type: ignore[arg-type]
         host=host,
         port=port,
+        # h11, the parser the tests run (httptools, if installed, would replace it silently), with the
+        # connection cap and the header deadline (transports/limits.py).
         http=guarded_protocol(max_connections, header_timeout),
         log_config=None,  # keep our stderr logging
         access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it
         timeout_graceful_shutdown=2,
         lifespan="on",
+        loop="none",  # serve() runs on the loop already running (uvloop unless --no-uvloop)
     )
     return GracefulServer(config, inflight, grace)
