@@ -24,6 +24,7 @@ have arrived); the request-level parts are ASGI middleware.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 from collections import Counter, deque
@@ -40,6 +41,7 @@ logger = logging.getLogger("mnote_mcp")
 _REFUSED = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 _TOO_SLOW = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 _CLOSE = (b"connection", b"close")
+_ARMED = itertools.count()
 
 
 def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Protocol]:
@@ -50,6 +52,7 @@ def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Pro
         _header_timer: asyncio.TimerHandle | None = None
         _armed_scope: Any = None
         _armed_at = 0.0
+        _armed_order = 0
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             if len(self.connections) >= max_connections and not self._evict_one():
@@ -72,7 +75,7 @@ def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Pro
             ]
             if not waiting:
                 return False
-            oldest = min(waiting, key=lambda peer: peer._armed_at)
+            oldest = min(waiting, key=lambda peer: (peer._armed_at, peer._armed_order))
             oldest._headers_too_slow()
             self.connections.discard(oldest)
             return True
@@ -80,7 +83,8 @@ def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Pro
         def _arm(self) -> None:
             self._disarm()
             self._armed_scope = self.scope
-            self._armed_at = self.loop.time()
+            self._armed_at = self.loop.time()  # uvloop's clock is cached per loop turn: ties are broken
+            self._armed_order = next(_ARMED)  # by the order the deadlines were set
             self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
 
         def _disarm(self) -> None:
