@@ -63,6 +63,8 @@ def table(results: dict[str, Any]) -> str:
             lines.append(
                 f"{op:28} " + " ".join(f"{x:9.2f}" for x in row) + f" t10k/t100 {row[-1] / row[0]:.2f}"
             )
+    if results.get("search"):
+        lines += ["", *search_lines(results["search"])]
     v = results.get("validation")
     if v:
         lines += [
@@ -81,6 +83,30 @@ def table(results: dict[str, Any]) -> str:
         mark = "info" if quick else ("ok  " if check["met"] else "MISS")
         lines.append(f"  {mark} {check['name']}: {check['value']:.2f} (target {check['target']})")
     return "\n".join(lines)
+
+
+def search_lines(s: dict[str, Any]) -> list[str]:
+    """The search suite: latency per query (raw client, stdio), writes with and without the index, size."""
+    lines = [f"search, {s['pages']:,} pages x 50 blocks ({s['blocks']:,} blocks), raw client over stdio:"]
+    for name, figures in s["search"].items():
+        rows = s["matching_rows"].get(name)
+        lines.append(
+            f"  {name:26} {s['queries'][name] or '(no query)':16} p50 {figures['p50'] / 1e3:7.2f} ms"
+            f"  p99 {figures['p99'] / 1e3:7.2f} ms  server CPU {s['cpu_ms'][name]:6.2f} ms"
+            + (f"  ({rows:,} matching blocks)" if rows is not None else "")
+        )
+    w = s["write"]
+    lines.append(
+        f"  one-block write p50: {w['with index']['p50'] / 1e3:.2f} ms with the index,"
+        f" {w['without index']['p50'] / 1e3:.2f} ms without ({s['write_ratio']:.2f}x); server CPU"
+        f" {s['write_cpu_ms']['with index']:.2f} / {s['write_cpu_ms']['without index']:.2f} ms"
+        f" ({s['write_cpu_ratio']:.2f}x)"
+    )
+    lines.append(
+        f"  index {s['index_bytes'] / 1e6:.1f} MB for {s['text_bytes'] / 1e6:.1f} MB of text"
+        f" ({s['index_to_text']:.2f}x); dataset made in {s['generate_s'] + s['build_s']:.0f} s"
+    )
+    return lines
 
 
 def save(results: dict[str, Any], out: Path) -> Path:

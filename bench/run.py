@@ -23,6 +23,8 @@ from bench.history import block_ops_suite, history_suite
 from bench.measure import checked, cpu_per_call, in_flight, median, percentiles, sequential
 from bench.rawclient import HttpPeer, StdioPeer, cold_start
 from bench.report import plot, save, table
+from bench.search import search_suite
+from bench.search import targets as search_targets
 from bench.targets import ROOT, Target, echo, echo_text, memory, mnote
 
 TOKEN = "bench-token"
@@ -497,13 +499,15 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
         checks.append(
             ("outputSchema validation / SDK read", results["validation"]["share"], "< 0.10", 0.10, True)
         )
+    if results.get("search"):
+        checks += search_targets(results["search"])
     return [
         {"name": name, "value": value, "target": text, "met": value <= bound if upper else value >= bound}
         for name, value, text, bound, upper in checks
     ]
 
 
-SUITES = ("stdio", "sdk", "http", "scaling", "history", "block_ops")
+SUITES = ("stdio", "sdk", "http", "scaling", "history", "block_ops", "search")
 
 
 async def run(
@@ -550,6 +554,8 @@ async def run(
             results["history"] = await history_suite(quick)
         if "block_ops" in suites:
             results["block_ops"] = await block_ops_suite(quick)
+        if "search" in suites:
+            results["search"] = await search_suite(quick)
         if baseline is not None:
             results["baseline"] = str(baseline)
         if "sdk" in suites:

@@ -125,7 +125,10 @@ class Dispatcher:
         """Before an invalid argument is reported, the kernel's checkpoints: a caller who may not make
         this call at all hears that (the contract's order: login, member, page read, then write), not
         what is wrong with arguments for a page it may not use. Asked only when something is invalid,
-        so a valid call costs nothing more: the kernel checks permissions first on its own."""
+        so a valid call costs nothing more: the kernel checks permissions first on its own. A tool that
+        names no page (search) has no page checkpoint: its arguments are judged first."""
+        if not caller.page_bound:
+            return
         with anyio.move_on_after(self.call_timeout):
             await self.kernel.authorize(caller.actor_id, caller.workspace_id, caller.document_id, spec.scope)
 
@@ -162,7 +165,13 @@ class Dispatcher:
                 raise MnoteError(
                     ErrorCode.RUNTIME_UNAVAILABLE, Reason.TIMEOUT, {"timeoutSeconds": self.call_timeout}
                 )
-            envelope = success(name, correlation, request.workspace_id, request.document_id, outcome)
+            envelope = success(
+                name,
+                correlation,
+                request.workspace_id if spec.page_bound else request.workspace_id or None,
+                request.document_id if spec.page_bound else None,
+                outcome,
+            )
             label = "ok"
         except MnoteError as error:
             envelope = failure(name, correlation, workspace_id, document_id, error, self.locale)

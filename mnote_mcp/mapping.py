@@ -189,6 +189,8 @@ class Caller:
     workspace_id: str
     document_id: str
     scopes: frozenset[Scope]
+    workspaces: frozenset[str] | None = None  # the token's workspaces, None: any
+    page_bound: bool = True  # False: a tool naming no page (search), ids "" when not given
 
 
 def admit(
@@ -207,6 +209,18 @@ def admit(
     if spec.scope not in scopes:
         raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.SCOPE, {"scope": spec.scope.value})
     workspace_id, document_id = arguments.get("workspaceId"), arguments.get("documentId")
+    if not spec.page_bound:
+        if workspace_id is not None and not isinstance(workspace_id, str):
+            raise invalid("/workspaceId", _not_a_string(workspace_id))
+        if (
+            identity.workspaces is not None
+            and workspace_id is not None
+            and workspace_id not in identity.workspaces
+        ):
+            raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": workspace_id})
+        return Caller(
+            identity.actor_id, workspace_id or "", "", scopes, identity.workspaces, page_bound=False
+        )
     if not isinstance(workspace_id, str):
         raise invalid("/workspaceId", _not_a_string(workspace_id))
     if not isinstance(document_id, str):
@@ -249,4 +263,5 @@ def build_request(
         args={name: value for name, value in arguments.items() if name not in ENVELOPE_FIELDS},
         base_revision=base_revision if isinstance(base_revision, int) else None,
         locale=locale,
+        workspaces=caller.workspaces,
     )

@@ -238,4 +238,18 @@ HISTORY_TOOLS: dict[str, dict[str, Any]] = {
     },
 }
 
-SURFACE: dict[str, dict[str, Any]] = {**CONTRACT, **BLOCK_TOOLS, **HISTORY_TOOLS}
+# The search tool (issue 13), declared here by hand for the same reason: it names no page.
+SEARCH_TOOLS: dict[str, dict[str, Any]] = {
+    "mnote.page.search": {
+        "type": "object",
+        "required": [*CORRELATION],
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 200},
+            "workspaceId": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            "cursor": {"type": "string"},
+        },
+    },
+}
+
+SURFACE: dict[str, dict[str, Any]] = {**CONTRACT, **SEARCH_TOOLS, **BLOCK_TOOLS, **HISTORY_TOOLS}

@@ -143,6 +143,7 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
         "mnote.page.save",
         "mnote.page.update_title",
         "mnote.page.update_options",
+        "mnote.page.search",
         "mnote.block.insert",
         "mnote.block.update",
         "mnote.block.delete",

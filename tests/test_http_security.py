@@ -86,7 +86,7 @@ async def test_read_only_server_caps_every_token(db: Path, tokens: Path) -> None
         async with mcp_http(server.url, "tok-editor") as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             write = await call(client, "mnote.page.update_title", **write_args("r", title="x"))
-    assert names == ["mnote.page.get", "mnote.page.history"]
+    assert names == ["mnote.page.get", "mnote.page.search", "mnote.page.history"]
     assert write["error"]["code"] == "mnote_tool_permission_denied"
 
 

@@ -38,6 +38,7 @@ from mnote_mcp.kernel.port import (
     PageKey,
     PageQuery,
     PageRef,
+    SearchQuery,
 )
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel
 from mnote_mcp.kernel.scopes import Scope
@@ -206,11 +207,39 @@ class Kit:
         history: dict[str, Any] = await self._both(lambda k: k.page_history(query))
         return history
 
+    async def search_pages(self, actor: str = "user_editor", **fields: Any) -> dict[str, Any]:
+        """A search in this test's workspace (or as asked); the mirror must find the same pages, in
+        the same order, with the same snippets and cursors (the listing's cursor and `updatedAt` carry
+        write times, which differ between the two stores)."""
+        query = SearchQuery(actor, self.correlation(), **{"workspace_id": self.ws, **fields})
+        answers: list[Any] = []
+        for kernel in (self.kernel, self.reference):
+            try:
+                answers.append(await kernel.search_pages(query))
+            except MnoteError as error:
+                answers.append(error)
+        got, expected = answers
+        assert _normal(_timeless(got, query)) == _normal(_timeless(expected, query)), "same hits"
+        if isinstance(got, MnoteError):
+            raise got
+        hits: dict[str, Any] = got
+        return hits
+
     def history_query(self, doc: str = "doc_1", actor: str = "user_editor", **fields: Any) -> HistoryQuery:
         return HistoryQuery(self.ws, doc, actor, self.correlation(), **fields)
 
     async def revision(self) -> int:
         return int((await self.get_page(self.query()))["revision"])
+
+
+def _timeless(answer: Any, query: SearchQuery) -> Any:
+    if isinstance(answer, MnoteError):
+        return answer
+    hits = [{k: v for k, v in hit.items() if k != "updatedAt"} for hit in answer["hits"]]
+    out = {**answer, "hits": hits}
+    if query.query is None and "nextCursor" in out:
+        out["nextCursor"] = "(a listing cursor holds a time)"
+    return out
 
 
 @pytest.fixture
@@ -750,3 +779,42 @@ async def test_authorize_answers_the_checkpoints_in_the_contracts_order(kit: Kit
         "mnote_tool_permission_denied",
         "artifact_write",
     )
+
+
+async def test_search_finds_readable_pages_with_snippets_and_pages_through(
+    kit: Kit, adapter: Adapter
+) -> None:
+    if adapter.name == "postgres":
+        pytest.skip("search is not ported to PostgreSQL yet (issue 15's next step; docs/search.md says how)")
+    found = await kit.search_pages(query="chapter")
+    assert [hit["documentId"] for hit in found["hits"]] == ["doc_1"]
+    hit = found["hits"][0]
+    assert hit["workspaceId"] == kit.ws and hit["title"] == "Project plan" and hit["revision"] == 1
+    assert hit["snippets"] == [{"blockId": "heading_1", "text": "**Chapter** one"}]
+    assert isinstance(hit["updatedAt"], str)
+    await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "蓝色的海洋和天空"}, "s1")
+    )
+    sea = await kit.search_pages(query="海洋")
+    assert [(h["documentId"], h["revision"]) for h in sea["hits"]] == [("doc_1", 2)]
+    assert sea["hits"][0]["snippets"] == [{"blockId": "p_1", "text": "蓝色的**海洋**和天空"}]
+    assert (await kit.search_pages(query="海"))["hits"][0]["documentId"] == "doc_1"
+    assert await kit.search_pages(query="secret*") == {"hits": []}, "a restricted page is never a hit"
+    owner = await kit.search_pages(actor="user_owner", query="secret*")
+    assert [h["documentId"] for h in owner["hits"]] == ["doc_secret"]
+    first = await kit.search_pages(actor="user_owner", limit=1)
+    rest = await kit.search_pages(actor="user_owner", limit=1, cursor=first["nextCursor"])
+    assert {first["hits"][0]["documentId"], rest["hits"][0]["documentId"]} == {"doc_1", "doc_secret"}
+    assert "nextCursor" not in rest
+    listed = await kit.search_pages()
+    assert [h["documentId"] for h in listed["hits"]] == ["doc_1"]
+    stranger = await _refused(kit.search_pages(actor="user_stranger", query="plan"))
+    assert (stranger.code, stranger.reason) == (ErrorCode.PERMISSION_DENIED, "not_member")
+    elsewhere = await kit.search_pages(actor="user_stranger", workspace_id=kit.other_ws, query="other*")
+    assert [h["documentId"] for h in elsewhere["hits"]] == ["doc_other"]
+    bad = await _refused(kit.search_pages(query="！？"))
+    assert (bad.code, bad.details["pointer"]) == (ErrorCode.INVALID_ARGUMENT, "/query")
+    limit = await _refused(kit.search_pages(query="plan", limit=0))
+    assert limit.details["pointer"] == "/limit"
+    cursor = await _refused(kit.search_pages(query="plan", cursor="junk"))
+    assert cursor.details["pointer"] == "/cursor"

@@ -16,6 +16,7 @@ from mnote_mcp.kernel.port import (
     Kernel,
     PageKey,
     PageQuery,
+    SearchQuery,
     revisions_from_wire,
     revisions_to_wire,
 )
@@ -37,6 +38,16 @@ def test_page_query_round_trips_through_plain_json() -> None:
         "maxBlocks",
         "cursor",
     } <= set(wire)
+
+
+def test_search_query_round_trips_through_plain_json() -> None:
+    for query in (
+        SearchQuery("user_1", IDS, "项目 plan*", "ws_1", ("ws_1", "ws_2"), 5, "cur"),
+        SearchQuery("user_1", IDS),
+    ):
+        assert SearchQuery.from_wire(json.loads(json.dumps(query.to_wire()))) == query
+    bare = {"actorId": "user_1", "correlation": IDS.to_wire()}
+    assert SearchQuery.from_wire(bare) == SearchQuery("user_1", IDS), "every other field has a default"
 
 
 def test_the_old_page_query_form_still_parses_with_the_contract_defaults() -> None:

@@ -70,6 +70,7 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "undoRunId": st.sampled_from(["run_t", "run_x", ""]),
     "commandId": st.sampled_from(["page_body_save_trace_t_00000000", "nope", ""]),
     "toRevision": st.integers(-1, 4),
+    "query": st.text(max_size=12) | st.sampled_from(["plan", "proj*", "项目", "SECRET", "!!", "a b c"]),
     "sessionId": st.text(max_size=4),
     "traceId": st.text(max_size=4),
 }

@@ -18,7 +18,14 @@ from tests.helpers import MODES, call, connect, page_args, write_args
 from tests.http_helpers import http_server, mcp_http, write_tokens
 
 pytestmark = pytest.mark.anyio
-PAGE = {"mnote.page.get", "mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"}
+PAGE = {
+    "mnote.page.get",
+    "mnote.page.save",
+    "mnote.page.update_title",
+    "mnote.page.update_options",
+    "mnote.page.search",
+}
+READS = {"mnote.page.get", "mnote.page.search", "mnote.page.history"}
 BLOCK = {"mnote.block.insert", "mnote.block.update", "mnote.block.delete", "mnote.block.move"}
 ARTIFACT = {"mnote.artifact.create_summary", "mnote.artifact.create_ai_note"}
 HISTORY = {"mnote.page.history", "mnote.page.revert"}
@@ -46,7 +53,7 @@ async def _listed(db: Path, mode: str = "legacy", **config: Any) -> set[str]:
         ),
         ({"toolsets": frozenset({"block"}), "exclude_tools": ("*.delete",)}, BLOCK - {"mnote.block.delete"}),
         ({"exclude_tools": ("*",)}, set()),
-        ({"read_only": True}, {"mnote.page.get", "mnote.page.history"}),
+        ({"read_only": True}, READS),
         ({"read_only": True, "toolsets": frozenset({"block"})}, set()),
         ({"read_only": True, "tools": ("mnote.block.*", "mnote.page.get")}, {"mnote.page.get"}),
     ],
@@ -121,8 +128,8 @@ def test_selection_keeps_declaration_order() -> None:
 @pytest.mark.parametrize(
     ("scopes", "expected"),
     [
-        ({Scope.PAGE_READ}, {"mnote.page.get", "mnote.page.history"}),
-        ({Scope.PAGE_READ, Scope.ARTIFACT_WRITE}, {"mnote.page.get", "mnote.page.history"} | ARTIFACT),
+        ({Scope.PAGE_READ}, READS),
+        ({Scope.PAGE_READ, Scope.ARTIFACT_WRITE}, READS | ARTIFACT),
         ({Scope.PAGE_READ, Scope.PAGE_WRITE}, PAGE | BLOCK | HISTORY),
     ],
 )
@@ -154,4 +161,4 @@ async def test_over_http_each_token_lists_the_tools_of_its_own_scopes(db: Path, 
         for token in ("tok-viewer", "tok-editor"):
             async with mcp_http(server.url, token, "legacy") as client:
                 listed[token] = {tool.name for tool in (await client.list_tools()).tools}
-    assert listed == {"tok-viewer": {"mnote.page.get", "mnote.page.history"}, "tok-editor": EVERY}
+    assert listed == {"tok-viewer": READS, "tok-editor": EVERY}

@@ -26,7 +26,15 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from mnote_mcp.kernel.errors import Reason
-from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.port import (
+    Command,
+    CommandOutcome,
+    HistoryQuery,
+    PageKey,
+    PageQuery,
+    PageRef,
+    SearchQuery,
+)
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
     AUTHORIZE,
@@ -36,6 +44,7 @@ from mnote_mcp.kernel.protocol import (
     LIST_PAGES,
     PAGE_HISTORY,
     PAGE_REVISIONS,
+    SEARCH_PAGES,
     MalformedReplyError,
     Operation,
     authorize_query,
@@ -113,6 +122,13 @@ class CliKernel:
             PAGE_HISTORY, {"query": query.to_wire(), "traceparent": traceparent(trace)}
         )
         return history
+
+    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+        trace = query.correlation.trace_id
+        hits: dict[str, Any] = await self._call(
+            SEARCH_PAGES, {"query": query.to_wire(), "traceparent": traceparent(trace)}
+        )
+        return hits
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100

@@ -23,7 +23,15 @@ import httpx2
 
 from mnote_mcp import __version__
 from mnote_mcp.kernel.errors import MnoteError, Reason
-from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.port import (
+    Command,
+    CommandOutcome,
+    HistoryQuery,
+    PageKey,
+    PageQuery,
+    PageRef,
+    SearchQuery,
+)
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
     AUTHORIZE,
@@ -34,6 +42,7 @@ from mnote_mcp.kernel.protocol import (
     PAGE_HISTORY,
     PAGE_REVISIONS,
     RETRY_STATUSES,
+    SEARCH_PAGES,
     SERVICE_TOKEN_STATUS,
     TRACEPARENT_HEADER,
     MalformedReplyError,
@@ -137,6 +146,12 @@ class HttpKernel:
             PAGE_HISTORY, json=query.to_wire(), trace_id=query.correlation.trace_id
         )
         return history
+
+    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+        hits: dict[str, Any] = await self._call(
+            SEARCH_PAGES, json=query.to_wire(), trace_id=query.correlation.trace_id
+        )
+        return hits
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100

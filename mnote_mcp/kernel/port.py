@@ -14,6 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from mnote_mcp.kernel.scopes import Scope
 
+DEFAULT_SEARCH_LIMIT = 10
+
 
 class CommandName(StrEnum):
     PAGE_BODY_SAVE = "page.body.save"
@@ -163,6 +165,50 @@ class HistoryQuery:
             by_actor_id=text("actorId"),
             since_revision=int(since) if since is not None else None,
             limit=int(limit) if limit is not None else 20,
+            cursor=str(cursor) if cursor is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """What `Kernel.search_pages` is asked: the pages `actor_id` may read that match `query`, best
+    first (no query: every readable page, most recently changed first).
+
+    `workspace_id` narrows the search to one workspace (the actor must be a member); `workspaces`, when
+    set, is the set of workspaces the caller's credentials allow (a bearer token limited to some), so
+    nothing outside it is searched. `limit` and `cursor` page through the hits.
+    """
+
+    actor_id: str
+    correlation: Correlation
+    query: str | None = None
+    workspace_id: str | None = None
+    workspaces: tuple[str, ...] | None = None
+    limit: int = DEFAULT_SEARCH_LIMIT
+    cursor: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "actorId": self.actor_id,
+            "correlation": self.correlation.to_wire(),
+            "query": self.query,
+            "workspaceId": self.workspace_id,
+            "workspaces": list(self.workspaces) if self.workspaces is not None else None,
+            "limit": self.limit,
+            "cursor": self.cursor,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> SearchQuery:
+        query, workspace_id, workspaces = data.get("query"), data.get("workspaceId"), data.get("workspaces")
+        limit, cursor = data.get("limit"), data.get("cursor")
+        return cls(
+            actor_id=str(data["actorId"]),
+            correlation=Correlation.from_wire(data["correlation"]),
+            query=str(query) if query is not None else None,
+            workspace_id=str(workspace_id) if workspace_id is not None else None,
+            workspaces=tuple(str(item) for item in workspaces) if isinstance(workspaces, list) else None,
+            limit=int(limit) if limit is not None else DEFAULT_SEARCH_LIMIT,
             cursor=str(cursor) if cursor is not None else None,
         )
 
@@ -342,6 +388,14 @@ class Kernel(Protocol):
     async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
         """A page's recorded writes, newest first (needs page read): `{workspaceId, documentId,
         revision, historyFrom, entries: [...], nextCursor?}`."""
+        ...
+
+    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+        """The pages the actor may read that match `query.query`, best first, or without a query every
+        readable page, most recently changed first: `{hits: [{workspaceId, documentId, title, revision,
+        updatedAt, snippets?: [{blockId, text}]}], nextCursor?}` (docs/search.md). A page the actor
+        may not read is never a hit; `workspace_id` naming a workspace it is no member of (or outside
+        `workspaces`) is `permission_denied` (`not_member`)."""
         ...
 
     async def audit_trail(

@@ -126,6 +126,19 @@ HISTORY_QUERY_SCHEMA: dict[str, Any] = {
         "cursor": _NULLABLE_STRING,
     },
 }
+SEARCH_QUERY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["actorId", "correlation"],
+    "properties": {
+        "actorId": _STRING,
+        "correlation": _CORRELATION,
+        "query": _NULLABLE_STRING,
+        "workspaceId": _NULLABLE_STRING,
+        "workspaces": {"type": ["array", "null"], "items": _STRING},
+        "limit": {"type": ["integer", "null"]},
+        "cursor": _NULLABLE_STRING,
+    },
+}
 AUTHORIZE_QUERY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["actorId", "workspaceId", "documentId", "scope"],
@@ -187,6 +200,35 @@ HISTORY_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "required": ["revision", "commandName", "commandId", "actorId", "createdAt", "diff"],
                 "properties": {"revision": {"type": "integer"}, "diff": _OBJECTS},
+            },
+        },
+        "nextCursor": _STRING,
+    },
+}
+SEARCH_HITS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["hits"],
+    "properties": {
+        "hits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["workspaceId", "documentId", "title", "revision", "updatedAt"],
+                "properties": {
+                    "workspaceId": _STRING,
+                    "documentId": _STRING,
+                    "title": _STRING,
+                    "revision": {"type": "integer"},
+                    "updatedAt": _STRING,
+                    "snippets": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["blockId", "text"],
+                            "properties": {"blockId": _STRING, "text": _STRING},
+                        },
+                    },
+                },
             },
         },
         "nextCursor": _STRING,
@@ -272,6 +314,7 @@ COMMAND = _validator(COMMAND_SCHEMA)
 PAGE_REVISIONS_QUERY = _validator(PAGE_REVISIONS_QUERY_SCHEMA)
 PAGE_QUERY = _validator(PAGE_QUERY_SCHEMA)
 HISTORY_QUERY = _validator(HISTORY_QUERY_SCHEMA)
+SEARCH_QUERY = _validator(SEARCH_QUERY_SCHEMA)
 AUTHORIZE_QUERY = _validator(AUTHORIZE_QUERY_SCHEMA)
 AUDIT_QUERY = _validator(AUDIT_QUERY_SCHEMA)
 CLI_REQUEST = _validator(CLI_REQUEST_SCHEMA)
@@ -327,13 +370,25 @@ PAGE_REVISIONS = Operation(
 PAGE_HISTORY = Operation(
     "page_history", "POST", "/v1/pages/history", "history", _validator(HISTORY_SCHEMA), dict
 )
+SEARCH_PAGES = Operation(
+    "search_pages", "POST", "/v1/pages/search", "search", _validator(SEARCH_HITS_SCHEMA), dict
+)
 # An authorized actor is answered `{"authorized": true}`; a refusal is the usual error body.
 AUTHORIZE = Operation(
     "authorize", "POST", "/v1/authorize", "authorized", _validator({"const": True}), lambda _: None
 )
 OPERATIONS: dict[str, Operation] = {
     op.name: op
-    for op in (EXECUTE, GET_PAGE, AUTHORIZE, LIST_PAGES, PAGE_REVISIONS, PAGE_HISTORY, AUDIT_TRAIL)
+    for op in (
+        EXECUTE,
+        GET_PAGE,
+        AUTHORIZE,
+        LIST_PAGES,
+        PAGE_REVISIONS,
+        PAGE_HISTORY,
+        SEARCH_PAGES,
+        AUDIT_TRAIL,
+    )
 }
 HEALTH_PATH = "/v1/health"
 

@@ -27,6 +27,7 @@ from mnote_mcp.kernel.protocol import (
     LIST_PAGES,
     PAGE_HISTORY,
     PAGE_REVISIONS,
+    SEARCH_PAGES,
     check_request,
 )
 from mnote_mcp.runtime import faults, service
@@ -62,6 +63,15 @@ async def _page_history(kernel: Kernel, request: dict[str, Any]) -> Any:
     )
 
 
+async def _search_pages(kernel: Kernel, request: dict[str, Any]) -> Any:
+    return await service.search_pages(
+        kernel,
+        request.get("query"),
+        traceparent_trace_id=trace_id_of(request.get("traceparent")),
+        where="/query",
+    )
+
+
 async def _authorize(kernel: Kernel, request: dict[str, Any]) -> Any:
     return await service.authorize(kernel, request.get("query"), where="/query")
 
@@ -86,6 +96,7 @@ OPS: dict[str, Op] = {
     LIST_PAGES.name: _list_pages,
     PAGE_REVISIONS.name: _page_revisions,
     PAGE_HISTORY.name: _page_history,
+    SEARCH_PAGES.name: _search_pages,
     AUDIT_TRAIL.name: _audit_trail,
 }
 

@@ -35,6 +35,7 @@ from mnote_mcp.kernel.protocol import (
     PAGE_HISTORY,
     PAGE_REVISIONS,
     PROTOCOL,
+    SEARCH_PAGES,
     SERVICE_TOKEN_STATUS,
     STATUS_OF,
     TRACEPARENT_HEADER,
@@ -91,6 +92,13 @@ async def page_history(request: Request, kernel: Kernel) -> dict[str, Any]:
         kernel, await _json_body(request), traceparent_trace_id=_traceparent(request)
     )
     return {PAGE_HISTORY.reply_key: history}
+
+
+async def search_pages(request: Request, kernel: Kernel) -> dict[str, Any]:
+    hits = await service.search_pages(
+        kernel, await _json_body(request), traceparent_trace_id=_traceparent(request)
+    )
+    return {SEARCH_PAGES.reply_key: hits}
 
 
 async def authorize(request: Request, kernel: Kernel) -> dict[str, Any]:
@@ -197,6 +205,7 @@ def create_app(kernel: Kernel, *, token: str | None = None, record: Path | None 
         runtime.route(LIST_PAGES.path, LIST_PAGES.method, list_pages),
         runtime.route(PAGE_REVISIONS.path, PAGE_REVISIONS.method, page_revisions),
         runtime.route(PAGE_HISTORY.path, PAGE_HISTORY.method, page_history),
+        runtime.route(SEARCH_PAGES.path, SEARCH_PAGES.method, search_pages),
         runtime.route(AUDIT_TRAIL.path, AUDIT_TRAIL.method, audit_trail),
     ]
 

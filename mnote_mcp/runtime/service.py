@@ -10,7 +10,15 @@ import logging
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.port import Command, HistoryQuery, Kernel, PageKey, PageQuery, revisions_to_wire
+from mnote_mcp.kernel.port import (
+    Command,
+    HistoryQuery,
+    Kernel,
+    PageKey,
+    PageQuery,
+    SearchQuery,
+    revisions_to_wire,
+)
 from mnote_mcp.kernel.protocol import (
     AUDIT_QUERY,
     AUTHORIZE_QUERY,
@@ -18,6 +26,7 @@ from mnote_mcp.kernel.protocol import (
     HISTORY_QUERY,
     PAGE_QUERY,
     PAGE_REVISIONS_QUERY,
+    SEARCH_QUERY,
     check_request,
 )
 from mnote_mcp.kernel.scopes import Scope
@@ -75,6 +84,15 @@ async def page_history(
     history_query = HistoryQuery.from_wire(query)
     _check_trace(traceparent_trace_id, history_query.correlation.trace_id)
     return await kernel.page_history(history_query)
+
+
+async def search_pages(
+    kernel: Kernel, query: Any, *, traceparent_trace_id: str | None = None, where: str = ""
+) -> dict[str, Any]:
+    check_request(SEARCH_QUERY, query, where)
+    search_query = SearchQuery.from_wire(query)
+    _check_trace(traceparent_trace_id, search_query.correlation.trace_id)
+    return await kernel.search_pages(search_query)
 
 
 async def authorize(kernel: Kernel, query: Any, *, where: str = "") -> bool:

@@ -79,6 +79,8 @@ class ToolSpec:
     # fill every field): an empty cursor, no block ids meaning the whole page, an empty anchor id.
     # Where empty is a value (a block's text ""), it is not listed.
     empty_means_absent: frozenset[str] = frozenset()
+    # False for a tool that names no page (search): admitted without `documentId`, `workspaceId` optional.
+    page_bound: bool = True
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):

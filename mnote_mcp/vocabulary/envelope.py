@@ -38,6 +38,8 @@ class ToolRequest:
     args: dict[str, Any]
     base_revision: int | None = None
     locale: Locale = "zh-CN"
+    # The workspaces the caller's credentials allow (a bearer token limited to some), None: any.
+    workspaces: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,11 @@ class ToolResult:
 
 
 def success(
-    tool_name: str, correlation: Correlation, workspace_id: str, document_id: str, outcome: ToolResult
+    tool_name: str,
+    correlation: Correlation,
+    workspace_id: str | None,
+    document_id: str | None,
+    outcome: ToolResult,
 ) -> dict[str, Any]:
     return {
         "ok": True,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local.sql import Connection
+from mnote_mcp.kernel.search import index_tokens
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 # Above this many blocks, whole-page work (reading, rendering, diffing, replacing) moves off the event loop.
@@ -43,6 +44,36 @@ def store_busy(timeout: float) -> MnoteError:
     )
 
 
+def dump(conn: sqlite3.Connection) -> str:
+    """Every row of every table as SQL text (the schema, then `INSERT INTO "t" VALUES(...)` per row in
+    rowid or key order). Like `iterdump`, but a virtual table (the contentless search index, which
+    cannot be scanned) is left out: its shadow tables, which hold its content, are dumped."""
+    lines = ["BEGIN TRANSACTION;"]
+    tables = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
+    for name, sql in tables:
+        lines.append(f"{sql};")
+        if sql.upper().startswith("CREATE VIRTUAL TABLE"):
+            continue
+        ident = name.replace('"', '""')
+        columns = [row[1] for row in conn.execute(f'PRAGMA table_info("{ident}")')]
+        quoted = ",".join("'||quote(\"" + column.replace('"', '""') + "\")||'" for column in columns)
+        lines += [
+            row[0]
+            for row in conn.execute(f"""SELECT 'INSERT INTO "{ident}" VALUES({quoted})' FROM "{ident}" """)
+        ]
+    lines += [
+        f"{sql};"
+        for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL"
+            " ORDER BY type, name"
+        )
+    ]
+    lines.append("COMMIT;")
+    return "\n".join(lines)
+
+
 class Database:
     """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions.
 
@@ -57,6 +88,9 @@ class Database:
         self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
+        # The search index's chunk -> page map, filled as searches meet chunks: a chunk never changes
+        # page (chunk numbers only grow), so what is known stays true, whichever process wrote it.
+        self.chunk_pages: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def connection(self, inline: bool = False) -> sqlite3.Connection:
@@ -68,6 +102,8 @@ class Database:
             )
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # the search index's triggers tokenize every title and block text they index
+            conn.create_function("mnote_search_tokens", 1, index_tokens, deterministic=True)
             self._local.conn = conn
             self._local.inline = None
             with self._lock:
@@ -114,7 +150,7 @@ class Database:
 
     def dump(self) -> str:
         with self.transaction(write=False) as conn:
-            return "\n".join(conn.iterdump())
+            return dump(conn)
 
     def _translate(self, exc: sqlite3.OperationalError, inline: bool) -> Exception:
         if not is_busy(exc):

@@ -24,7 +24,15 @@ from anyio import CapacityLimiter
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
 from mnote_mcp.kernel.local.store import LocalStore
-from mnote_mcp.kernel.port import Command, CommandOutcome, HistoryQuery, PageKey, PageQuery, PageRef
+from mnote_mcp.kernel.port import (
+    Command,
+    CommandOutcome,
+    HistoryQuery,
+    PageKey,
+    PageQuery,
+    PageRef,
+    SearchQuery,
+)
 from mnote_mcp.kernel.scopes import Scope
 
 T = TypeVar("T")
@@ -104,6 +112,9 @@ class LocalKernel:
 
     async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
         return await self._run(partial(self.store.page_history, query))
+
+    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+        return await self._run(partial(self.store.search_pages, query))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100

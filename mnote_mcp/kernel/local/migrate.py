@@ -20,10 +20,12 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.limits import block_bytes
+from mnote_mcp.kernel.local import search
 from mnote_mcp.kernel.local.connection import Database
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.orderkeys import keys_between
 from mnote_mcp.kernel.local.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
+from mnote_mcp.kernel.local.search import SEARCH_DDL
 
 Step = Callable[[sqlite3.Connection], str]
 
@@ -69,7 +71,7 @@ def _version(conn: sqlite3.Connection) -> int:
 
 
 def _create(tx: sqlite3.Connection) -> None:
-    for statement in statements(DDL):
+    for statement in (*statements(DDL), *statements(SEARCH_DDL)):
         tx.execute(statement)
     tx.executemany(
         "INSERT OR IGNORE INTO option_registry (name, runtime_support) VALUES (?, ?)",
@@ -136,7 +138,14 @@ def _rows(blocks: list[Block], parent: str) -> Iterator[tuple[Any, ...]]:
         yield from _rows(block.get("children") or [], block["id"])
 
 
-MIGRATIONS: dict[int, Step] = {2: _v2_blocks_as_rows}
+def _v3_search_index(tx: sqlite3.Connection) -> str:
+    """Version 3 adds the search index (`search.py`): its tables and triggers, built from the rows."""
+    for statement in statements(SEARCH_DDL):
+        tx.execute(statement)
+    return search.build(tx)
+
+
+MIGRATIONS: dict[int, Step] = {2: _v2_blocks_as_rows, 3: _v3_search_index}
 
 
 def statements(script: str) -> Iterator[str]:

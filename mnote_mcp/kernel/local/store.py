@@ -20,7 +20,7 @@ from typing import Any
 from mnote_mcp.kernel.blocks import Block, body_summary, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.local import access, history, ledger, rows, sql
+from mnote_mcp.kernel.local import access, history, ledger, rows, search, sql
 from mnote_mcp.kernel.local.commands import COMMANDS
 from mnote_mcp.kernel.local.concurrency import check_base
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCKS, Database, MoveToThread
@@ -39,6 +39,7 @@ from mnote_mcp.kernel.port import (
     PageKey,
     PageQuery,
     PageRef,
+    SearchQuery,
 )
 from mnote_mcp.kernel.view import check_query, page_view
 
@@ -146,6 +147,14 @@ class LocalStore:
         if cursor is not None:
             view["nextCursor"] = cursor
         return view
+
+    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
+        """Search (on a worker thread: it may take milliseconds) or list the pages the actor may read."""
+        segments = search.check(query)
+        if inline and segments is not None:
+            raise MoveToThread
+        with self.transaction(write=False, inline=inline) as conn:
+            return search.search(conn, query, segments, self.db)
 
     def audit_trail(
         self,

@@ -1,0 +1,230 @@
+"""Page search, the part every adapter shares: the query, tokens, the match expression, snippets, cursors.
+
+Text is folded (NFKC, which folds full-width and half-width forms, then Unicode case folding) and cut
+into tokens: a run of CJK characters (Han, kana, Hangul) becomes its overlapping bigrams followed by
+its last character alone ("项目计划" → 项目 目计 计划 划), anything else that is a word (letters,
+digits) becomes one token. So a CJK query of two or more characters is the phrase of its bigrams (a
+substring match, wherever it sits in a sentence), a single CJK character is a prefix of a token (every
+occurrence of a character starts a bigram or is a run's last character), and a Latin word matches
+whole, or as a prefix when written with a trailing `*`. The embedded kernel indexes these tokens with
+SQLite FTS5 (`kernel/local/search.py`); another store can index the same tokens (docs/search.md).
+
+`SearchQuery` (`kernel/port.py`) is the kernel port's question (`Kernel.search_pages`); the answer is
+`{"hits": [...], "nextCursor"?}` (docs/search.md states both).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mnote_mcp.kernel.errors import invalid
+from mnote_mcp.kernel.port import DEFAULT_SEARCH_LIMIT, SearchQuery
+
+DEFAULT_LIMIT = DEFAULT_SEARCH_LIMIT
+MAX_LIMIT = 50
+MAX_QUERY_CHARS = 200
+MAX_TERMS = 16  # segments (words, CJK runs) in one query
+SNIPPETS_PER_HIT = 2
+SNIPPET_CHARS = 120  # the longest snippet, markers and ellipses aside
+SNIPPET_LEAD = 30  # characters kept before the first match
+MARK = "**"  # around each match in a snippet
+
+# Scripts written without spaces between words: indexed as bigrams. Han (with its extensions and
+# compatibility forms, the iteration marks 々〆〇), hiragana, katakana (and its phonetic extensions,
+# ー), Hangul syllables.
+_CJK_RANGES = (
+    "\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+)
+_TOKEN = re.compile(rf"([{_CJK_RANGES}]+)|([^\W_{_CJK_RANGES}]+)")
+_WORD_CHAR = re.compile(rf"[^\W_{_CJK_RANGES}]")
+
+
+def fold(text: str) -> str:
+    """Case and width folded: what is indexed and what is searched for."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def index_tokens(text: str) -> str:
+    """The tokens of a text, space-separated: what the search index holds for a title or a block.
+
+    Deterministic (the embedded index deletes a row by recomputing its tokens): changing it needs a
+    migration that rebuilds the index.
+    """
+    out: list[str] = []
+    for match in _TOKEN.finditer(fold(text)):
+        cjk, word = match.groups()
+        if word is not None:
+            out.append(word)
+        else:
+            assert cjk is not None
+            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+            out.append(cjk[-1])
+    return " ".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One piece of a query: a Latin word (`prefix` with a trailing `*`) or a run of CJK characters."""
+
+    text: str  # folded
+    cjk: bool
+    prefix: bool = False
+
+    def fts(self) -> str:
+        """This segment as an FTS5 expression over `index_tokens`."""
+        if not self.cjk:
+            return f'"{self.text}"' + ("*" if self.prefix else "")
+        if len(self.text) == 1:
+            return f'"{self.text}"*'
+        return '"' + " ".join(self.text[i : i + 2] for i in range(len(self.text) - 1)) + '"'
+
+
+def parse_query(query: str) -> list[Segment]:
+    """The segments of a query; every one must match in the same block (or the title).
+
+    Words are separated by anything that is not a letter, digit or CJK character; a `*` right after a
+    word makes it a prefix. Repeated segments count once.
+    """
+    if len(query) > MAX_QUERY_CHARS:
+        raise invalid("/query", f"longer than {MAX_QUERY_CHARS} characters")
+    folded = fold(query)
+    segments: list[Segment] = []
+    for match in _TOKEN.finditer(folded):
+        cjk, word = match.groups()
+        if word is not None:
+            segment = Segment(word, cjk=False, prefix=folded[match.end() : match.end() + 1] == "*")
+        else:
+            assert cjk is not None
+            segment = Segment(cjk, cjk=True)
+        if segment not in segments:
+            segments.append(segment)
+    if not segments:
+        raise invalid("/query", "has nothing to search for: no letter, digit or CJK character")
+    if len(segments) > MAX_TERMS:
+        raise invalid("/query", f"more than {MAX_TERMS} words or CJK runs")
+    return segments
+
+
+def match_expression(segments: Sequence[Segment]) -> str:
+    """The FTS5 query: every segment, in either column (title or body)."""
+    return " AND ".join(segment.fts() for segment in segments)
+
+
+def snippet(text: str, segments: Sequence[Segment]) -> str | None:
+    """A short excerpt of `text` around its first match, every match in it marked `**…**`; None if
+    none of the segments occurs (a block matched by another segment of the same query)."""
+    folded, origin = _folded_with_origin(text)
+    spans: list[tuple[int, int]] = []
+    for segment in segments:
+        spans += _find(folded, segment)
+    if not spans:
+        return None
+    # back to the original text's positions, merged where they overlap
+    marks: list[tuple[int, int]] = []
+    for start, end in sorted((origin[s], origin[e - 1] + 1) for s, e in spans):
+        if marks and start <= marks[-1][1]:
+            marks[-1] = (marks[-1][0], max(marks[-1][1], end))
+        else:
+            marks.append((start, end))
+    first = marks[0][0]
+    begin = max(0, first - SNIPPET_LEAD)
+    finish = min(len(text), begin + SNIPPET_CHARS)
+    begin = max(0, min(begin, finish - SNIPPET_CHARS))
+    out: list[str] = ["…" if begin > 0 else ""]
+    at = begin
+    for start, end in marks:
+        if start >= finish:
+            break
+        start, end = max(start, at), min(end, finish)
+        if start >= end:
+            continue
+        out += [text[at:start], MARK, text[start:end], MARK]
+        at = end
+    out += [text[at:finish], "…" if finish < len(text) else ""]
+    return " ".join("".join(out).split())  # one line: newlines and runs of spaces as one space
+
+
+def _folded_with_origin(text: str) -> tuple[str, list[int]]:
+    """The folded text and, for each of its characters, the index of the character it came from.
+    Folding rarely changes the length (ﬁ → fi, ß → ss, ｶﾞ → ガ do); when it does not, the characters
+    correspond one to one, and folding the whole text at once is many times faster."""
+    folded = fold(text)
+    if len(folded) == len(text):
+        return folded, list(range(len(text)))
+    parts: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        folded = fold(char)
+        parts.append(folded)
+        origin += [index] * len(folded)
+    return "".join(parts), origin
+
+
+def _find(folded: str, segment: Segment) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    needle = segment.text
+    at = folded.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        if segment.cjk or _word_edges(folded, at, end, segment.prefix):
+            if segment.prefix:
+                while end < len(folded) and _WORD_CHAR.match(folded[end]):
+                    end += 1
+            spans.append((at, end))
+        at = folded.find(needle, end if end > at else at + 1)
+    return spans
+
+
+def _word_edges(folded: str, start: int, end: int, prefix: bool) -> bool:
+    before = start == 0 or not _WORD_CHAR.match(folded[start - 1])
+    after = prefix or end == len(folded) or not _WORD_CHAR.match(folded[end])
+    return before and after
+
+
+def segments_of(query: SearchQuery) -> list[Segment] | None:
+    """The query's segments (None: a listing), or the refusal of a bad limit or query."""
+    if not 1 <= query.limit <= MAX_LIMIT:
+        raise invalid("/limit", f"must be between 1 and {MAX_LIMIT}")
+    if query.query is None:
+        return None
+    return parse_query(query.query)
+
+
+def query_tag(query: SearchQuery) -> str:
+    """What a cursor is bound to: the query, the workspaces searched and the actor."""
+    raw = json.dumps([query.actor_id, query.query, query.workspace_id, query.workspaces], ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def encode_cursor(query: SearchQuery, after: Sequence[Any]) -> str:
+    """An opaque cursor: the sort key of the last hit given, bound to the query (`SearchQuery.tag`)."""
+    raw = json.dumps({"a": list(after), "q": query_tag(query)}, separators=(",", ":"), ensure_ascii=False)
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(query: SearchQuery, size: int) -> list[Any] | None:
+    """The sort key a cursor carries (`size` values: ints and strings), or None without one."""
+    if query.cursor is None:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode((query.cursor + "=" * (-len(query.cursor) % 4)).encode()))
+        after, tag = data["a"], data["q"]
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        raise invalid("/cursor", "not a cursor returned by mnote.page.search") from None
+    if (
+        tag != query_tag(query)
+        or not isinstance(after, list)
+        or len(after) != size
+        or not all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in after)
+    ):
+        raise invalid("/cursor", "belongs to another query, workspace or actor")
+    return after

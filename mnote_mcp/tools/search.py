@@ -1,0 +1,66 @@
+"""Finding pages (toolset `page`): `mnote.page.search`, list and full-text search over every page the
+caller may read. It names no page, so it is the one tool admitted without `documentId`; `workspaceId`
+is optional. Ranking, tokens, snippets and cursors: docs/search.md."""
+
+from __future__ import annotations
+
+from mnote_mcp.kernel.port import Kernel, SearchQuery
+from mnote_mcp.kernel.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
+from mnote_mcp.tools.registry import Annotations, ToolSpec
+from mnote_mcp.tools.toolsets import Toolset
+from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
+
+
+async def _search(request: ToolRequest, kernel: Kernel) -> ToolResult:
+    args = request.args
+    workspaces = request.workspaces
+    hits = await kernel.search_pages(
+        SearchQuery(
+            actor_id=request.actor_id,
+            correlation=request.correlation,
+            query=args.get("query"),
+            workspace_id=request.workspace_id or None,
+            workspaces=tuple(sorted(workspaces)) if workspaces is not None else None,
+            limit=args.get("limit", DEFAULT_LIMIT),
+            cursor=args.get("cursor"),
+        )
+    )
+    return ToolResult(result=hits, effect="read")
+
+
+PAGE_SEARCH = ToolSpec(
+    name="mnote.page.search",
+    title="Find pages",
+    description=(
+        "Find pages you can read. query: words (word* for a prefix) or Chinese/Japanese text, any length, "
+        "matched in titles and blocks; title matches first. No query: your pages, most recently changed "
+        "first. Each hit: workspaceId, documentId, title, revision, updatedAt, snippets (blockId, **match**). "
+        "More: cursor=nextCursor."
+    ),
+    summary=(
+        "find readable pages by title and block text (Chinese and Japanese by substring, words by word or "
+        "prefix), title matches first, with marked snippets; no query: most recently changed; paged"
+    ),
+    toolset=Toolset.PAGE,
+    annotations=Annotations(destructive=False, idempotent=True),
+    contract_schema={
+        "type": "object",
+        "required": list(CORRELATION_FIELDS),
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
+            "workspaceId": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+            "cursor": {"type": "string"},
+        },
+    },
+    extensions={
+        "workspaceId": {"description": "Only this workspace (default: every workspace you belong to)."},
+        "cursor": {"description": "nextCursor of the previous call with the same query."},
+    },
+    read=_search,
+    page_bound=False,
+    # a strict host fills every field: "" is no query (the listing), no workspace, no cursor
+    empty_means_absent=frozenset({"query", "workspaceId", "cursor"}),
+)
+
+SEARCH_TOOLS = (PAGE_SEARCH,)
