@@ -784,8 +784,6 @@ async def test_authorize_answers_the_checkpoints_in_the_contracts_order(kit: Kit
 async def test_search_finds_readable_pages_with_snippets_and_pages_through(
     kit: Kit, adapter: Adapter
 ) -> None:
-    if adapter.name == "postgres":
-        pytest.skip("search is not ported to PostgreSQL yet (issue 15's next step; docs/search.md says how)")
     found = await kit.search_pages(query="chapter")
     assert [hit["documentId"] for hit in found["hits"]] == ["doc_1"]
     hit = found["hits"][0]

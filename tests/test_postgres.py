@@ -33,6 +33,7 @@ from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
 from tests.helpers import (
     FIXTURE,
+    IDS,
     ROOT,
     basic_path,
     call,
@@ -43,6 +44,7 @@ from tests.helpers import (
     run_cli,
     seeded_store,
     stdio_params,
+    store_with_pages,
     write_args,
 )
 from tests.http_helpers import http_server, mcp_http, write_tokens
@@ -71,7 +73,7 @@ def test_migrate_seed_and_audit_take_a_postgresql_url(pg_url: str) -> None:
     first = run_cli("migrate", "--db", pg_url)
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
-    assert report["schemaVersion"] == 2 and [m["version"] for m in report["migrations"]] == [2]
+    assert report["schemaVersion"] == 3 and [m["version"] for m in report["migrations"]] == [2, 3]
     assert "postgres" in report["store"]
     again = run_cli("migrate", "--db", pg_url)
     assert json.loads(again.stdout)["migrations"] == report["migrations"], "a current store is left alone"
@@ -97,7 +99,7 @@ def test_replicas_starting_together_migrate_once(pg_url: str) -> None:
     assert all(process.returncode == 0 for process in processes), outputs
     migrations = {json.dumps(json.loads(out)["migrations"]) for out, _ in outputs}
     assert len(migrations) == 1, "one replica applied the steps, the others found them applied"
-    assert [m["version"] for m in json.loads(migrations.pop())] == [2]
+    assert [m["version"] for m in json.loads(migrations.pop())] == [2, 3]
 
 
 def test_an_unreachable_database_is_one_line_and_exit_status_3() -> None:
@@ -252,7 +254,6 @@ class Updates:
             self.arrived.set()
 
 
-@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
 async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded: str, tokens: Path) -> None:
     updates = Updates()
     with (
@@ -348,3 +349,76 @@ def test_placeholders_are_translated_outside_string_literals_only() -> None:
     assert translate("SELECT x::text FROM t WHERE a = :a AND b < :b_2 AND c = ':c'") == (
         "SELECT x::text FROM t WHERE a = %(a)s AND b < %(b_2)s AND c = ':c'"
     )
+
+
+# -- search ------------------------------------------------------------------------------------
+
+QUERIES = (
+    "项目计划",
+    "预算",
+    "计",
+    "東京",
+    "オフィス",
+    "markdown",
+    "export*",
+    "exporter",
+    "the",
+    "pdf",
+    "release notes",
+    "供应商 两周",
+    "chapter",
+    "secret*",
+    "nothing_here",
+)
+
+
+async def _search_answers(db: Path | str, actor: str) -> list[Any]:
+    answers: list[Any] = []
+    async with connect(db, actor=actor) as client:
+        write = await call(
+            client, "mnote.block.update", **write_args("k_s", blockId="p_1", text="蓝色的海洋 Exporter")
+        )
+        assert write["ok"], write["error"]
+        for query in (*QUERIES, "海洋", "海"):
+            arguments: dict[str, Any] = {**IDS, "query": query, "limit": 2}
+            envelope = await call(client, "mnote.page.search", **arguments)
+            result = envelope["result"] if envelope["ok"] else envelope["error"]
+            if envelope["ok"]:
+                result = {
+                    "hits": [{k: v for k, v in hit.items() if k != "updatedAt"} for hit in result["hits"]],
+                    "more": "nextCursor" in result,
+                }
+                if "nextCursor" in envelope["result"]:
+                    following: dict[str, Any] = {
+                        **IDS,
+                        "query": query,
+                        "cursor": envelope["result"]["nextCursor"],
+                    }
+                    rest = await call(client, "mnote.page.search", **following)
+                    result["rest"] = [hit["documentId"] for hit in rest["result"]["hits"]]
+            answers.append((query, result))
+    return answers
+
+
+@pytest.mark.parametrize("actor", ["user_editor", "user_owner"])
+async def test_search_on_postgresql_answers_as_on_sqlite(
+    pg_server: PgServer, tmp_path: Path, actor: str
+) -> None:
+    """The same pages, in the same order, with the same snippets, for CJK, Japanese, mixed and Latin
+    queries, prefixes, titles, a page written just before, and the next page of hits."""
+    from tests.test_search import PAGES
+
+    sqlite_db = store_with_pages(tmp_path / "search.db", FIXTURE, *PAGES)
+    data = read_fixture(FIXTURE)
+    data["workspaces"][0]["pages"] += PAGES
+    url = pg_server.database()
+    store = open_store(url)
+    try:
+        load_fixture(store, data)
+    finally:
+        store.close()
+    expected = await _search_answers(sqlite_db, actor)
+    assert any(result["hits"] for _, result in expected if isinstance(result, dict)), (
+        "queries that find pages"
+    )
+    assert await _search_answers(url, actor) == expected

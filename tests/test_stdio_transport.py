@@ -85,7 +85,8 @@ def test_arbitrary_json_is_a_valid_message_or_its_json_rpc_error(value: Any) -> 
         # a request the server does not get is always answered, with its id when it is a valid one
         assert framed.answer is not None
         answer = orjson.loads(framed.answer)
-        if isinstance(value["id"], str | int) and not isinstance(value["id"], bool):
+        valid_id = isinstance(value["id"], str | int) and not isinstance(value["id"], bool)
+        if valid_id and answer["error"]["code"] != PARSE_ERROR:  # Infinity somewhere: not JSON at all
             assert answer["id"] == value["id"]
 
 

@@ -230,10 +230,10 @@ def search(
 ) -> dict[str, Any]:
     """The hits of one search (or listing), best first: `{"hits": [...], "nextCursor"?}`.
 
-    The index is SQLite's (FTS5): on another database (PostgreSQL) search is not ported yet, and says
-    so rather than answer wrongly. `Database.chunk_pages` caches which page each chunk belongs to."""
+    The index is SQLite's (FTS5): a store on another database answers search itself (PostgreSQL:
+    `kernel/postgres/search.py`); any other says so rather than answer wrongly. `Database.chunk_pages` caches which page each chunk belongs to."""
     if not isinstance(database, Database):
-        raise NotImplementedError(f"page search is not ported to the {database.dialect} store yet")
+        raise NotImplementedError(f"page search has no index on the {database.dialect} store")
     conn = cast(sqlite3.Connection, connection)
     workspaces = _readable_workspaces(conn, query)
     if segments is None:

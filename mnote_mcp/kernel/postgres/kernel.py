@@ -13,21 +13,24 @@ import logging
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
+from mnote_mcp.kernel.local import search as local_search
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.local.kernel import LocalKernel
 from mnote_mcp.kernel.local.rows import WriteHook
 from mnote_mcp.kernel.local.store import LocalStore
-from mnote_mcp.kernel.port import PageChangeListener
+from mnote_mcp.kernel.port import PageChangeListener, SearchQuery
+from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, PgDatabase, redact
 from mnote_mcp.kernel.postgres.notify import ChangeHub, notify_hook
 from mnote_mcp.kernel.postgres.schema import Migration, SchemaTooNewError, migrate
+from mnote_mcp.kernel.postgres.search import index_hook
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -49,8 +52,9 @@ class PostgresStore(LocalStore):
         self.location = redact(url)
         self.path = Path(self.location)
         self.limits = limits or PageLimits()
-        # Every write that makes a revision tells the other replicas when it commits (LISTEN/NOTIFY).
-        self.write_hooks: list[WriteHook] = [*hooks, notify_hook]
+        # Every write that makes a revision keeps the search rows and tells the other replicas when it
+        # commits (LISTEN/NOTIFY).
+        self.write_hooks: list[WriteHook] = [*hooks, index_hook, notify_hook]
         self.pool_size = pool_size
         database = PgDatabase(url, busy_timeout=busy_timeout, pool_size=pool_size)
         try:
@@ -68,6 +72,12 @@ class PostgresStore(LocalStore):
         self.created = self.migration.created
         self.pg = database
         self.db = database
+
+    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
+        """Search or list the pages the actor may read (`kernel/postgres/search.py`)."""
+        segments = local_search.check(query)
+        with self.transaction(write=False, inline=inline) as conn:
+            return pg_search.search(conn, query, segments)
 
 
 def open_postgres_store(url: str, **options: object) -> PostgresStore:
