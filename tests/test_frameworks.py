@@ -88,7 +88,7 @@ def test_pydantic_ai_converts_every_schema_to_strict(listings: dict[str, list[di
 # -- end to end: each framework's own client layer, its model stubbed, over stdio, /mcp and /sse ------
 
 EDITOR_TOKEN = "frameworks-editor-token-0123456789"
-# What docs/frameworks.md tells each OpenAI-style framework to run the server with.
+# What docs/clients.md tells each OpenAI-style framework to run the server with.
 SERVE_FLAGS = ("--tool-names", "underscore", "--schema-form", "strict")
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 TRANSPORTS = ("stdio", "http", "sse")
@@ -344,7 +344,7 @@ def test_typescript_sdk_validates_every_result_against_the_output_schema(tmp_pat
     check_client_runs(answers, where.db, list(connections))
 
 
-# -- the examples, as written (docs/frameworks.md shows them verbatim) --------------------------------
+# -- the examples, as written (docs/clients.md shows them verbatim) --------------------------------
 
 EXAMPLES = ROOT / "examples"
 DEMO_TOKEN = "frameworks-demo-token-0123456789"
@@ -423,8 +423,8 @@ def test_the_client_examples_work_as_written(tmp_path: Path) -> None:
 
 
 def test_the_docs_show_the_examples_verbatim() -> None:
-    """docs/frameworks.md includes every example file as it is, so the tested code is the shown code."""
-    doc = (ROOT / "docs" / "frameworks.md").read_text(encoding="utf-8")
+    """docs/clients.md includes every example file as it is, so the tested code is the shown code."""
+    doc = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
     shown = re.findall(
         r"<!-- example: examples/(\S+) -->\n```\w+\n(.*?)```\n<!-- end of example -->", doc, re.S
     )
@@ -434,4 +434,4 @@ def test_the_docs_show_the_examples_verbatim() -> None:
         "client_typescript.mjs",
     }
     for name, text in shown:
-        assert text == (EXAMPLES / name).read_text(encoding="utf-8"), f"docs/frameworks.md: {name} differs"
+        assert text == (EXAMPLES / name).read_text(encoding="utf-8"), f"docs/clients.md: {name} differs"

@@ -1,7 +1,7 @@
 """Runs inside `.ci/frameworks/langchain` (langchain-mcp-adapters 0.3.2 with mcp 1.30.0, langchain-openai),
 never in the project's environment: per connection, the adapters' tools bound to `ChatOpenAI` with
 `strict=True` (what a LangChain agent does with them) and a plain agent loop against the scripted model.
-The configuration is docs/frameworks.md's snippet: one session kept open (`client.session(...)`), the
+The configuration is docs/clients.md's snippet: one session kept open (`client.session(...)`), the
 server run with `--tool-names underscore --schema-form strict`. A connection with `"per_call": true`
 uses `client.get_tools()` instead, which opens a new session (a new stdio server) for every call.
 

@@ -1,6 +1,6 @@
 """Runs inside `.ci/frameworks/openai-agents` (openai-agents 0.24.0, mcp 2.3.0), never in the project's
 environment: one agent run per connection, through the SDK's own MCP servers and Runner, against the
-scripted model. The configuration is docs/frameworks.md's snippet: strict schemas converted by the SDK
+scripted model. The configuration is docs/clients.md's snippet: strict schemas converted by the SDK
 (`convert_schemas_to_strict=True`), the server run with `--tool-names underscore --schema-form strict`.
 
 stdin: {"model_url": ..., "connections": {"<label>": {"transport": "stdio"|"http"|"sse", ...}}}

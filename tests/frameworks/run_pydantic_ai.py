@@ -1,6 +1,6 @@
 """Runs inside `.ci/frameworks/pydantic-ai` (pydantic-ai-slim 2.68 with fastmcp 4.2.3 and mcp 2.3.0), never
 in the project's environment: one agent run per connection, through `MCPToolset` and `Agent`, against
-the scripted model on the OpenAI provider. The configuration is docs/frameworks.md's snippet: the server
+the scripted model on the OpenAI provider. The configuration is docs/clients.md's snippet: the server
 run with `--tool-names underscore --schema-form strict`, which pydantic-ai finds strict by itself.
 
 stdin: {"model_url": ..., "connections": {"<label>": {"transport": "stdio"|"http"|"sse", ...}}}
