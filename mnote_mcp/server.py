@@ -12,8 +12,9 @@ from typing import Any
 
 import mcp.types as types
 from mcp.server import Server
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from opentelemetry import trace
 
 from mnote_mcp import __version__
 from mnote_mcp.delivery import Delivery
@@ -37,6 +38,32 @@ BLOCK_INSTRUCTIONS = (
     " Edit precisely with the mnote.block.* tools, addressing blocks by id; mnote.page.save rewrites the "
     "whole body and is the fallback."
 )
+
+
+class SpansWhenTraced:
+    """The SDK's default OpenTelemetry middleware, run only while a tracer provider is configured.
+
+    Without one (no OpenTelemetry SDK set up in this process), the SDK's span per message is a no-op
+    that still costs a few percent of a call (the span, its context, the trace context of `_meta`).
+    Checked on every message, so a provider set up later (`opentelemetry-instrument`, a host process)
+    gets its spans from then on, exactly as before. A tool call of mnote's sends nothing to the client
+    from inside its handler, so the span's context (which such a request would propagate) is unused."""
+
+    def __init__(self, spans: ServerMiddleware[Any]) -> None:
+        self.spans = spans
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if type(trace.get_tracer_provider()) is trace.ProxyTracerProvider:
+            return await call_next(ctx)
+        return await self.spans(ctx, call_next)
+
+
+def spans_when_traced(server: Server[Any]) -> None:
+    """Wrap the SDK's OpenTelemetry middleware (on by default, first in `Server.middleware`)."""
+    server.middleware = [
+        SpansWhenTraced(layer) if type(layer).__name__ == "OpenTelemetryMiddleware" else layer
+        for layer in server.middleware
+    ]
 
 
 def create_server(
@@ -108,4 +135,5 @@ def create_server(
         on_subscriptions_listen=pages.listen,
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    spans_when_traced(server)
     return server
