@@ -508,6 +508,11 @@ class ServerConfig(StoreSettings, LogSettings):
     host: str = setting("127.0.0.1", text, "address to listen on", group=HTTP)
     port: int = setting(8765, port_number, "TCP port to listen on", group=HTTP)
     stateless: bool = switch("keep no session state (replicas behind a load balancer)", group=HTTP)
+    sse_responses: bool = switch(
+        "answer each POST to /mcp with an SSE stream rather than one JSON body (the SDK's default; mnote's"
+        " tools send nothing but their answer)",
+        group=HTTP,
+    )
     sse: bool = switch(
         "turn the legacy HTTP+SSE endpoint /sse off",
         default=True,
