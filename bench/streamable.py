@@ -221,9 +221,11 @@ def _echo_page(n: int) -> dict[str, Any]:
     return {"blocks": 50}
 
 
-def mnote_target(db: Path, stateless: bool, baseline: Path | None = None) -> Target:
+def mnote_target(
+    db: Path, stateless: bool, baseline: Path | None = None, extra: tuple[str, ...] = ()
+) -> Target:
     name = "mnote" if baseline is None else "baseline"
-    flags = ["--stateless"] if stateless else []
+    flags = [*extra, *(["--stateless"] if stateless else [])]
     env = {"MNOTE_TOKEN": TOKEN, "PYTHONDONTWRITEBYTECODE": "1"}
     if baseline is not None:
         env["PYTHONPATH"] = str(baseline)
@@ -372,11 +374,18 @@ def table(results: dict[str, Any], width: int) -> str:
     return "\n".join(rows)
 
 
-def build_targets(db: Path, baseline: Path | None, names: list[str] | None = None) -> list[Target]:
+def build_targets(
+    db: Path, baseline: Path | None, names: list[str] | None = None, variants: tuple[str, ...] = ()
+) -> list[Target]:
     candidates = [echo_target(False), echo_target(True)]
     if baseline is not None:
         candidates += [mnote_target(db, False, baseline), mnote_target(db, True, baseline)]
     candidates += [mnote_target(db, False), mnote_target(db, True)]
+    for flags in variants:  # this tree with more flags, e.g. the SDK's SSE answers: one cut undone
+        candidates += [
+            mnote_target(db, False, None, tuple(flags.split())),
+            mnote_target(db, True, None, tuple(flags.split())),
+        ]
     if names is None:
         return candidates
     chosen = [t for t in candidates if t.name in names]
@@ -412,10 +421,10 @@ async def main_async(args: argparse.Namespace) -> int:
         db = Path(tmp) / "bench.db"
         fixtures.seed_mnote(db, (50,))
         if args.command == "profile":
-            (target,) = build_targets(db, args.baseline, [args.target])
+            (target,) = build_targets(db, args.baseline, [args.target], tuple(args.variant))
             return await profile(target, args.out, args.seconds, args.width, args.format)
         names = [n.strip() for n in args.targets.split(",")] if args.targets else None
-        targets = build_targets(db, args.baseline, names)
+        targets = build_targets(db, args.baseline, names, tuple(args.variant))
         started = time.strftime("%Y-%m-%d %H:%M:%S")
         results = await run(targets, args.rounds, args.calls, args.throughput_calls, args.width)
         print(
@@ -437,6 +446,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", nargs="?", type=Path, help="profile: the SVG to write")
     parser.add_argument(
         "--baseline", type=Path, help="a source tree of the earlier server, run with its own code"
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="FLAGS",
+        help="also this tree with these flags (sessions and stateless), e.g. '--sse-responses'; repeatable",
     )
     parser.add_argument("--targets", help="comma-separated target names (default: all)")
     parser.add_argument("--rounds", type=int, default=5)
