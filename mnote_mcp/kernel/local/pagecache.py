@@ -24,7 +24,9 @@ from typing import Final
 
 import orjson
 
-from mnote_mcp.kernel.blocks import Block
+from mnote_mcp.kernel.blocks import Block, body_summary
+from mnote_mcp.kernel.local.access import PageHead
+from mnote_mcp.kernel.local.rows import PageBlocks
 
 DEFAULT_PAGE_CACHE_BYTES: Final = 16 * 1024 * 1024
 
@@ -84,3 +86,16 @@ class PageCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def whole_body(cache: PageCache, blocks: PageBlocks, page: PageHead) -> tuple[list[Block], str]:
+    """The page's tree and summary: from `cache` when it holds this very revision of the page (the
+    caller has passed the checkpoints, in the transaction `blocks` reads in), else read and kept."""
+    stamp = (page.revision, page.block_count, page.byte_size)
+    cached = cache.get(page.workspace_id, page.id, stamp)
+    if cached is not None:
+        return cached
+    roots = blocks.tree()
+    summary = body_summary(roots)
+    cache.put(page.workspace_id, page.id, stamp, roots, summary)
+    return roots, summary

@@ -17,18 +17,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mnote_mcp.kernel.blocks import Block, body_summary, summary_of
+from mnote_mcp.kernel.blocks import Block, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import access, history, ledger, rows, search, sql
-from mnote_mcp.kernel.local.access import PageHead
 from mnote_mcp.kernel.local.commands import COMMANDS
 from mnote_mcp.kernel.local.concurrency import check_base
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCKS, Database, MoveToThread
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.local.migrate import open_schema
-from mnote_mcp.kernel.local.pagecache import PageCache
+from mnote_mcp.kernel.local.pagecache import PageCache, whole_body
 from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx
 from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
 from mnote_mcp.kernel.local.sql import WRITE_ATTEMPTS, Connection
@@ -97,7 +96,7 @@ class LocalStore:
             if query.include_blocks and query.block_ids is None:
                 if inline and page.block_count > INLINE_BLOCKS:
                     raise MoveToThread
-                roots, summary = self._whole_body(blocks, page)
+                roots, summary = whole_body(self.page_cache, blocks, page)
             else:
                 if query.include_blocks and query.block_ids is not None:
                     roots = blocks.select(query.block_ids)
@@ -111,18 +110,6 @@ class LocalStore:
             roots=roots,
             summary=summary,
         )
-
-    def _whole_body(self, blocks: PageBlocks, page: PageHead) -> tuple[list[Block], str]:
-        """The page's tree and summary: from the cache when it holds this very revision of the page
-        (the caller has passed the checkpoints), else read and remembered (`pagecache`)."""
-        stamp = (page.revision, page.block_count, page.byte_size)
-        cached = self.page_cache.get(page.workspace_id, page.id, stamp)
-        if cached is not None:
-            return cached
-        roots = blocks.tree()
-        summary = body_summary(roots)
-        self.page_cache.put(page.workspace_id, page.id, stamp, roots, summary)
-        return roots, summary
 
     def list_pages(self, actor_id: str, *, inline: bool = False) -> list[PageRef]:
         with self.transaction(write=False, inline=inline) as conn:
