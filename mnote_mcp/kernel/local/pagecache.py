@@ -61,12 +61,12 @@ class PageCache:
             return
         try:
             data = orjson.dumps(roots)
+            size = len(data) + len(summary)
+            if size > self.max_bytes // 4:
+                return  # (checked first: a page near the size limit is never decoded twice)
             if orjson.loads(data) != roots:  # kept only what its JSON gives back exactly
                 return
         except (TypeError, orjson.JSONDecodeError):
-            return
-        size = len(data) + len(summary)
-        if size > self.max_bytes // 4:
             return
         key = (workspace_id, page_id)
         with self._lock:
