@@ -260,6 +260,7 @@ class LocalStore:
             correlation=command.correlation,
             blocks=plan.blocks,
             head=plan.head,
+            updated_before=page.updated_at,
         )
         change = PageChange(page.workspace_id, page.id, revision, plan.head.title, plan.blocks)
         for hook in self.write_hooks:
