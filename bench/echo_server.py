@@ -11,7 +11,7 @@ on this SDK pays. Two tools:
 
 `python bench/echo_server.py` serves stdio through the SDK's `stdio_server()`; `... mnote-stdio`
 through mnote's own stdio transport (and uvloop when installed), as `mnote-mcp` serves;
-`... http PORT` streamable HTTP.
+`... http PORT` streamable HTTP (`http-stateless PORT` without sessions).
 """
 
 from __future__ import annotations
@@ -87,16 +87,16 @@ async def serve_mnote_stdio() -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def serve_http(port: int) -> None:
+def serve_http(port: int, stateless: bool = False) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1", stateless_http=stateless)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "http":
-        serve_http(int(sys.argv[2]))
+    if len(sys.argv) > 2 and sys.argv[1] in ("http", "http-stateless"):
+        serve_http(int(sys.argv[2]), stateless=sys.argv[1] == "http-stateless")
     elif len(sys.argv) > 1 and sys.argv[1] == "mnote-stdio":  # on uvloop when installed, as mnote-mcp
         try:
             import uvloop

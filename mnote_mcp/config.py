@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts
 
 Transport = Literal["stdio", "sse", "http"]
 StdioTransport = Literal["mnote", "sdk"]
+HttpParser = Literal["httptools", "h11"]
 DEFAULT_ACTOR = "user_1"
 ENV_PREFIX = "MNOTE_"
 HTTP = "HTTP transports (--transport http|sse)"
@@ -508,6 +509,18 @@ class ServerConfig(StoreSettings, LogSettings):
     host: str = setting("127.0.0.1", text, "address to listen on", group=HTTP)
     port: int = setting(8765, port_number, "TCP port to listen on", group=HTTP)
     stateless: bool = switch("keep no session state (replicas behind a load balancer)", group=HTTP)
+    http_parser: HttpParser = setting(
+        "httptools",
+        choice("httptools", "h11"),
+        "uvicorn's HTTP/1.1 parser: httptools (C, llhttp) or h11 (pure Python, slower); both under the"
+        " same connection cap, header deadline and 16 KiB header bound",
+        group=HTTP,
+    )
+    sse_responses: bool = switch(
+        "answer each POST to /mcp with an SSE stream rather than one JSON body (the SDK's default; mnote's"
+        " tools send nothing but their answer)",
+        group=HTTP,
+    )
     sse: bool = switch(
         "turn the legacy HTTP+SSE endpoint /sse off",
         default=True,

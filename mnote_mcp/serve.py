@@ -123,5 +123,6 @@ async def serve_http(config: ServerConfig) -> None:
             grace=config.shutdown_grace,
             max_connections=config.max_connections,
             header_timeout=config.header_timeout,
+            parser=config.http_parser,
         )
         await server.serve()

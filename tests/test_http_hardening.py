@@ -81,8 +81,21 @@ def _health(url: str) -> dict[str, Any]:
     return answer
 
 
-def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path) -> None:
-    args = ("--auth-file", str(tokens), "--header-timeout", "1", "--body-timeout", "1")
+PARSERS = pytest.mark.parametrize("parser", ["httptools", "h11"])
+
+
+@PARSERS
+def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path, parser: str) -> None:
+    args = (
+        "--auth-file",
+        str(tokens),
+        "--header-timeout",
+        "1",
+        "--body-timeout",
+        "1",
+        "--http-parser",
+        parser,
+    )
     with http_server(db, *args) as server:
         # Unauthenticated, announcing 4 MiB and sending none of it: refused from the headers, closed.
         unauthenticated = _raw(server.url, _post_head(server.url, None, 4 * 1024 * 1024))
@@ -102,10 +115,14 @@ def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path) -> N
         assert _open_session(server.url, "tok-a").status_code == 200, "a good client still gets in"
 
 
-def test_connections_over_the_cap_make_room_or_are_refused_as_they_arrive(db: Path, tokens: Path) -> None:
+@PARSERS
+def test_connections_over_the_cap_make_room_or_are_refused_as_they_arrive(
+    db: Path, tokens: Path, parser: str
+) -> None:
     """At --max-connections, the longest-waiting half-sent request is cut to let a new client in; when
     every connection is busy with a request (open streams), a new one gets 503 as it is accepted."""
-    with http_server(db, "--auth-file", str(tokens), "--max-connections", "4") as server:
+    args = ("--auth-file", str(tokens), "--max-connections", "4", "--http-parser", parser)
+    with http_server(db, *args) as server:
         port = _address(server.url)[1]
         held = [_raw(server.url, b"POST /mcp HTTP/1.1\r\n") for _ in range(4)]
         time.sleep(0.3)
@@ -130,6 +147,47 @@ def test_connections_over_the_cap_make_room_or_are_refused_as_they_arrive(db: Pa
         for sock in busy:
             sock.close()
         assert wait_until(lambda: _health(server.url)["status"] == "ok", timeout=5)
+
+
+@PARSERS
+def test_headers_are_bounded_and_keep_alive_requests_get_the_header_deadline(
+    db: Path, tokens: Path, parser: str
+) -> None:
+    """A request line and headers held over 16 KiB are refused (400) and the connection closed;
+    pipelined requests are served; a keep-alive connection whose next request stalls in its headers
+    gets 408 after --header-timeout."""
+    args = ("--auth-file", str(tokens), "--header-timeout", "1", "--http-parser", parser)
+    with http_server(db, *args) as server:
+        port = _address(server.url)[1]
+        padding = b"X-Padding: " + b"a" * 8000 + b"\r\n"
+        big = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding * 3 + b"\r\n"
+        if parser == "httptools":  # h11 bounds only what is still incomplete: one read may hold more
+            reply, took = _read_until_closed(_raw(server.url, big))
+            assert reply.startswith(b"HTTP/1.1 400") and took < 1, (reply[:80], took)
+        trickled = _raw(server.url, b"")
+        for piece in (big[i : i + 1000] for i in range(0, len(big), 1000)):
+            try:
+                trickled.sendall(piece)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        reply, took = _read_until_closed(trickled)
+        assert reply.startswith(b"HTTP/1.1 400"), reply[:80]
+        fits = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding + b"\r\n"
+        pipelined = _raw(server.url, fits + fits)
+        pipelined.settimeout(5)
+        received = b""
+        while received.count(b"HTTP/1.1 200") < 2:
+            chunk = pipelined.recv(65536)
+            assert chunk, received
+            received += chunk
+        pipelined.close()
+        stalled = _raw(server.url, fits + b"GET /healthz HTTP/1.1\r\n")  # served, then the next stalls
+        reply, took = _read_until_closed(stalled)
+        assert reply.startswith(b"HTTP/1.1 200"), reply[:80]
+        assert reply.endswith(
+            b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        assert 0.5 < took < 5, took
 
 
 def test_session_caps_per_token_and_overall(db: Path, tokens: Path) -> None:

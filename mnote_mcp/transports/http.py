@@ -107,6 +107,9 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     manager = StreamableHTTPSessionManager(
         app=server,
         stateless=config.stateless,
+        # One JSON body per POST (the spec lets a server choose; clients must accept both): no SSE
+        # stream, its task group and framing per call. The 2026 era's subscriptions/listen stays SSE.
+        json_response=not config.sse_responses,
         security_settings=security,
         max_request_body_size=config.max_body_bytes,
         session_idle_timeout=config.session_idle_timeout,

@@ -29,7 +29,7 @@ import json
 import logging
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -44,83 +44,148 @@ _CLOSE = (b"connection", b"close")
 _ARMED = itertools.count()
 
 
-def guarded_protocol(max_connections: int, header_timeout: float) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a connection cap at accept time and a deadline for the headers."""
+HEADER_BYTES = 16 * 1024  # h11's limit on a request's line and headers; the httptools guard keeps it
 
-    class GuardedProtocol(H11Protocol):
-        _refused = False
-        _header_timer: asyncio.TimerHandle | None = None
-        _armed_scope: Any = None
-        _armed_at = 0.0
-        _armed_order = 0
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(self.connections) >= max_connections and not self._evict_one():
-                self._refused = True
-                logger.warning("refusing a connection: %d connections are open", len(self.connections))
-                transport.write(_REFUSED)
-                transport.close()
-                return
-            super().connection_made(transport)
-            self._arm()
+def guarded_protocol(max_connections: int, header_timeout: float, parser: str = "httptools") -> type[Any]:
+    """uvicorn's protocol for `parser` (httptools or h11) with a connection cap at accept time, a
+    deadline for the headers and, with httptools, h11's 16 KiB bound on them."""
+    base = _guarded_httptools() if parser == "httptools" else _GuardedH11
+    return type(
+        "GuardedProtocol", (base,), {"max_connections": max_connections, "header_timeout": header_timeout}
+    )
 
-        def _evict_one(self) -> bool:
-            """At the cap, the connection that has waited longest for a request's headers (a half-sent
-            request, or an idle keep-alive) makes room: half-open connections cannot starve clients
-            that send their requests. False if every connection is busy with a request."""
-            waiting = [
-                peer
-                for peer in self.connections
-                if isinstance(peer, GuardedProtocol) and peer._header_timer is not None
-            ]
-            if not waiting:
-                return False
-            oldest = min(waiting, key=lambda peer: (peer._armed_at, peer._armed_order))
-            oldest._headers_too_slow()
-            self.connections.discard(oldest)
-            return True
 
-        def _arm(self) -> None:
+class _Guard(asyncio.Protocol):
+    """What both parsers' protocols get. A request's headers are complete when uvicorn has made its
+    request-response cycle (both parsers do so then, and only then)."""
+
+    max_connections: int
+    header_timeout: float
+    # uvicorn's protocol attributes this relies on
+    connections: set[Any]
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    cycle: Any
+
+    _refused = False
+    _header_timer: asyncio.TimerHandle | None = None
+    _armed_cycle: Any = None
+    _armed_at = 0.0
+    _armed_order = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if len(self.connections) >= self.max_connections and not self._evict_one():
+            self._refused = True
+            logger.warning("refusing a connection: %d connections are open", len(self.connections))
+            refused = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio class
+            refused.write(_REFUSED)
+            refused.close()
+            return
+        super().connection_made(transport)
+        self._arm()
+
+    def _evict_one(self) -> bool:
+        """At the cap, the connection that has waited longest for a request's headers (a half-sent
+        request, or an idle keep-alive) makes room: half-open connections cannot starve clients
+        that send their requests. False if every connection is busy with a request."""
+        waiting = [
+            peer for peer in self.connections if isinstance(peer, _Guard) and peer._header_timer is not None
+        ]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda peer: (peer._armed_at, peer._armed_order))
+        oldest._headers_too_slow()
+        self.connections.discard(oldest)
+        return True
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._armed_cycle = self.cycle
+        self._armed_at = self.loop.time()  # uvloop's clock is cached per loop turn: ties are broken
+        self._armed_order = next(_ARMED)  # by the order the deadlines were set
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            self.transport.write(_TOO_SLOW)
+            self.transport.close()
+
+    def _check_headers(self) -> None:
+        """Disarm once a request's headers are complete: a cycle made since the deadline was set, or
+        one still being answered (httptools parses a pipelined request's headers ahead)."""
+        cycle = self.cycle
+        if (
+            self._header_timer is not None
+            and cycle is not None
+            and (cycle is not self._armed_cycle or not cycle.response_complete)
+        ):
             self._disarm()
-            self._armed_scope = self.scope
-            self._armed_at = self.loop.time()  # uvloop's clock is cached per loop turn: ties are broken
-            self._armed_order = next(_ARMED)  # by the order the deadlines were set
-            self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
 
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        super().data_received(data)
+        self._check_headers()
 
-        def _headers_too_slow(self) -> None:
-            self._disarm()
-            if not self.transport.is_closing():
-                self.transport.write(_TOO_SLOW)
-                self.transport.close()
+    def _response_complete(self, then: Callable[[], None]) -> None:
+        if not self.transport.is_closing():
+            self._arm()  # the next request's headers get the same deadline
+        then()
+        self._check_headers()  # a pipelined request may be under way now
 
-        def _check_headers(self) -> None:
-            if self._header_timer is not None and self.scope is not self._armed_scope:
-                self._disarm()  # a request's headers are complete
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._refused:
+            return
+        self._disarm()
+        super().connection_lost(exc)
 
-        def data_received(self, data: bytes) -> None:
-            if self._refused:
-                return
-            super().data_received(data)
-            self._check_headers()
+
+class _GuardedH11(_Guard, H11Protocol):
+    def on_response_complete(self) -> None:
+        self._response_complete(super().on_response_complete)
+
+
+class _HeadersTooLargeError(Exception):
+    pass
+
+
+def _guarded_httptools() -> type[_Guard]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class _GuardedHttpTools(_Guard, HttpToolsProtocol):
+        """h11 bounds a request's line and headers (16 KiB, answered 400 and closed); httptools does
+        not, so the guard counts them: raising in a parser callback makes uvicorn answer 400 and close."""
+
+        _header_bytes = 0
+
+        def on_message_begin(self) -> None:
+            self._header_bytes = 0
+            super().on_message_begin()
+
+        def _count(self, size: int) -> None:
+            self._header_bytes += size
+            if self._header_bytes > HEADER_BYTES:
+                raise _HeadersTooLargeError
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value) + 4)
+            super().on_header(name, value)
 
         def on_response_complete(self) -> None:
-            if not self.transport.is_closing():
-                self._arm()  # the next request's headers get the same deadline
-            super().on_response_complete()
-            self._check_headers()  # a pipelined request may have been parsed just now
+            self._response_complete(super().on_response_complete)
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._refused:
-                return
-            self._disarm()
-            super().connection_lost(exc)
-
-    return GuardedProtocol
+    return _GuardedHttpTools
 
 
 class CloseUnreadBodies:

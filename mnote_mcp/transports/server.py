@@ -59,14 +59,15 @@ def make_server(
     grace: float,
     max_connections: int = 500,
     header_timeout: float = 10.0,
+    parser: str = "httptools",
 ) -> GracefulServer:
     config = uvicorn.Config(
         asgi,  # type: ignore[arg-type]
         host=host,
         port=port,
-        # h11, the parser the tests run (httptools, if installed, would replace it silently), with the
-        # connection cap and the header deadline (transports/limits.py).
-        http=guarded_protocol(max_connections, header_timeout),
+        # The parser chosen (--http-parser; uvicorn's "auto" would pick whichever is installed), with
+        # the connection cap, the header deadline and the header bound (transports/limits.py).
+        http=guarded_protocol(max_connections, header_timeout, parser),
         log_config=None,  # keep our stderr logging
         access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it
         timeout_graceful_shutdown=2,
