@@ -112,8 +112,22 @@ def counted(argv: list[str], stdin: bytes = b"", cwd: Path = ROOT, env: dict[str
     return int(found.group(1))
 
 
+def store_for(tree: Path, db: Path) -> Path:
+    """`db`, or for another source tree a store of its own schema, seeded by its own code."""
+    if tree == ROOT:
+        return db
+    own = db.with_name(f"{tree.name}.db")
+    if not own.exists():
+        seed = f"from pathlib import Path; from bench.fixtures import seed_mnote; seed_mnote(Path({str(own)!r}), (50,))"
+        subprocess.run(
+            [sys.executable, "-c", seed], check=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}
+        )
+    return own
+
+
 def per_call(target: str, db: Path, calls: int, width: int, root: Path) -> float:
     tree = root if target == "mnote" else ROOT
+    db = store_for(tree, db)
 
     def run(n: int) -> int:
         argv = [sys.executable, str(Path(__file__).resolve()), "--serve", target, str(db), str(n), str(width)]
@@ -127,6 +141,7 @@ def per_start(target: str, db: Path, root: Path) -> int:
     from bench.targets import PYCACHE
 
     if target == "mnote":
+        db = store_for(root, db)
         argv = [
             sys.executable,
             "-m",
