@@ -478,7 +478,7 @@ async def test_pages_written_meanwhile_never_bring_in_a_forbidden_page(
         connect(db, mode, actor="user_stranger") as stranger,
     ):
         for query in ("合同", None):
-            arguments = {"query": query} if query else {}
+            arguments: dict[str, Any] = {"query": query} if query else {}
             tag = "q" if query else "l"
             first = await call(
                 owner, "mnote.block.insert", **write_args(f"{tag}0", document_id="doc_secret", blocks=secret)
