@@ -154,3 +154,27 @@ async def test_a_call_spares_the_envelope_the_sdk_pass(
             envelope = await call(client, "mnote.page.get", **page_args())
             assert envelope["ok"]
     assert seen == [{}], "the SDK saw one stand-in per shape, never an envelope"
+
+
+def _quoted_as_before(text: str) -> bool:
+    """The log line's rule as it was written first: a space, a quote or `=` anywhere quotes the value."""
+    return not text or any(char.isspace() or char in '"=' for char in text)
+
+
+def test_every_whitespace_character_still_quotes_a_log_value() -> None:
+    from mnote_mcp.logs import _value
+
+    for code in range(0x110000):
+        char = chr(code)
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        text = f"a{char}b"
+        assert (_value(text) != text) is _quoted_as_before(text), hex(code)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.characters(exclude_categories=["Cs"]), max_size=30))
+def test_a_log_value_is_quoted_exactly_when_it_was(text: str) -> None:
+    from mnote_mcp.logs import _value
+
+    assert (_value(text) != text) is _quoted_as_before(text)
