@@ -328,7 +328,7 @@ def without_index(source: Path, target: Path) -> None:
     conn.execute("BEGIN IMMEDIATE")
     for trigger in TRIGGERS:
         conn.execute(f"DROP TRIGGER {trigger}")
-    for table in ("search_index", "search_blocks", "search_pages", "search_workspaces"):
+    for table in ("search_index", "search_blocks", "search_pages", "search_workspaces", "page_changes"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("COMMIT")
     conn.execute("VACUUM")

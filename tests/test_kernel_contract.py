@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,7 @@ class Kit:
         self.other_ws = f"ws_other_{tag}"
         self.trace = f"trace_{tag}"
         self._mirror_ids: dict[str, str] = {}  # commandId from the adapter -> the mirror's
+        self._mirror_cursors: dict[str, str] = {}  # a search cursor from the adapter -> the mirror's
 
     async def _both(
         self,
@@ -212,10 +213,12 @@ class Kit:
         the same order, with the same snippets and cursors (the listing's cursor and `updatedAt` carry
         write times, which differ between the two stores)."""
         query = SearchQuery(actor, self.correlation(), **{"workspace_id": self.ws, **fields})
+        # a cursor holds its store's watermark: the mirror continues from the cursor it gave itself
+        mirror_query = replace(query, cursor=self._mirror_cursors.get(query.cursor or "", query.cursor))
         answers: list[Any] = []
-        for kernel in (self.kernel, self.reference):
+        for kernel, asked in ((self.kernel, query), (self.reference, mirror_query)):
             try:
-                answers.append(await kernel.search_pages(query))
+                answers.append(await kernel.search_pages(asked))
             except MnoteError as error:
                 answers.append(error)
         got, expected = answers
@@ -223,6 +226,8 @@ class Kit:
         if isinstance(got, MnoteError):
             raise got
         hits: dict[str, Any] = got
+        if "nextCursor" in hits:
+            self._mirror_cursors[hits["nextCursor"]] = expected["nextCursor"]
         return hits
 
     def history_query(self, doc: str = "doc_1", actor: str = "user_editor", **fields: Any) -> HistoryQuery:
@@ -237,8 +242,8 @@ def _timeless(answer: Any, query: SearchQuery) -> Any:
         return answer
     hits = [{k: v for k, v in hit.items() if k != "updatedAt"} for hit in answer["hits"]]
     out = {**answer, "hits": hits}
-    if query.query is None and "nextCursor" in out:
-        out["nextCursor"] = "(a listing cursor holds a time)"
+    if "nextCursor" in out:
+        out["nextCursor"] = "(a cursor holds its store's watermark; a listing's, a time)"
     return out
 
 
@@ -816,3 +821,28 @@ async def test_search_finds_readable_pages_with_snippets_and_pages_through(
     assert limit.details["pointer"] == "/limit"
     cursor = await _refused(kit.search_pages(query="plan", cursor="junk"))
     assert cursor.details["pointer"] == "/cursor"
+
+
+async def test_search_pages_keep_the_first_pages_moment_across_writes(kit: Kit, adapter: Adapter) -> None:
+    """A write between two pages of results that moves a hit not yet returned above the cursor: the
+    next page still returns it (ranked as it was at the first page), through every adapter."""
+
+    def insert(doc: str, count: int, key: str) -> Command:
+        blocks = [{"type": "paragraph", "text": "alpha"}] * count
+        return kit.command(
+            CommandName.PAGE_BLOCK_INSERT, {"blocks": blocks}, key, actor="user_owner", doc=doc
+        )
+
+    await kit.execute(insert("doc_1", 2, "m1"))
+    await kit.execute(insert("doc_secret", 1, "m2"))
+    first = await kit.search_pages(actor="user_owner", query="alpha", limit=1)
+    assert [hit["documentId"] for hit in first["hits"]] == ["doc_1"]
+    await kit.execute(insert("doc_secret", 2, "m3"))  # now 3 matching blocks: above doc_1's 2
+    rest = await kit.search_pages(actor="user_owner", query="alpha", limit=1, cursor=first["nextCursor"])
+    assert [hit["documentId"] for hit in rest["hits"]] == ["doc_secret"] and "nextCursor" not in rest
+    assert rest["hits"][0]["revision"] == 3, "shown as it is now"
+    listed = await kit.search_pages(actor="user_owner", limit=1)
+    assert [hit["documentId"] for hit in listed["hits"]] == ["doc_secret"]
+    await kit.execute(insert("doc_1", 1, "m4"))  # now the most recently changed page
+    following = await kit.search_pages(actor="user_owner", limit=1, cursor=listed["nextCursor"])
+    assert [hit["documentId"] for hit in following["hits"]] == ["doc_1"] and "nextCursor" not in following

@@ -103,9 +103,10 @@ def test_every_row_survives_the_upgrade(tmp_path: Path) -> None:
     )
     assert trees == bodies, "every page's body, block for block"
     assert rows_of(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    migration, search = rows_of(db, "SELECT version, detail FROM schema_migrations ORDER BY version")
+    migration, search, cursors = rows_of(db, "SELECT version, detail FROM schema_migrations ORDER BY version")
     assert migration == (2, f"blocks as rows: 7 pages, {total} blocks")
     assert search == (3, f"search index: 7 titles, {total} blocks")
+    assert cursors == (4, "search cursors: page_changes")
     assert rows_of(db, "SELECT count(*) FROM audit WHERE replay_of IS NOT NULL") == [(0,)]
     pages = {
         (ws, doc): rest
@@ -191,5 +192,5 @@ def test_two_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path: Pa
     go.touch()
     errors = [process.communicate(timeout=120)[1].decode() for process in processes]
     assert [process.returncode for process in processes] == [0, 0], errors
-    assert rows_of(db, "SELECT version FROM schema_migrations") == [(2,), (3,)], "migrated exactly once"
+    assert rows_of(db, "SELECT version FROM schema_migrations") == [(2,), (3,), (4,)], "migrated exactly once"
     assert rows_of(db, "SELECT count(*) FROM blocks") == [(v1_blocks + 300 * 200,)]

@@ -73,7 +73,7 @@ def test_migrate_seed_and_audit_take_a_postgresql_url(pg_url: str) -> None:
     first = run_cli("migrate", "--db", pg_url)
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
-    assert report["schemaVersion"] == 3 and [m["version"] for m in report["migrations"]] == [2, 3]
+    assert report["schemaVersion"] == 4 and [m["version"] for m in report["migrations"]] == [2, 3, 4]
     assert "postgres" in report["store"]
     again = run_cli("migrate", "--db", pg_url)
     assert json.loads(again.stdout)["migrations"] == report["migrations"], "a current store is left alone"
@@ -99,7 +99,7 @@ def test_replicas_starting_together_migrate_once(pg_url: str) -> None:
     assert all(process.returncode == 0 for process in processes), outputs
     migrations = {json.dumps(json.loads(out)["migrations"]) for out, _ in outputs}
     assert len(migrations) == 1, "one replica applied the steps, the others found them applied"
-    assert [m["version"] for m in json.loads(migrations.pop())] == [2, 3]
+    assert [m["version"] for m in json.loads(migrations.pop())] == [2, 3, 4]
 
 
 def test_an_unreachable_database_is_one_line_and_exit_status_3() -> None:

@@ -4,8 +4,10 @@ both protocol eras, and the index under it (same transaction, upgrades, tokens a
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
+from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
-from mnote_mcp.kernel.search import fold, index_tokens, parse_query, snippet
+from mnote_mcp.kernel.search import fold, index_tokens, parse_query, query_tag, snippet
+from mnote_mcp.stores import open_store
 from tests.helpers import FIXTURE, IDS, MODES, SECRETS, call, connect, store_with_pages, write_args
 from tests.test_migration import v1_store
 
@@ -376,6 +381,178 @@ async def test_paging_loses_and_repeats_no_hit_across_writes(tmp_path: Path, mod
                 )
             else:
                 assert len(seen) == len(set(seen)) and expected <= set(seen)
+
+
+def _stored(kind: str, tmp_path: Path, request: pytest.FixtureRequest, *pages: dict[str, Any]) -> Path | str:
+    """The fixture with these pages in its first workspace, in an SQLite file or a PostgreSQL database."""
+    if kind == "sqlite":
+        return store_with_pages(tmp_path / "stored.db", FIXTURE, *pages)
+    url: str = request.getfixturevalue("pg_server").database()
+    data = read_fixture(FIXTURE)
+    data["workspaces"][0]["pages"] += list(pages)
+    store = open_store(url)
+    try:
+        load_fixture(store, data)
+    finally:
+        store.close()
+    return url
+
+
+def _contract_pages(count: int) -> list[dict[str, Any]]:
+    """Page n holds the phrase in n + 1 of its blocks: ranked q{count-1} first, q00 last."""
+    return [
+        {
+            "id": f"q{n:02}",
+            "title": f"第{n}份",
+            "blocks": [
+                {"id": f"q{n}_{i}", "type": "paragraph", "text": "合同条款" if i <= n else "其他"}
+                for i in range(count)
+            ],
+        }
+        for n in range(count)
+    ]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_paging_keeps_the_first_pages_order_across_writes_that_reorder_hits(
+    tmp_path: Path, request: pytest.FixtureRequest, mode: str, kind: str
+) -> None:
+    """Writes between two pages of results that move hits across the cursor: a hit already returned
+    that falls below it, hits not returned yet that rise above it or stop matching, and (listing) a
+    page not returned yet that becomes the most recently changed. Paging through returns every hit of
+    the first page's moment exactly once, in that moment's order."""
+    db = _stored(kind, tmp_path, request, *_contract_pages(12))
+
+    async def save(client: Any, key: str, document: str, texts: list[str]) -> None:
+        content = [{"type": "paragraph", "text": text} for text in texts]
+        saved = await call(
+            client, "mnote.page.save", **write_args(key, document_id=document, content=content)
+        )
+        assert saved["ok"], saved
+
+    async with connect(db, mode) as client:
+        for query in (None, "合同"):
+            arguments = {"query": query} if query else {}
+            whole = docs(await search(client, limit=50, **arguments))
+            assert len(whole) >= 12
+            tag = "q" if query else "l"
+            seen: list[str] = []
+            result = await search(client, limit=3, **arguments)
+            step = 0
+            while True:
+                seen += docs(result)
+                rest = [doc for doc in whole if doc not in seen]
+                if step == 0 and rest:
+                    # the best hit so far falls to one match; the last hit to come rises to the top
+                    await save(client, f"{tag}0a", seen[0], ["合同"])
+                    await save(client, f"{tag}0b", rest[-1], ["合同条款"] * 14)
+                if step == 1 and len(rest) > 1:
+                    # a hit to come stops matching; another is written twice
+                    await save(client, f"{tag}1a", rest[-2], ["不相关"])
+                    await save(client, f"{tag}1b", rest[0], ["合同"] * 3)
+                    await save(client, f"{tag}1c", rest[0], ["合同"] * 13)
+                if "nextCursor" not in result:
+                    break
+                result = await search(client, limit=3, cursor=result["nextCursor"], **arguments)
+                step += 1
+            assert seen == whole, f"{query}: no hit lost or repeated, the first page's order kept"
+            after = docs(await search(client, limit=50, **arguments))
+            assert after != whole, "the writes did reorder a new search"
+
+
+def _crafted(query: SearchQuery, after: list[Any], watermark: Any) -> str:
+    """A cursor a client made up, with the right tag (the tag is no secret: nothing in a cursor is)."""
+    raw = json.dumps({"a": after, "w": watermark, "q": query_tag(query)})
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+KEY_PARTS = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.text(max_size=30),
+    st.sampled_from(["9999-12-31T00:00:00.000Z", "ws_1", "ws_other", "doc_secret", "doc_other"]),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    after=st.lists(KEY_PARTS, min_size=3, max_size=3),
+    watermark=st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.text(max_size=40)),
+    text=st.sampled_from([None, "SECRET", "s*", "OTHER", "plan"]),
+)
+def test_a_crafted_cursor_is_refused_or_harmless(
+    store: Path, after: list[Any], watermark: Any, text: str | None
+) -> None:
+    """Cursor contents are the client's: any sort key and watermark, with a valid tag, is refused as
+    `invalid_argument` at /cursor or answers readable pages only (never a restricted page or another
+    workspace's, never an internal error)."""
+    local = LocalStore(store)
+    try:
+        plain = SearchQuery("user_editor", CORRELATION, query=text, limit=5)
+        crafted = replace(plain, cursor=_crafted(plain, after, watermark))
+        refused: MnoteError | None = None
+        try:
+            found = local.search_pages(crafted)
+        except MnoteError as error:
+            refused = error
+        if refused is not None:
+            assert (refused.code, refused.details["pointer"]) == (ErrorCode.INVALID_ARGUMENT, "/cursor")
+            return
+        _no_canary(found)
+        assert not {"doc_secret", "doc_other"} & {hit["documentId"] for hit in found["hits"]}
+    finally:
+        local.close()
+
+
+def test_a_postgresql_watermark_is_checked_before_the_database_sees_it() -> None:
+    from mnote_mcp.kernel.postgres.search import PG_CLOCK
+
+    assert PG_CLOCK.valid("750:760:751,755") and PG_CLOCK.valid("750:750:")
+    for bad in (
+        "",
+        "0:1:",
+        "9:8:",
+        "750:760:755,751",
+        "750:760:749",
+        "750:760:760",
+        "1:2:1,1",
+        "a:b:",
+        "1:2:; DROP TABLE pages",
+        f"1:{2**63}:",
+        7,
+        None,
+        "1:2:" + ",".join(["1"] * 600),
+    ):
+        assert not PG_CLOCK.valid(bad), bad  # type: ignore[arg-type]
+
+
+async def test_more_pages_written_meanwhile_than_a_cursor_reranks_restart_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnote_mcp.kernel.local import search as local_search
+
+    monkeypatch.setattr(local_search, "MAX_CHANGED_PAGES", 2)
+    db = store_with_pages(tmp_path / "many.db", FIXTURE, *_contract_pages(6))
+    async with connect(db) as client:
+        cases: list[dict[str, Any]] = [{"query": "合同"}, {}]
+        for arguments in cases:
+            first = await search(client, limit=2, **arguments)
+            for n in range(3):
+                edit = await call(
+                    client,
+                    "mnote.block.update",
+                    **write_args(
+                        f"m{n}{len(arguments)}",
+                        document_id=f"q{n:02}",
+                        blockId=f"q{n}_0",
+                        text=f"合同 改 {len(arguments)}",
+                    ),
+                )
+                assert edit["ok"], edit
+            refused = await call(client, SEARCH, **ids(), limit=2, cursor=first["nextCursor"], **arguments)
+            assert refused["error"]["code"] == "mnote_tool_invalid_argument", refused
+            assert refused["error"]["details"]["pointer"] == "/cursor"
+            assert "search again" in json.dumps(refused["error"], ensure_ascii=False)
 
 
 @pytest.mark.parametrize("mode", MODES)

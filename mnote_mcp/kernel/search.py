@@ -36,6 +36,9 @@ SNIPPETS_PER_HIT = 2
 SNIPPET_CHARS = 120  # the longest snippet, markers and ellipses aside
 SNIPPET_LEAD = 30  # characters kept before the first match
 MARK = "**"  # around each match in a snippet
+# Pages changed since a cursor's first page that the next page ranks as they were then (each is read
+# back through its history); past this the cursor is refused and the search must start again.
+MAX_CHANGED_PAGES = 256
 
 # Scripts written without spaces between words: indexed as bigrams. Han (with its extensions and
 # compatibility forms, the iteration marks 々〆〇), hiragana, katakana (and its phonetic extensions,
@@ -199,32 +202,83 @@ def segments_of(query: SearchQuery) -> list[Segment] | None:
     return parse_query(query.query)
 
 
+def matches(text: str, segments: Sequence[Segment]) -> bool:
+    """Whether a title or block text holds every segment: the index's matching rule, on a text the
+    index no longer holds (a page as it was at a cursor's moment)."""
+    folded = fold(text)
+    return all(_find(folded, segment) for segment in segments)
+
+
 def query_tag(query: SearchQuery) -> str:
     """What a cursor is bound to: the query, the workspaces searched and the actor."""
     raw = json.dumps([query.actor_id, query.query, query.workspace_id, query.workspaces], ensure_ascii=False)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
-def encode_cursor(query: SearchQuery, after: Sequence[Any]) -> str:
-    """An opaque cursor: the sort key of the last hit given, bound to the query (`SearchQuery.tag`)."""
-    raw = json.dumps({"a": list(after), "q": query_tag(query)}, separators=(",", ":"), ensure_ascii=False)
+# A watermark is the store's own: SQLite's is the number of the last page change (an int), PostgreSQL's
+# a snapshot (`xmin:xmax:xip,...`). A cursor carries the one its first page was answered at.
+Watermark = int | str
+MAX_WATERMARK_CHARS = 1000
+_INT64 = (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """A decoded cursor: the sort key of the last hit given, and the moment the first page was taken at."""
+
+    after: list[Any]
+    watermark: Watermark
+
+
+def encode_cursor(query: SearchQuery, after: Sequence[Any], watermark: Watermark) -> str:
+    """An opaque cursor: the sort key of the last hit given and the first page's watermark, bound to
+    the query (`query_tag`)."""
+    raw = json.dumps(
+        {"a": list(after), "w": watermark, "q": query_tag(query)}, separators=(",", ":"), ensure_ascii=False
+    )
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def decode_cursor(query: SearchQuery, size: int) -> list[Any] | None:
-    """The sort key a cursor carries (`size` values: ints and strings), or None without one."""
+def _issued(value: Any) -> bool:
+    """A value a cursor could hold: an int in SQLite's range, or a bounded string."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -_INT64 <= value <= _INT64
+    return isinstance(value, str) and len(value) <= MAX_WATERMARK_CHARS
+
+
+def decode_cursor(query: SearchQuery, kinds: Sequence[type]) -> Cursor | None:
+    """The sort key (a value of each of `kinds`, int or str, in turn) and watermark a cursor carries,
+    or None without one. Anything the server did not make is refused: the cursor is the client's to alter, so its
+    values are checked for type and range here, and the watermark by the store (`watermark_of`)."""
     if query.cursor is None:
         return None
     try:
         data = json.loads(base64.urlsafe_b64decode((query.cursor + "=" * (-len(query.cursor) % 4)).encode()))
-        after, tag = data["a"], data["q"]
-    except (ValueError, TypeError, KeyError, binascii.Error):
+        after, watermark, tag = data["a"], data["w"], data["q"]
+    except (ValueError, TypeError, KeyError, RecursionError, binascii.Error):
         raise invalid("/cursor", "not a cursor returned by mnote.page.search") from None
     if (
-        tag != query_tag(query)
-        or not isinstance(after, list)
-        or len(after) != size
-        or not all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in after)
+        not isinstance(after, list)
+        or len(after) != len(kinds)
+        or not all(_issued(value) and type(value) is kind for value, kind in zip(after, kinds, strict=False))
+        or not _issued(watermark)
+        or not isinstance(tag, str)
     ):
+        raise invalid("/cursor", "not a cursor returned by mnote.page.search")
+    if tag != query_tag(query):
         raise invalid("/cursor", "belongs to another query, workspace or actor")
-    return after
+    return Cursor(after, watermark)
+
+
+def not_a_cursor() -> Exception:
+    return invalid("/cursor", "not a cursor returned by mnote.page.search")
+
+
+def too_many_changes(limit: int) -> Exception:
+    return invalid(
+        "/cursor",
+        f"more than {limit} readable pages changed since the first page of these results: search again"
+        " without cursor",
+    )

@@ -30,6 +30,7 @@ class PageHead:
     block_count: int
     byte_size: int
     history_from: int
+    updated_at: str = ""  # the time of the last write that changed it
 
 
 def authorize(conn: Connection, workspace_id: str, document_id: str, actor_id: str, need: Scope) -> PageHead:
@@ -38,7 +39,7 @@ def authorize(conn: Connection, workspace_id: str, document_id: str, actor_id: s
     # One query for both checkpoints; which of them fails is read from the row, in order.
     row = conn.execute(
         "SELECT m.role, p.id, p.title, p.options, p.revision, p.restricted, a.role,"
-        " p.block_count, p.byte_size, p.history_from"
+        " p.block_count, p.byte_size, p.history_from, p.updated_at"
         " FROM members m"
         " LEFT JOIN pages p ON p.workspace_id = m.workspace_id AND p.id = ?"
         " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id"
@@ -48,7 +49,7 @@ def authorize(conn: Connection, workspace_id: str, document_id: str, actor_id: s
     ).fetchone()
     if row is None:
         raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": workspace_id})
-    role, found, title, options, revision, restricted, page_role, blocks, size, history_from = row
+    role, found, title, options, revision, restricted, page_role, blocks, size, history_from, updated_at = row
     if found is None:
         raise MnoteError(
             ErrorCode.NOT_FOUND, Reason.PAGE, {"workspaceId": workspace_id, "documentId": document_id}
@@ -58,7 +59,15 @@ def authorize(conn: Connection, workspace_id: str, document_id: str, actor_id: s
         if grant not in grants:
             raise MnoteError(ErrorCode.PERMISSION_DENIED, DENIAL_REASON[grant], {"documentId": document_id})
     return PageHead(
-        workspace_id, document_id, title, json.loads(options), revision, blocks, size, history_from
+        workspace_id,
+        document_id,
+        title,
+        json.loads(options),
+        revision,
+        blocks,
+        size,
+        history_from,
+        updated_at,
     )
 
 

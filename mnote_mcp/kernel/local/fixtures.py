@@ -238,7 +238,7 @@ def _load_page(
     restricted = 1 if "members" in page else 0
     store.db.lock_page(conn, workspace_id, page["id"])
     row = conn.execute(
-        "SELECT title, options, revision, restricted, block_count, byte_size FROM pages"
+        "SELECT title, options, revision, restricted, block_count, byte_size, updated_at FROM pages"
         " WHERE workspace_id = ? AND id = ?",
         (workspace_id, page["id"]),
     ).fetchone()
@@ -257,7 +257,7 @@ def _load_page(
         report.created["pages"] += 1
         report.created_pages.append(name)
         return
-    title, stored_options, revision, stored_restricted, count, size = row
+    title, stored_options, revision, stored_restricted, count, size, updated_before = row
     current = PageBlocks(conn, workspace_id, page["id"])
     old = {r.id: r for r in current.all()}
     body = rows.tree_of(old.values())
@@ -300,6 +300,7 @@ def _load_page(
         correlation=SEED_CORRELATION,
         blocks=changes,
         head=head,
+        updated_before=updated_before,
     )
     _set_access(conn, workspace_id, page)
     _hooks(store, conn, PageChange(workspace_id, page["id"], revision, head.title, changes))

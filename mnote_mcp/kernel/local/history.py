@@ -52,11 +52,12 @@ class Revision:
     blocks: list[tuple[str, list[Any] | None, list[Any] | None, bool]]
     title: tuple[str, str] | None
     options: tuple[dict[str, Any], dict[str, Any]] | None
+    updated_before: str | None = None  # the page's `updated_at` before this write (None: not recorded)
 
     @classmethod
     def of(cls, revision: int, command_id: str, run_id: str, changes: str) -> Revision:
         data = json.loads(changes)
-        title, options = data.get("t"), data.get("o")
+        title, options, before = data.get("t"), data.get("o"), data.get("u")
         return cls(
             revision,
             command_id,
@@ -64,15 +65,20 @@ class Revision:
             [(entry[0], entry[1], entry[2], len(entry) > 3) for entry in data.get("b", [])],
             (title[0], title[1]) if title else None,
             (options[0], options[1]) if options else None,
+            before if isinstance(before, str) else None,
         )
 
 
-def change_set(blocks: Sequence[BlockChange], head: HeadChange) -> dict[str, Any]:
+def change_set(
+    blocks: Sequence[BlockChange], head: HeadChange, updated_before: str | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {"b": [change.to_wire() for change in blocks]}
     if head.title is not None:
         out["t"] = list(head.title)
     if head.options is not None:
         out["o"] = list(head.options)
+    if updated_before:
+        out["u"] = updated_before  # where the page stood in the listing before (a search cursor's past)
     return out
 
 
@@ -124,6 +130,7 @@ def record(
     correlation: Correlation,
     blocks: Sequence[BlockChange],
     head: HeadChange,
+    updated_before: str | None = None,
 ) -> None:
     ops = summary_ops(blocks, head)
     summary = {"ops": ops[:SUMMARY_OPS], "total": len(ops)}
@@ -145,7 +152,7 @@ def record(
             c.trace_id,
             now(),
             dumps(summary),
-            dumps(change_set(blocks, head)),
+            dumps(change_set(blocks, head, updated_before)),
         ),
     )
 
@@ -289,6 +296,46 @@ def deleted_after(
             if block_id in wanted and image is None and not rekey:
                 found[block_id] = revision.revision
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class PageBefore:
+    """A page's title, block texts and place in the listing just before one of its writes."""
+
+    title: str
+    texts: list[str]
+    updated_at: str
+
+
+def page_before(conn: Connection, workspace_id: str, page_id: str, revision: int) -> PageBefore | None:
+    """The page as it was just before `revision` was written (its current rows with every later
+    change set undone), or None when `revision` created it (it did not exist before). What a search
+    cursor ranks a page by once it has been written since the cursor's first page."""
+    if revision <= 1:
+        return None
+    head = conn.execute(
+        "SELECT title, updated_at FROM pages WHERE workspace_id = ? AND id = ?", (workspace_id, page_id)
+    ).fetchone()
+    if head is None:
+        return None
+    title, updated_at = head
+    texts = dict(
+        conn.execute(
+            "SELECT id, text FROM blocks WHERE workspace_id = ? AND page_id = ?", (workspace_id, page_id)
+        ).fetchall()
+    )
+    later = revisions_after(conn, workspace_id, page_id, revision - 1)
+    for entry in reversed(later):
+        for block_id, before, _after, _rekey in reversed(entry.blocks):
+            if before is None:
+                texts.pop(block_id, None)
+            else:
+                texts[block_id] = before[3]  # BlockRow.image(): [parent, position, type, text, props]
+        if entry.title is not None:
+            title = entry.title[0]
+    if later and later[0].updated_before is not None:
+        updated_at = later[0].updated_before
+    return PageBefore(title, list(texts.values()), updated_at)
 
 
 # -- going back -------------------------------------------------------------------------------

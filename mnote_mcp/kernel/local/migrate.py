@@ -145,7 +145,15 @@ def _v3_search_index(tx: sqlite3.Connection) -> str:
     return search.build(tx)
 
 
-MIGRATIONS: dict[int, Step] = {2: _v2_blocks_as_rows, 3: _v3_search_index}
+def _v4_search_cursors(tx: sqlite3.Connection) -> str:
+    """Version 4 numbers page writes (`page_changes`, kept by a trigger on `page_history`), the clock a
+    search cursor pins its results to; writes before the upgrade need no number (no cursor predates it)."""
+    for statement in statements(SEARCH_DDL):  # the new table and trigger; the rest exists already
+        tx.execute(statement)
+    return "search cursors: page_changes"
+
+
+MIGRATIONS: dict[int, Step] = {2: _v2_blocks_as_rows, 3: _v3_search_index, 4: _v4_search_cursors}
 
 
 def statements(script: str) -> Iterator[str]:

@@ -1,4 +1,4 @@
-"""The store's tables (schema version 3; the search index's tables are in `search.py`). The audit log is append-only, enforced by the database itself.
+"""The store's tables (schema version 4; the search index's tables are in `search.py`). The audit log is append-only, enforced by the database itself.
 
 A page is a `pages` row (title, options, its revision, its size) and one `blocks` row per block: a
 one-block edit touches that row, not an encoded body. A block is found by id through `blocks_by_id`,
@@ -12,7 +12,7 @@ bytewise (`COLLATE "C"` there), `parent_id` is `''` at the top level so the sibl
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = (
     """

@@ -18,25 +18,36 @@ without a migration that rebuilds the index.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import json
+import operator
 import sqlite3
-from collections.abc import Sequence
-from typing import Any, cast
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local import sql
+from mnote_mcp.kernel.local import history, sql
 from mnote_mcp.kernel.local.connection import Database
 from mnote_mcp.kernel.policy import ROLES, Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchQuery
 from mnote_mcp.kernel.search import (
+    MAX_CHANGED_PAGES,
     SNIPPETS_PER_HIT,
+    Cursor,
     Segment,
+    Watermark,
     decode_cursor,
     encode_cursor,
     match_expression,
+    matches,
+    not_a_cursor,
     segments_of,
     snippet,
+    too_many_changes,
 )
 
 WORKSPACE_SHIFT = 40  # a key: workspace number << 40 | (chunk number << 6 | slot), or | page number
@@ -131,6 +142,16 @@ WHEN OLD.text IS NOT NEW.text BEGIN
     INSERT INTO search_index (rowid, body)
         SELECT key, mnote_search_tokens(NEW.text) FROM search_blocks WHERE seq = OLD.seq;
 END;
+CREATE TABLE IF NOT EXISTS page_changes (
+    seq          INTEGER PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    page_id      TEXT NOT NULL,
+    revision     INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS search_page_changed AFTER INSERT ON page_history BEGIN
+    INSERT INTO page_changes (workspace_id, page_id, revision)
+        VALUES (NEW.workspace_id, NEW.page_id, NEW.revision);
+END;
 CREATE TRIGGER IF NOT EXISTS search_block_removed AFTER DELETE ON blocks BEGIN
     INSERT INTO search_index (search_index, rowid, body)
         SELECT 'delete', key, mnote_search_tokens(OLD.text) FROM search_blocks WHERE seq = OLD.seq;
@@ -145,6 +166,7 @@ TRIGGERS = (
     "search_block_added",
     "search_block_changed",
     "search_block_removed",
+    "search_page_changed",
 )
 
 
@@ -213,6 +235,84 @@ def build(tx: sqlite3.Connection) -> str:
 
 
 # -- searching ------------------------------------------------------------------------------------
+
+
+class Clock(Protocol):
+    """A store's page-change clock: what a cursor pins its results to (docs/search.md, "Cursor")."""
+
+    def now(self, conn: Any) -> Watermark:
+        """The watermark of what this read transaction sees."""
+
+    def valid(self, watermark: Watermark) -> bool:
+        """Whether a watermark from a cursor is one this store could have issued (the client may
+        alter a cursor: a wrong one is refused, never passed to the database as it is)."""
+
+    def changes(
+        self, conn: Any, watermark: Watermark, workspaces: Sequence[str], limit: int
+    ) -> list[tuple[str, str, int]]:
+        """(workspace, page, revision) of writes to these workspaces after the watermark, at most `limit`."""
+
+
+class SqliteClock:
+    """SQLite: `page_changes` numbers every recorded write (a trigger on `page_history`); writers hold
+    the file's write lock, so the numbers follow commit order and the watermark is the last one."""
+
+    def now(self, conn: Any) -> Watermark:
+        return int(conn.execute("SELECT coalesce(max(seq), 0) FROM page_changes").fetchone()[0])
+
+    def valid(self, watermark: Watermark) -> bool:
+        return isinstance(watermark, int) and watermark >= 0
+
+    def changes(
+        self, conn: Any, watermark: Watermark, workspaces: Sequence[str], limit: int
+    ) -> list[tuple[str, str, int]]:
+        rows = conn.execute(
+            "SELECT workspace_id, page_id, revision FROM page_changes WHERE seq > ?"
+            " AND workspace_id IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?",
+            (watermark, json.dumps(list(workspaces)), limit),
+        ).fetchall()
+        return [(ws, page, int(revision)) for ws, page, revision in rows]
+
+
+SQLITE_CLOCK = SqliteClock()
+MAX_CHANGE_ROWS = 16 * MAX_CHANGED_PAGES  # writes read back after a watermark before the cursor is refused
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """The moment a search's first page was answered at, as a later page sees it: the watermark, and
+    each page written since with the first revision written after it."""
+
+    watermark: Watermark
+    changed: dict[tuple[str, str], int]
+
+
+def moment(conn: Any, cursor: Cursor | None, workspaces: Sequence[str], clock: Clock) -> Moment:
+    """The first page's moment: now (no cursor), or the cursor's watermark and what changed since."""
+    if cursor is None:
+        return Moment(clock.now(conn), {})
+    if not clock.valid(cursor.watermark):
+        raise not_a_cursor()
+    rows = clock.changes(conn, cursor.watermark, workspaces, MAX_CHANGE_ROWS + 1)
+    if len(rows) > MAX_CHANGE_ROWS:
+        raise too_many_changes(MAX_CHANGED_PAGES)
+    changed: dict[tuple[str, str], int] = {}
+    for ws, page, revision in rows:
+        changed[(ws, page)] = min(revision, changed.get((ws, page), revision))
+    return Moment(cursor.watermark, changed)
+
+
+def as_it_was(
+    conn: Any, ws: str, page: str, revision: int, segments: Sequence[Segment]
+) -> tuple[int, int] | None:
+    """(title matched, matching rows) of a page as it was before `revision`, or None if it did not
+    match then (or did not exist)."""
+    before = history.page_before(conn, ws, page, revision)
+    if before is None:
+        return None
+    title = int(matches(before.title, segments))
+    rows = title + sum(1 for text in before.texts if matches(text, segments))
+    return (title, rows) if rows else None
 
 
 def check(query: SearchQuery) -> list[Segment] | None:
@@ -290,14 +390,18 @@ def _matches(
 ) -> dict[str, Any]:
     """Pages ranked by (title matched, number of matching rows, page number), best first.
 
-    The index answers the matching rowids of each readable workspace's range, in rowid order (one
-    pass over all of them when the actor reads every indexed workspace: nothing to leave out); they
-    are counted per chunk as they stream (the rowid shifted right: no join, no sort), each matching
-    chunk is turned into its page (`chunk_pages`, a cache of `search_chunks`: a chunk never changes
-    page), the title matches added, and the best `limit + 1` kept."""
+    The index answers the matching rowids of each readable workspace's range (one pass over all of
+    them when the actor reads every indexed workspace: nothing to leave out) as one string
+    (`group_concat`: SQLite walks the matches in C, Python never sees a row per match), parsed at
+    once; they are counted per chunk in C (`Counter` over the rowids shifted right: no join, no
+    sort), each matching chunk is turned into its page (`chunk_pages`, a cache of `search_chunks`: a
+    chunk never changes page), the title matches added, and the best `limit + 1` kept. A returned
+    hit's first and last matching blocks (its snippets) are found in the sorted rowids by bisection."""
     nums = sorted(num for num in workspaces.values() if num is not None)
+    cursor = decode_cursor(query, (int, int, int))
     if not nums:
         return {"hits": []}
+    when = moment(conn, cursor, list(workspaces), SQLITE_CLOCK)
     expression = match_expression(segments)
     indexed = conn.execute("SELECT count(*) FROM search_workspaces").fetchone()[0]
     ranges: list[tuple[int, int] | None] = (
@@ -305,66 +409,95 @@ def _matches(
         if len(nums) == indexed
         else [(n << WORKSPACE_SHIFT, ((n + 1) << WORKSPACE_SHIFT) - 1) for n in nums]
     )
-    chunks: dict[int, list[int]] = {}  # chunk -> [matching rows, first rowid, last rowid]
+    keys: list[int] = []  # every matching block row, ascending
     titles: set[int] = set()
     for bounds in ranges:
         where, params = (
             ("", (expression,)) if bounds is None else (" AND rowid BETWEEN ? AND ?", (expression, *bounds))
         )
-        for (rowid,) in conn.execute(
-            f"SELECT rowid FROM search_index WHERE search_index MATCH ?{where}", params
-        ):
-            entry = chunks.get(rowid >> SLOT_BITS)
-            if entry is None:
-                chunks[rowid >> SLOT_BITS] = [1, rowid, rowid]
-            else:
-                entry[0] += 1
-                entry[2] = rowid
+        (joined,) = conn.execute(
+            f"SELECT group_concat(rowid) FROM search_index WHERE search_index MATCH ?{where}", params
+        ).fetchone()
+        if joined:
+            keys += json.loads(f"[{joined}]")
         titles.update(
             page
             for (page,) in conn.execute(
                 f"SELECT rowid FROM search_titles WHERE search_titles MATCH ?{where}", params
             )
         )
-    _learn_chunks(conn, chunk_pages, [chunk for chunk in chunks if chunk not in chunk_pages])
-    pages: dict[int, list[int]] = {}  # page -> [matching rows, first rowid, last rowid]
-    for chunk, (count, first, last) in chunks.items():
+    keys.sort()  # already in order (FTS5 walks rowids upwards): linear, and bisection can rely on it
+    counts = Counter(map(operator.rshift, keys, itertools.repeat(SLOT_BITS)))
+    _learn_chunks(conn, chunk_pages, [chunk for chunk in counts if chunk not in chunk_pages])
+    pages: dict[int, list[int]] = {}  # page -> [matching rows, first chunk, last chunk]
+    for chunk, count in counts.items():
         page = chunk_pages.get(chunk)
         if page is None:  # cannot happen while the triggers keep both tables; never fail a read on it
             continue
         entry = pages.get(page)
         if entry is None:
-            pages[page] = [count, first, last]
+            pages[page] = [count, chunk, chunk]
         else:
             entry[0] += count
-            entry[1] = min(entry[1], first)
-            entry[2] = max(entry[2], last)
+            entry[1] = min(entry[1], chunk)
+            entry[2] = max(entry[2], chunk)
     for page in titles:
-        pages.setdefault(page, [0, 0, 0])[0] += 1
+        pages.setdefault(page, [0, 0, -1])[0] += 1  # a title-only entry has no chunk (last < first)
     hidden = _hidden_pages(conn, query.actor_id, workspaces)
-    after = decode_cursor(query, 3)
-    ranked = heapq.nlargest(
-        query.limit + 1,
-        (
-            (int(page in titles), entry[0], page)
-            for page, entry in pages.items()
-            if page not in hidden and (after is None or (int(page in titles), entry[0], page) < tuple(after))
-        ),
-    )
+    keyed = [(1 if page in titles else 0, entry[0], page) for page, entry in pages.items()]
+    if when.changed:
+        # a page written since the first page is ranked as it was then (its key then, the one any
+        # earlier page of results saw): its current key is left out, whether it matches now or not
+        written = _page_nums(conn, when.changed)
+        moved = set(written.values())
+        keyed = [key for key in keyed if key[2] not in moved]
+        readable = [(ws_page, num) for ws_page, num in written.items() if num not in hidden]
+        if len(readable) > MAX_CHANGED_PAGES:
+            raise too_many_changes(MAX_CHANGED_PAGES)
+        for (ws, page_id), num in readable:
+            then = as_it_was(conn, ws, page_id, when.changed[(ws, page_id)], segments)
+            if then is not None:
+                keyed.append((*then, num))
+    if hidden or cursor is not None:
+        bound = tuple(cursor.after) if cursor is not None else (2, 0, 0)
+        keyed = [key for key in keyed if key[2] not in hidden and key < bound]
+    ranked = heapq.nlargest(query.limit + 1, keyed)
     more = len(ranked) > query.limit
     ranked = ranked[: query.limit]
     hits = []
     for _title, _rows, page in ranked:
         hit = _page_hit(conn, page)
-        _count, first, last = pages[page]
-        snippets = _snippets(conn, segments, {first, last} - {0})
+        entry = pages.get(page)
+        snippets = _snippets(conn, segments, _ends(keys, entry)) if entry is not None else []
         if snippets:
             hit["snippets"] = snippets
         hits.append(hit)
     view: dict[str, Any] = {"hits": hits}
     if more:
-        view["nextCursor"] = encode_cursor(query, list(ranked[-1]))
+        view["nextCursor"] = encode_cursor(query, list(ranked[-1]), when.watermark)
     return view
+
+
+def _page_nums(conn: sqlite3.Connection, pages: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The index numbers of these pages (`search_pages.num`)."""
+    out: dict[tuple[str, str], int] = {}
+    for ws, page_id in pages:
+        row = conn.execute(
+            "SELECT num FROM search_pages WHERE workspace_id = ? AND page_id = ?", (ws, page_id)
+        ).fetchone()
+        if row is not None:
+            out[(ws, page_id)] = int(row[0])
+    return out
+
+
+def _ends(keys: list[int], entry: list[int]) -> set[int]:
+    """The first and last matching block rows of a page (`entry`: its first and last chunk)."""
+    _count, first, last = entry
+    if last < first:
+        return set()
+    low = bisect.bisect_left(keys, first << SLOT_BITS)
+    high = bisect.bisect_right(keys, (last << SLOT_BITS) | SLOTS) - 1
+    return {keys[low], keys[high]}
 
 
 def _learn_chunks(conn: sqlite3.Connection, chunk_pages: dict[int, int], missing: list[int]) -> None:
@@ -415,35 +548,64 @@ def _snippets(conn: sqlite3.Connection, segments: Sequence[Segment], keys: set[i
 
 
 def _listing(
-    conn: sqlite3.Connection, query: SearchQuery, workspaces: dict[str, int | None]
+    conn: sqlite3.Connection,
+    query: SearchQuery,
+    workspaces: dict[str, int | None],
+    clock: Clock = SQLITE_CLOCK,
 ) -> dict[str, Any]:
     """Every readable page, most recently changed first: per workspace at most `limit + 1` rows from
-    its (workspace, updated_at) index, merged."""
+    its (workspace, updated_at) index (more by the pages written since the first page, which are left
+    out there and put back where they stood then), merged. The SQL is portable: PostgreSQL runs it
+    too, with its own clock."""
+    cursor = decode_cursor(query, (str, str, str))
     if not workspaces:
         return {"hits": []}
-    after = decode_cursor(query, 3)
+    when = moment(conn, cursor, list(workspaces), clock)
+    after = cursor.after if cursor is not None else None
     keyset = " AND (p.updated_at, p.workspace_id, p.id) < (:at, :ws, :id)" if after is not None else ""
-    parts = [
-        "SELECT * FROM (SELECT p.workspace_id, p.id, p.title, p.revision, p.updated_at FROM pages p"
+    readable = (
+        "SELECT p.workspace_id, p.id, p.title, p.revision, p.updated_at FROM pages p"
         " JOIN members m ON m.workspace_id = p.workspace_id AND m.actor_id = :actor"
         " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id AND a.actor_id = :actor"
-        f" WHERE p.workspace_id = :w{index} AND (p.restricted = 0 OR a.role IN ({_ROLES})){keyset}"
+        f" WHERE (p.restricted = 0 OR a.role IN ({_ROLES}))"
+    )
+    parts = [
+        f"SELECT * FROM ({readable} AND p.workspace_id = :w{index}{keyset}"
         " ORDER BY p.updated_at DESC, p.id DESC LIMIT :limit)"
         for index in range(len(workspaces))
     ]
-    params: dict[str, Any] = {"actor": query.actor_id, "limit": query.limit + 1}
+    params: dict[str, Any] = {"actor": query.actor_id, "limit": query.limit + 1 + len(when.changed)}
     params.update({f"w{index}": workspace for index, workspace in enumerate(sorted(workspaces))})
     if after is not None:
         params.update(at=after[0], ws=after[1], id=after[2])
-    rows = conn.execute(
-        f"SELECT * FROM ({' UNION ALL '.join(parts)})"
-        " ORDER BY updated_at DESC, workspace_id DESC, id DESC LIMIT :limit",
-        params,
-    ).fetchall()
+    rows: list[tuple[Any, ...]] = [
+        (*row, row[4])  # the sort key's time: when it changed, as of the first page
+        for row in conn.execute(
+            f"SELECT * FROM ({' UNION ALL '.join(parts)})"
+            " ORDER BY updated_at DESC, workspace_id DESC, id DESC LIMIT :limit",
+            params,
+        ).fetchall()
+        if (row[0], row[1]) not in when.changed
+    ]
+    moved = 0
+    for (ws, page_id), revision in when.changed.items():
+        row = conn.execute(
+            f"{readable} AND p.workspace_id = :ws AND p.id = :id",
+            {"actor": query.actor_id, "ws": ws, "id": page_id},
+        ).fetchone()
+        if row is None:
+            continue
+        moved += 1
+        if moved > MAX_CHANGED_PAGES:
+            raise too_many_changes(MAX_CHANGED_PAGES)
+        before = history.page_before(conn, ws, page_id, revision)
+        if before is not None and (after is None or (before.updated_at, ws, page_id) < tuple(after)):
+            rows.append((*row, before.updated_at))
+    rows.sort(key=lambda row: (row[5], row[0], row[1]), reverse=True)
     more = len(rows) > query.limit
     rows = rows[: query.limit]
-    view: dict[str, Any] = {"hits": [_hit(*row) for row in rows]}
+    view: dict[str, Any] = {"hits": [_hit(*row[:5]) for row in rows]}
     if more:
         last = rows[-1]
-        view["nextCursor"] = encode_cursor(query, [last[4], last[0], last[1]])
+        view["nextCursor"] = encode_cursor(query, [last[5], last[0], last[1]], when.watermark)
     return view

@@ -151,8 +151,8 @@ class LocalStore:
     def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
         """Search (on a worker thread: it may take milliseconds) or list the pages the actor may read."""
         segments = search.check(query)
-        if inline and segments is not None:
-            raise MoveToThread
+        if inline and (segments is not None or query.cursor is not None):
+            raise MoveToThread  # a next page may read back pages written since the first one
         with self.transaction(write=False, inline=inline) as conn:
             return search.search(conn, query, segments, self.db)
 
@@ -260,6 +260,7 @@ class LocalStore:
             correlation=command.correlation,
             blocks=plan.blocks,
             head=plan.head,
+            updated_before=page.updated_at,
         )
         change = PageChange(page.workspace_id, page.id, revision, plan.head.title, plan.blocks)
         for hook in self.write_hooks:

@@ -7,7 +7,8 @@ columns are identity columns, and the audit log's append-only rule is a trigger 
 
 The schema version is the highest row of `schema_migrations` and follows the embedded store's
 numbering: a PostgreSQL store starts at version 2 (blocks as rows) and every later version is a
-step in `MIGRATIONS` (3: the search table, `search.py`). `migrate` runs under an advisory lock, in one transaction
+step in `MIGRATIONS` (3: the search table, 4: the transaction id of each history row, what a search
+cursor pins its results to; both in `search.py`). `migrate` runs under an advisory lock, in one transaction
 (PostgreSQL's DDL is transactional): replicas starting together take turns, the first one applies
 the steps, the others find the version current and do nothing. An up-to-date store is only read.
 """
@@ -21,9 +22,9 @@ from typing import Any
 from mnote_mcp.kernel.local.encoding import now
 from mnote_mcp.kernel.local.schema import DEFAULT_OPTION_REGISTRY
 from mnote_mcp.kernel.postgres.database import PgConnection, PgDatabase
-from mnote_mcp.kernel.postgres.search import v3_search
+from mnote_mcp.kernel.postgres.search import v3_search, v4_search_cursors
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # pg_advisory_xact_lock key of migrations: b"mnote" as an integer.
 MIGRATION_LOCK = 0x6D6E6F7465
 
@@ -179,7 +180,7 @@ def _v2_create(conn: PgConnection) -> str:
 
 
 Step = Callable[[PgConnection], str]
-MIGRATIONS: dict[int, Step] = {2: _v2_create, 3: v3_search}
+MIGRATIONS: dict[int, Step] = {2: _v2_create, 3: v3_search, 4: v4_search_cursors}
 FIRST_VERSION = min(MIGRATIONS)
 
 

@@ -17,6 +17,7 @@ embedded kernel, and the contract says every adapter answers alike (docs/decisio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -29,12 +30,16 @@ from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchQuery
 from mnote_mcp.kernel.postgres.database import PgConnection
 from mnote_mcp.kernel.search import (
+    MAX_CHANGED_PAGES,
+    MAX_WATERMARK_CHARS,
     SNIPPETS_PER_HIT,
     Segment,
+    Watermark,
     decode_cursor,
     encode_cursor,
     fold,
     snippet,
+    too_many_changes,
 )
 from mnote_mcp.kernel.search import (
     _find as find,
@@ -90,6 +95,61 @@ def v3_search(conn: PgConnection) -> str:
     return f"search: folded text of titles and blocks, {trigrams}"
 
 
+V4 = """
+ALTER TABLE page_history ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id();
+CREATE INDEX page_history_by_txid ON page_history (txid);
+"""
+
+
+def v4_search_cursors(conn: PgConnection) -> str:
+    """Schema version 4: each history row says which transaction wrote it (what a search cursor's
+    snapshot is compared with; rows already there get the upgrade's own, older than any cursor)."""
+    conn.raw.execute(V4)
+    return "search cursors: page_history.txid"
+
+
+_SNAPSHOT = re.compile(r"([0-9]{1,19}):([0-9]{1,19}):([0-9]{1,19}(?:,[0-9]{1,19})*)?")
+_XID8_MAX = (1 << 63) - 1
+
+
+class PgClock:
+    """PostgreSQL: writers of different pages commit in any order, so a number taken in a write says
+    nothing about what a reader saw. The watermark is the reader's snapshot (`pg_current_snapshot()`,
+    `xmin:xmax:xip,...`), and a history row was written after it when its transaction is not visible
+    in it (`page_history.txid`, indexed: rows from `xmin` on are the only ones to check)."""
+
+    def now(self, conn: Any) -> Watermark:
+        return str(conn.execute("SELECT pg_current_snapshot()::text").fetchone()[0])
+
+    def valid(self, watermark: Watermark) -> bool:
+        """A snapshot PostgreSQL would read back: xmin ≤ every in-progress id < xmax, ascending."""
+        if not isinstance(watermark, str) or len(watermark) > MAX_WATERMARK_CHARS:
+            return False
+        found = _SNAPSHOT.fullmatch(watermark)
+        if found is None:
+            return False
+        xmin, xmax = int(found[1]), int(found[2])
+        running = [int(x) for x in found[3].split(",")] if found[3] else []
+        if not 1 <= xmin <= xmax <= _XID8_MAX:
+            return False
+        return all(xmin <= x < xmax for x in running) and running == sorted(set(running))
+
+    def changes(
+        self, conn: Any, watermark: Watermark, workspaces: Sequence[str], limit: int
+    ) -> list[tuple[str, str, int]]:
+        rows = conn.execute(
+            "SELECT workspace_id, page_id, revision FROM page_history"
+            " WHERE txid >= pg_snapshot_xmin(CAST(? AS pg_snapshot))"
+            " AND NOT pg_visible_in_snapshot(txid, CAST(? AS pg_snapshot))"
+            " AND workspace_id = ANY(?) ORDER BY txid, revision LIMIT ?",
+            (watermark, watermark, list(workspaces), limit),
+        ).fetchall()
+        return [(ws, page, int(revision)) for ws, page, revision in rows]
+
+
+PG_CLOCK = PgClock()
+
+
 def index_hook(conn: Connection, change: PageChange) -> None:
     """The write hook: the search rows of what this write changed (titles and block texts)."""
     ws, page = change.workspace_id, change.page_id
@@ -140,7 +200,7 @@ def search(conn: Connection, query: SearchQuery, segments: Sequence[Segment] | N
     workspaces = _readable_workspaces(conn, query)
     if segments is None:
         # the listing's SQL is portable: the embedded kernel's, on this connection
-        return local_search._listing(cast(Any, conn), query, dict.fromkeys(workspaces))
+        return local_search._listing(cast(Any, conn), query, dict.fromkeys(workspaces), PG_CLOCK)
     return _matches(conn, query, segments, workspaces)
 
 
@@ -197,8 +257,10 @@ def _like(segment: Segment) -> str:
 def _matches(
     conn: Connection, query: SearchQuery, segments: Sequence[Segment], workspaces: list[str]
 ) -> dict[str, Any]:
+    cursor = decode_cursor(query, (int, int, int, int))
     if not workspaces:
         return {"hits": []}
+    when = local_search.moment(conn, cursor, workspaces, PG_CLOCK)
     hidden = _hidden_pages(conn, query.actor_id, workspaces)
     rows = conn.execute(
         "SELECT s.workspace_id, s.page_id, s.block_id, s.block_seq, s.folded, p.seq, w.first"
@@ -220,10 +282,29 @@ def _matches(
             page.title = True
         else:
             page.blocks.append((block_seq, block_id, folded))
-    ranked = sorted(pages.items(), key=lambda item: item[1].key(), reverse=True)
-    after = decode_cursor(query, 4)
-    if after is not None:
-        bound = tuple(after)
+    ranked_pages: dict[tuple[str, str], _Page] = {
+        key: page for key, page in pages.items() if key not in when.changed
+    }
+    # a page written since the first page is ranked as it was then (docs/search.md, "Cursor")
+    written = [key for key in when.changed if key not in hidden]
+    if len(written) > MAX_CHANGED_PAGES:
+        raise too_many_changes(MAX_CHANGED_PAGES)
+    for ws, page_id in written:
+        then = local_search.as_it_was(conn, ws, page_id, when.changed[(ws, page_id)], segments)
+        order = conn.execute(
+            "SELECT p.seq, (SELECT min(q.seq) FROM pages q WHERE q.workspace_id = p.workspace_id)"
+            " FROM pages p WHERE p.workspace_id = ? AND p.id = ?",
+            (ws, page_id),
+        ).fetchone()
+        if then is None or order is None:
+            continue
+        now = pages.get((ws, page_id))
+        ranked_pages[(ws, page_id)] = _Page(
+            order[1], order[0], bool(then[0]), then[1], now.blocks if now is not None else []
+        )
+    ranked = sorted(ranked_pages.items(), key=lambda item: item[1].key(), reverse=True)
+    if cursor is not None:
+        bound = tuple(cursor.after)
         ranked = [item for item in ranked if item[1].key() < bound]
     more = len(ranked) > query.limit
     ranked = ranked[: query.limit]
@@ -236,7 +317,7 @@ def _matches(
         hits.append(hit)
     view: dict[str, Any] = {"hits": hits}
     if more:
-        view["nextCursor"] = encode_cursor(query, list(ranked[-1][1].key()))
+        view["nextCursor"] = encode_cursor(query, list(ranked[-1][1].key()), when.watermark)
     return view
 
 
