@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,14 @@ MEMORY_SERVER = (
 )
 Args = Callable[[int], dict[str, Any]]
 _unique = itertools.count()
+# Python servers load bytecode as an installed package does (pip compiles it at install), from a cache
+# outside the source trees, whatever PYTHONDONTWRITEBYTECODE the shell has: without it, mnote (an
+# editable install) would compile every one of its modules on every start while the SDK, the echo's
+# whole weight, loads compiled ones. The first start of each target (untimed) fills it.
+PYCACHE = {
+    "PYTHONDONTWRITEBYTECODE": "",
+    "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "mnote-bench-pycache"),
+}
 
 
 @dataclass
@@ -33,7 +42,7 @@ class Target:
 def mnote(db: Path, baseline: Path | None = None, *flags: str) -> Target:
     """mnote-mcp on `db`; with `baseline`, the same from another source tree (an earlier release);
     `flags` are more of its flags (the target is named after them)."""
-    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    env = dict(PYCACHE)
     if baseline is not None:
         env["PYTHONPATH"] = str(baseline)
     name = "mnote" if baseline is None else "mnote-baseline"
@@ -76,6 +85,7 @@ def echo(blocks: int = 50, transport: str = "sdk") -> Target:
     return Target(
         name="echo" if transport == "sdk" else "echo-mnote-io",
         argv=[sys.executable, str(ROOT / "bench" / "echo_server.py"), *mode],
+        env=dict(PYCACHE),
         read=("echo_page", call),
         write=("echo_page", call),
     )
@@ -87,6 +97,7 @@ def echo_text(size: int) -> Target:
     return Target(
         name="echo-text",
         argv=[sys.executable, str(ROOT / "bench" / "echo_server.py")],
+        env=dict(PYCACHE),
         read=("echo", call),
         write=("echo", call),
     )

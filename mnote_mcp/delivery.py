@@ -41,6 +41,11 @@ CALLER_REFUSALS = frozenset(
 _CALLER_REFUSAL_VALUES = frozenset(code.value for code in CALLER_REFUSALS)
 
 
+class WireContent(list[dict[str, Any]]):
+    """The `content` of a `tools/call` result built here: marks the result as already in wire form,
+    so that the server can spare it the SDK's second pass (`mnote_mcp.server.serialize_result`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Delivery:
     refusals: RefusalStyle = "error"
@@ -58,7 +63,9 @@ class Delivery:
     def call_result(self, envelope: dict[str, Any]) -> dict[str, Any]:
         """The `tools/call` result in wire form (the SDK copies a dict instead of walking a model)."""
         result: dict[str, Any] = {
-            "content": [] if self.form == "structured" else [{"type": "text", "text": to_json(envelope)}],
+            "content": WireContent(
+                [] if self.form == "structured" else [{"type": "text", "text": to_json(envelope)}]
+            ),
             "isError": self.is_error(envelope),
             "resultType": "complete",  # required by 2026-07-28; the handshake-era sieve drops it
         }

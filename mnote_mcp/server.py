@@ -7,16 +7,18 @@ Pages are also resources (`mnote_mcp.resources`), with change notifications in b
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp.types as types
+import mcp_types.methods
 from mcp.server import Server
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from opentelemetry import trace
 
 from mnote_mcp import __version__
-from mnote_mcp.delivery import Delivery
+from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
 from mnote_mcp.tools.toolsets import Toolset
@@ -37,6 +39,98 @@ BLOCK_INSTRUCTIONS = (
     " Edit precisely with the mnote.block.* tools, addressing blocks by id; mnote.page.save rewrites the "
     "whole body and is the fallback."
 )
+
+
+_SDK_SERIALIZE = mcp_types.methods.serialize_server_result
+# (protocol version, result keys, keys of each content item) -> the keys the SDK's pass keeps, in its
+# order (result, content item), or None where that pass changes more than which keys are kept.
+_Shape = tuple[str, tuple[str, ...], tuple[tuple[str, ...], ...]]
+_Sieve = tuple[tuple[str, ...], tuple[str, ...] | None]
+_SIEVES: dict[_Shape, _Sieve | None] = {}
+
+
+def _learn_sieve(version: str, data: Mapping[str, Any], content: list[dict[str, Any]]) -> _Sieve | None:
+    """What the SDK's pass does to a result of this shape, learnt from the SDK itself once: the same
+    keys with stand-in values (an empty text, an empty envelope); trusted only if it kept every kept
+    value as it was (the flags, the result type) and changed nothing but which keys are kept."""
+    stand_in = dict(data)
+    stand_in["content"] = [{**item, "text": ""} if "text" in item else dict(item) for item in content]
+    if "structuredContent" in data:
+        stand_in["structuredContent"] = {}
+    try:
+        out = _SDK_SERIALIZE("tools/call", version, stand_in)
+    except Exception:
+        return None
+    kept = tuple(out)
+    if any(out[key] != stand_in.get(key) for key in kept):
+        return None
+    items: list[dict[str, Any]] = out.get("content", [])
+    item_keys = {tuple(item) for item in items}
+    if len(item_keys) > 1 or "content" not in kept:
+        return None
+    return kept, item_keys.pop() if item_keys else None
+
+
+def serialize_result(method: str, version: str, data: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+    """The SDK's `serialize_server_result`, except for a `tools/call` result built by `Delivery`.
+
+    The SDK validates every result against the protocol version's model and dumps it again: a pass
+    over the whole envelope (every block of a page) that can only drop the keys the version does not
+    know, for a result whose values are JSON already (a text and the envelope, which has just been
+    encoded as that text). Such a result gets the keys the SDK's pass keeps, in its order, with its
+    own values (learnt once per protocol version and shape from the SDK, `_learn_sieve`); any other
+    result, and a shape the SDK would change otherwise, gets the SDK's pass. `tests/test_call_path.py`
+    compares both on every protocol version, so an SDK that changes its models fails there.
+    """
+    content = data.get("content")
+    if method != "tools/call" or type(content) is not WireContent or options:
+        return _SDK_SERIALIZE(method, version, data, **options)
+    shape = (version, tuple(data), tuple(tuple(item) for item in content))
+    if shape in _SIEVES:
+        sieve = _SIEVES[shape]
+    else:
+        sieve = _SIEVES[shape] = _learn_sieve(version, data, content)
+    if sieve is None:
+        return _SDK_SERIALIZE(method, version, data)
+    kept, item_keys = sieve
+    out = {key: data[key] for key in kept}
+    if item_keys is not None:
+        out["content"] = [{key: item[key] for key in item_keys} for item in content]
+    else:
+        out["content"] = []
+    return out
+
+
+def skip_second_pass() -> None:
+    """Install `serialize_result` where the SDK's runner looks the pass up (`mcp_types.methods`); any
+    result but mnote's own goes on to the SDK's function unchanged."""
+    mcp_types.methods.serialize_server_result = serialize_result
+
+
+class SpansWhenTraced:
+    """The SDK's default OpenTelemetry middleware, run only while a tracer provider is configured.
+
+    Without one (no OpenTelemetry SDK set up in this process), the SDK's span per message is a no-op
+    that still costs a few percent of a call (the span, its context, the trace context of `_meta`).
+    Checked on every message, so a provider set up later (`opentelemetry-instrument`, a host process)
+    gets its spans from then on, exactly as before. A tool call of mnote's sends nothing to the client
+    from inside its handler, so the span's context (which such a request would propagate) is unused."""
+
+    def __init__(self, spans: ServerMiddleware[Any]) -> None:
+        self.spans = spans
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if type(trace.get_tracer_provider()) is trace.ProxyTracerProvider:
+            return await call_next(ctx)
+        return await self.spans(ctx, call_next)
+
+
+def spans_when_traced(server: Server[Any]) -> None:
+    """Wrap the SDK's OpenTelemetry middleware (on by default, first in `Server.middleware`)."""
+    server.middleware = [
+        SpansWhenTraced(layer) if type(layer).__name__ == "OpenTelemetryMiddleware" else layer
+        for layer in server.middleware
+    ]
 
 
 def create_server(
@@ -108,4 +202,6 @@ def create_server(
         on_subscriptions_listen=pages.listen,
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    spans_when_traced(server)
+    skip_second_pass()
     return server

@@ -461,6 +461,70 @@ async def test_paging_keeps_the_first_pages_order_across_writes_that_reorder_hit
             assert after != whole, "the writes did reorder a new search"
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_pages_written_meanwhile_never_bring_in_a_forbidden_page(
+    tmp_path: Path, request: pytest.FixtureRequest, mode: str, kind: str
+) -> None:
+    """While an editor pages through results, the owner writes the restricted page (matching the
+    query more than any other) and a stranger writes another workspace's page: the pages written
+    meanwhile are ranked as they were, but never one the editor may not read, and a cursor forged
+    to the oldest watermark brings none in either."""
+    db = _stored(kind, tmp_path, request, *_contract_pages(4))
+    secret = [{"type": "paragraph", "text": "合同条款 SECRET-BODY-91c2"}]
+    async with (
+        connect(db, mode) as editor,
+        connect(db, mode, actor="user_owner") as owner,
+        connect(db, mode, actor="user_stranger") as stranger,
+    ):
+        for query in ("合同", None):
+            arguments: dict[str, Any] = {"query": query} if query else {}
+            tag = "q" if query else "l"
+            first = await call(
+                owner, "mnote.block.insert", **write_args(f"{tag}0", document_id="doc_secret", blocks=secret)
+            )
+            assert first["ok"], first
+            seen: list[str] = []
+            result = await search(editor, limit=1, **arguments)
+            cursors = []
+            step = 0
+            while True:
+                _no_canary(result)
+                seen += docs(result)
+                if "nextCursor" not in result:
+                    break
+                cursors.append(result["nextCursor"])
+                more = await call(
+                    owner,
+                    "mnote.block.insert",
+                    **write_args(f"{tag}{step}s", document_id="doc_secret", blocks=secret * 3),
+                )
+                other = await call(
+                    stranger,
+                    "mnote.block.update",
+                    **{
+                        **write_args(f"{tag}{step}o", document_id="doc_other", blockId="o_1"),
+                        "workspaceId": "ws_other",
+                        "text": f"合同 OTHER-SECRET-BODY-beef {step}",
+                    },
+                )
+                assert more["ok"] and other["ok"], (more, other)
+                result = await search(editor, limit=1, cursor=result["nextCursor"], **arguments)
+                step += 1
+            assert len(seen) == len(set(seen)) and not {"doc_secret", "doc_other"} & set(seen)
+            assert {f"q{n:02}" for n in range(4)} <= set(seen)
+            # the same cursor with the oldest watermark there is: every write ever is "meanwhile"
+            data = json.loads(base64.urlsafe_b64decode(cursors[0] + "=" * (-len(cursors[0]) % 4)))
+            data["w"] = 0 if kind == "sqlite" else "1:1:"
+            forged = base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+            answer = await call(editor, SEARCH, **ids(), limit=50, cursor=forged, **arguments)
+            _no_canary(answer)
+            if answer["ok"]:
+                assert not {"doc_secret", "doc_other"} & set(docs(answer["result"]))
+            else:
+                assert answer["error"]["details"]["pointer"] == "/cursor", answer
+
+
 def _crafted(query: SearchQuery, after: list[Any], watermark: Any) -> str:
     """A cursor a client made up, with the right tag (the tag is no secret: nothing in a cursor is)."""
     raw = json.dumps({"a": after, "w": watermark, "q": query_tag(query)})

@@ -71,10 +71,11 @@ class LocalKernel:
         What `serve` and `runtime serve` both do, so a first run of either has something to show.
         `options` go to `open` (a subclass's own, such as the PostgreSQL pool size).
         """
-        from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
-
         kernel = cls.open(path, limits=limits, busy_timeout=busy_timeout, **options)
         try:
+            if seed is not None or (kernel.store.created and demo):
+                # only then: the fixture loader and its schema validator are no part of serving
+                from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
             if seed is not None:
                 load_fixture(kernel.store, read_fixture(seed))
             elif kernel.store.created and demo:

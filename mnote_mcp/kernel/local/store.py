@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mnote_mcp.kernel.blocks import Block, body_summary, summary_of
+from mnote_mcp.kernel.blocks import Block, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import access, history, ledger, rows, search, sql
@@ -27,6 +27,7 @@ from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCK
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.local.migrate import open_schema
+from mnote_mcp.kernel.local.pagecache import PageCache, whole_body
 from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx
 from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
 from mnote_mcp.kernel.local.sql import WRITE_ATTEMPTS, Connection
@@ -64,6 +65,7 @@ class LocalStore:
         self.location = str(self.path)
         self.limits = limits or PageLimits()
         self.write_hooks: list[WriteHook] = list(hooks)
+        self.page_cache = PageCache()
         database = Database(self.path, busy_timeout=busy_timeout)
         self.created = open_schema(database)
         self.db: sql.Database = database
@@ -94,8 +96,7 @@ class LocalStore:
             if query.include_blocks and query.block_ids is None:
                 if inline and page.block_count > INLINE_BLOCKS:
                     raise MoveToThread
-                roots = blocks.tree()
-                summary = body_summary(roots) if query.include_body else None
+                roots, summary = whole_body(self.page_cache, blocks, page)
             else:
                 if query.include_blocks and query.block_ids is not None:
                     roots = blocks.select(query.block_ids)

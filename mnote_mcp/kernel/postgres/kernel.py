@@ -23,6 +23,7 @@ from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import search as local_search
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.local.kernel import LocalKernel
+from mnote_mcp.kernel.local.pagecache import PageCache
 from mnote_mcp.kernel.local.rows import WriteHook
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import PageChangeListener, SearchQuery
@@ -52,6 +53,7 @@ class PostgresStore(LocalStore):
         self.location = redact(url)
         self.path = Path(self.location)
         self.limits = limits or PageLimits()
+        self.page_cache = PageCache()
         # Every write that makes a revision keeps the search rows and tells the other replicas when it
         # commits (LISTEN/NOTIFY).
         self.write_hooks: list[WriteHook] = [*hooks, index_hook, notify_hook]
