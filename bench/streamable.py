@@ -10,6 +10,9 @@ client on asyncio (one keep-alive connection per call in flight, no HTTP library
 overhead does not hide server cost on a 2-core machine. Each target runs as it serves by default, with
 a bearer token (mnote) and info logging of every call.
 
+`--variant=FLAGS` (repeatable; the `=` keeps argparse from reading FLAGS as its own option) adds this
+tree run with more flags, e.g. `--variant=--sse-responses`: one cut undone, to see its share.
+
 `python -m bench.streamable profile TARGET OUT.svg` records a py-spy flame graph of one target under the
 throughput load instead (`mnote`, `mnote --stateless`, `baseline`, `baseline --stateless`, `echo`,
 `echo --stateless`; the baseline ones need `--baseline`).
@@ -39,6 +42,7 @@ from bench import fixtures
 from bench.fixtures import ACTOR, PAGE, WORKSPACE
 from bench.measure import cpu_seconds, percentiles
 from bench.rawclient import INIT, PROTOCOL
+from bench.run import seed_baseline
 from bench.targets import ROOT
 
 TOKEN = "bench-token"
@@ -378,8 +382,11 @@ def build_targets(
     db: Path, baseline: Path | None, names: list[str] | None = None, variants: tuple[str, ...] = ()
 ) -> list[Target]:
     candidates = [echo_target(False), echo_target(True)]
-    if baseline is not None:
-        candidates += [mnote_target(db, False, baseline), mnote_target(db, True, baseline)]
+    if baseline is not None:  # its own store, seeded by its own code (its schema may be older)
+        old = db.with_name("baseline.db")
+        if not old.exists():
+            seed_baseline(old, baseline, (50,))
+        candidates += [mnote_target(old, False, baseline), mnote_target(old, True, baseline)]
     candidates += [mnote_target(db, False), mnote_target(db, True)]
     for flags in variants:  # this tree with more flags, e.g. the SDK's SSE answers: one cut undone
         candidates += [

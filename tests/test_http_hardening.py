@@ -6,6 +6,7 @@ the token that opened them, and watches released when their session ends (both t
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -304,3 +305,20 @@ async def test_stateless_servers_refuse_subscriptions_outside_a_listen_stream(db
                 await client.subscribe_resource(PAGE_URI)
             assert (await call(client, "mnote.page.get", **page_args()))["ok"]
         assert _health(server.url)["watches"] == 0
+
+
+def test_without_httptools_the_guard_parses_with_h11(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from mnote_mcp.transports.limits import guarded_protocol
+
+    assert issubclass(guarded_protocol(4, 1.0, "httptools"), HttpToolsProtocol)
+    assert issubclass(guarded_protocol(4, 1.0, "h11"), H11Protocol)
+    monkeypatch.setitem(sys.modules, "uvicorn.protocols.http.httptools_impl", None)  # import fails
+    with caplog.at_level("WARNING", logger="mnote_mcp"):
+        fallback = guarded_protocol(4, 1.0, "httptools")
+    assert issubclass(fallback, H11Protocol)
+    assert "httptools is not installed" in caplog.text

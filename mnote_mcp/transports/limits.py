@@ -50,7 +50,12 @@ HEADER_BYTES = 16 * 1024  # h11's limit on a request's line and headers; the htt
 def guarded_protocol(max_connections: int, header_timeout: float, parser: str = "httptools") -> type[Any]:
     """uvicorn's protocol for `parser` (httptools or h11) with a connection cap at accept time, a
     deadline for the headers and, with httptools, h11's 16 KiB bound on them."""
-    base = _guarded_httptools() if parser == "httptools" else _GuardedH11
+    base: type[_Guard] = _GuardedH11
+    if parser == "httptools":
+        try:
+            base = _guarded_httptools()
+        except ImportError:  # a dependency since issue 14; an environment installed before may lack it
+            logger.warning("httptools is not installed: parsing HTTP with h11 (pip install httptools)")
     return type(
         "GuardedProtocol", (base,), {"max_connections": max_connections, "header_timeout": header_timeout}
     )
