@@ -52,9 +52,10 @@ RUNTIME_TOKEN = "runtime-attacks-token"
 HEADER_TIMEOUT = 10.0  # the default of --header-timeout: half-sent requests are cut after it
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """The resident memory of `pid` now (or its peak so far: `VmHWM`)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -299,6 +300,7 @@ async def large_bodies(url: str, pid: int, count: int = 8, size: int = 64 * 1024
         "most_sent_mb": max(sent for _, sent in results) / (1 << 20),
         "rss_before_mb": before,
         "rss_after_mb": rss_mb(pid),
+        "rss_peak_mb": rss_mb(pid, "VmHWM"),
         "attack_s": time.perf_counter() - started,
     }
 
