@@ -70,6 +70,7 @@ async def test_bodies_over_the_limit_are_refused_and_the_relay_says_why(
         # Announced over the limit: 413 before a byte of it is read, the connection closed.
         reply, took = read_until_closed(raw_connection(rt.url, _post_head(TOKEN, 64 * 1024 * 1024)))
         assert reply.startswith(b"HTTP/1.1 413") and took < 1, (reply[:80], took)
+        assert b'"code":"%s"' % ErrorCode.INVALID_ARGUMENT.value.encode() in reply, reply
         # Chunked (no length announced), sent past the limit: 413 once the limit is passed.
         chunked = (
             b"POST /v1/commands HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n"
@@ -84,17 +85,17 @@ async def test_bodies_over_the_limit_are_refused_and_the_relay_says_why(
             pass
         reply, _ = read_until_closed(sock)
         assert reply.startswith(b"HTTP/1.1 413"), reply[:80]
-        # Through the relay: a command under the limit is written, one over it is refused and the
-        # refusal names the status (not retried: the same body would be refused again).
+        # Through the relay: a command under the limit is written, one over it is the caller's
+        # invalid_argument naming the limit (not retried: the same body would be refused again).
         kernel = HttpKernel(rt.url, token=TOKEN)
         try:
             written = await kernel.execute(note_command("small", "a short note"))
             assert written.command_id and not written.replayed, written
             with pytest.raises(MnoteError) as refused:
                 await kernel.execute(note_command("large", "x" * (2 * limit)))
-            assert refused.value.code is ErrorCode.RUNTIME_UNAVAILABLE
-            assert refused.value.details.get("status") == 413, refused.value.details
-            assert refused.value.details.get("attempts") == 1, refused.value.details
+            assert refused.value.code is ErrorCode.INVALID_ARGUMENT and not refused.value.retryable
+            assert f"over {limit} bytes" in refused.value.details["reason"], refused.value.details
+            assert "--max-body-bytes" in refused.value.details["reason"]
         finally:
             await kernel.aclose()
 

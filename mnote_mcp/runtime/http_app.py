@@ -156,7 +156,10 @@ class _Runtime:
 
         # the body is read whole, within its deadline and size, before the endpoint runs
         run = ReadBody(
-            request_response(answer), max_bytes=self._limits.max_body_bytes, timeout=self._limits.body_timeout
+            request_response(answer),
+            max_bytes=self._limits.max_body_bytes,
+            timeout=self._limits.body_timeout,
+            too_large=_too_large(self._limits.max_body_bytes),
         )
 
         async def handle(scope: Scope, receive: Receive, send: Send) -> None:
@@ -215,6 +218,14 @@ def _unauthorized() -> Response:
         status_code=SERVICE_TOKEN_STATUS,
         headers={"WWW-Authenticate": 'Bearer realm="mnote-runtime"'},
     )
+
+
+def _too_large(limit: int) -> Response:
+    """A body over `--max-body-bytes`: the caller's to fix (a smaller command, or a larger limit), so
+    the protocol's `invalid_argument`, which the HTTP adapter passes on rather than retries."""
+    reason = f"the request body is over {limit} bytes (runtime serve --max-body-bytes)"
+    error = MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": "", "reason": reason})
+    return JSONResponse({"error": error.to_wire()}, status_code=413)
 
 
 class _Endpoint:
