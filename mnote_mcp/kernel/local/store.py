@@ -44,6 +44,9 @@ from mnote_mcp.kernel.port import (
 )
 from mnote_mcp.kernel.view import check_query, page_view
 
+# What a command of a group comes to: its outcome, or what it raised.
+Done = CommandOutcome | Exception
+
 
 class LocalStore:
     """The synchronous kernel core. Use it from worker threads; each thread gets its own connection.
@@ -201,39 +204,87 @@ class LocalStore:
         self, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
     ) -> CommandOutcome:
         with self.transaction(write=not command.dry_run, inline=inline) as conn:
-            if not command.dry_run:
-                self.db.lock_page(conn, command.workspace_id, command.document_id)
-            page = access.authorize(
-                conn,
-                command.workspace_id,
-                command.document_id,
-                command.actor_id,
-                COMMAND_SCOPES[CommandName(command.name)],
-            )
-            replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
-            if replay is not None:
+            return self._command(conn, command, spec, payload, print_, inline)
+
+    def execute_group(self, commands: Sequence[Command], *, inline: bool = False) -> list[Done]:
+        """Real (not dry-run) commands in one shared transaction, each in a savepoint of its own: a
+        command that fails rolls back its own writes alone, and what it raised is its answer. Every
+        outcome is returned only after the one `COMMIT`, so no caller is answered with a write that is
+        not committed; should `BEGIN` or `COMMIT` fail, every command of the group gets that failure.
+        On the event loop (`inline`), a command that would wait or do heavy work gets `MoveToThread`
+        (as `execute` would raise it); a lock held elsewhere gives every command `MoveToThread`.
+        """
+        done: list[Done] = [MoveToThread()] * len(commands)
+        todo: list[tuple[int, Command, CommandSpec, Any, str]] = []
+        for index, command in enumerate(commands):
+            try:
                 if command.dry_run:
-                    return ledger.dry_replay(command, replay.outcome, page.revision)
-                ledger.record_replay(conn, command, replay.outcome)
-                return replay.outcome
-            tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
-            rebased = check_base(tx, spec, payload)
-            plan = spec.plan(tx, payload)
-            if plan.blocks:
-                self.limits.check(*plan.size_after(tx.page))
-            data = dict(plan.data)
-            if rebased is not None:
-                data["rebasedFrom"] = rebased
+                    raise ValueError("a dry run is not run in a group")
+                spec = COMMANDS.get(command.name)
+                if spec is None:
+                    raise MnoteError(
+                        ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name}
+                    )
+                if inline and _payload_blocks(command.payload) > INLINE_BLOCKS:
+                    raise MoveToThread
+                todo.append(
+                    (index, command, spec, spec.validate(command.payload), ledger.fingerprint(command))
+                )
+            except Exception as exc:
+                done[index] = exc
+        if not todo:
+            return done
+        try:
+            with self.transaction(write=True, inline=inline) as conn:
+                for index, command, spec, payload, print_ in todo:
+                    conn.execute("SAVEPOINT command")
+                    try:
+                        done[index] = self._command(conn, command, spec, payload, print_, inline)
+                    except Exception as exc:
+                        conn.execute("ROLLBACK TO command")
+                        done[index] = exc
+                    conn.execute("RELEASE command")
+        except Exception as exc:  # nothing of the group is committed
+            for index, *_ in todo:
+                done[index] = exc
+        return done
+
+    def _command(
+        self, conn: Connection, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
+    ) -> CommandOutcome:
+        if not command.dry_run:
+            self.db.lock_page(conn, command.workspace_id, command.document_id)
+        page = access.authorize(
+            conn,
+            command.workspace_id,
+            command.document_id,
+            command.actor_id,
+            COMMAND_SCOPES[CommandName(command.name)],
+        )
+        replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
+        if replay is not None:
             if command.dry_run:
-                if plan.text_diff is not None:
-                    tx.whole_page()
-                    data["textDiff"] = plan.text_diff()
-                return _outcome(command, plan, None, page.revision, data)
-            command_id = ledger.command_id(command.name, command.correlation.trace_id)
-            revision = self._write(tx, plan, command_id) if plan.changed else page.revision
-            outcome = _outcome(command, plan, command_id, revision, data)
-            ledger.record(conn, command, command_id, print_, page.revision, outcome)
-            return outcome
+                return ledger.dry_replay(command, replay.outcome, page.revision)
+            ledger.record_replay(conn, command, replay.outcome)
+            return replay.outcome
+        tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
+        rebased = check_base(tx, spec, payload)
+        plan = spec.plan(tx, payload)
+        if plan.blocks:
+            self.limits.check(*plan.size_after(tx.page))
+        data = dict(plan.data)
+        if rebased is not None:
+            data["rebasedFrom"] = rebased
+        if command.dry_run:
+            if plan.text_diff is not None:
+                tx.whole_page()
+                data["textDiff"] = plan.text_diff()
+            return _outcome(command, plan, None, page.revision, data)
+        command_id = ledger.command_id(command.name, command.correlation.trace_id)
+        revision = self._write(tx, plan, command_id) if plan.changed else page.revision
+        outcome = _outcome(command, plan, command_id, revision, data)
+        ledger.record(conn, command, command_id, print_, page.revision, outcome)
+        return outcome
 
     def _write(self, tx: Tx, plan: Plan, command_id: str) -> int:
         if plan.apply is not None:
