@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.local import LocalKernel, LocalStore, ledger
-from mnote_mcp.kernel.local import kernel as kernel_module
+from mnote_mcp.kernel.local import group as group_module
 from mnote_mcp.kernel.local.commands import COMMANDS
 from mnote_mcp.kernel.port import Command, CommandOutcome, Correlation
 
@@ -51,22 +51,22 @@ def title(key: str, text: str) -> Command:
 
 
 class Groups:
-    """The sizes of the groups the kernel ran (spying on the store, not changing it)."""
+    """The sizes of the groups the kernel ran (spying on it, not changing it)."""
 
     def __init__(self, store: LocalStore, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sizes: list[int] = []
-        execute, group = store.execute, store.execute_group
+        execute, run_group = store.execute, group_module.run_group
 
         def one(command: Command, *, inline: bool = False) -> CommandOutcome:
             self.sizes.append(1)
             return execute(command, inline=inline)
 
-        def many(commands: Any, *, inline: bool = False) -> Any:
+        def many(store: Any, commands: Any, *, inline: bool) -> Any:
             self.sizes.append(len(commands))
-            return group(commands, inline=inline)
+            return run_group(store, commands, inline=inline)
 
         monkeypatch.setattr(store, "execute", one)
-        monkeypatch.setattr(store, "execute_group", many)
+        monkeypatch.setattr(group_module, "run_group", many)
 
 
 async def together(kernel: LocalKernel, commands: list[Command]) -> list[CommandOutcome | Exception]:
@@ -273,6 +273,7 @@ async def test_a_heavy_command_in_a_group_moves_to_a_thread_and_the_others_commi
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("mnote_mcp.kernel.local.store.INLINE_BLOCKS", 2)
+    monkeypatch.setattr("mnote_mcp.kernel.local.group.INLINE_BLOCKS", 2)
     kernel = LocalKernel(LocalStore(db))
     groups = Groups(kernel.store, monkeypatch)
     heavy = Command(
@@ -331,7 +332,7 @@ def test_postgres_writes_are_not_grouped() -> None:
 
     kernel = LocalKernel(Store())  # type: ignore[arg-type]
     assert kernel._group is None
-    assert kernel_module.MAX_GROUP >= 2
+    assert group_module.MAX_GROUP >= 2
 
 
 # -- the write path's trims, each the same as what it replaced --------------------------------

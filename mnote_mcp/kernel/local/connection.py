@@ -44,6 +44,9 @@ _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 CHECKPOINT_ROWS = 1_000
 # How long the catch-up checkpoint waits for the write lock and for readers of older snapshots.
 CATCH_UP_WAIT_MS = 20
+# Passes of the checkpointer per waking at most, and the pages a pass copies below which it stops.
+CHECKPOINT_PASSES = 4
+CATCH_UP_FRAMES = 100
 _AUTOCHECKPOINT = 1_000  # SQLite's default, for connections of worker threads
 
 
@@ -143,7 +146,14 @@ class Checkpointer:
 
     def checkpoint(self, conn: sqlite3.Connection) -> None:
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            # Again while the last pass had much to copy: what was written during a long pass is
+            # copied by a shorter one, so what is left for the loop's catch-up is small.
+            copied = 0
+            for _ in range(CHECKPOINT_PASSES):
+                _, _, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if done - copied < CATCH_UP_FRAMES:
+                    break
+                copied = done
         except sqlite3.Error:  # the store closing: the next waking retries
             logger.debug("checkpoint of %s skipped", self.path, exc_info=True)
         self.runs += 1

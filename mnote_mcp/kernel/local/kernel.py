@@ -9,12 +9,8 @@ loop (pings and other calls are answered meanwhile). A threaded call whose calle
 timeout) is abandoned, not interrupted: its transaction still commits or rolls back whole, and the
 idempotency ledger makes the caller's retry safe.
 
-Writes on SQLite commit in groups (`GroupCommit`): the writes that reach the kernel while one is
-being gathered share one transaction, each in a savepoint of its own, and every caller is answered
-after that transaction's `COMMIT`. Each command still runs whole (permissions, idempotency ledger,
-revision, plan, rows, history, search index, audit record), so a group changes nothing a caller
-sees but the cost: one `BEGIN IMMEDIATE` and one `COMMIT` (the log pages of the tables and indexes
-the writes share, written once) for many writes.
+Writes on SQLite commit in groups (`group.py`): the writes that reach the kernel together share one
+transaction, each command in a savepoint of its own, every caller answered after its `COMMIT`.
 """
 
 from __future__ import annotations
@@ -25,14 +21,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anyio
-import anyio.lowlevel
 import anyio.to_thread
 from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
-from mnote_mcp.kernel.local.store import Done, LocalStore
+from mnote_mcp.kernel.local.group import GroupCommit
+from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import (
     Command,
     CommandOutcome,
@@ -47,71 +42,6 @@ from mnote_mcp.kernel.scopes import Scope
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
-
-
-# The most writes one transaction takes (a bound of the server's, not of a client's).
-MAX_GROUP = 64
-# Loop turns a leader waits, with no write joining, before it runs its group.
-GATHER_TURNS = 3
-
-
-class _Waiting:
-    __slots__ = ("answered", "command", "done")
-
-    def __init__(self, command: Command) -> None:
-        self.command = command
-        self.done: Done | None = None
-        self.answered = anyio.Event()
-
-
-class GroupCommit:
-    """Gathers the writes that reach the kernel together into one transaction (see the module).
-
-    The first write to arrive leads: it lets the event loop run the calls already on their way (one
-    turn at a time, while more writes keep joining, up to `MAX_GROUP`), then runs the group on the
-    loop and answers the others. A sequential client's write makes a group of one, run as before,
-    one loop turn later. A leader that is cancelled while gathering still runs the group (the others
-    wait on it), as a call abandoned on a thread still commits; a cancelled follower's write runs too.
-    """
-
-    def __init__(self, store: LocalStore) -> None:
-        self.store = store
-        self._queue: list[_Waiting] = []
-        self._leading = False
-
-    async def submit(self, command: Command) -> Done:
-        waiting = _Waiting(command)
-        self._queue.append(waiting)
-        if self._leading:
-            await waiting.answered.wait()
-        else:
-            self._leading = True
-            try:
-                seen, idle = len(self._queue), 0
-                while idle < GATHER_TURNS and len(self._queue) < MAX_GROUP:
-                    await anyio.lowlevel.checkpoint()
-                    idle = idle + 1 if len(self._queue) == seen else 0
-                    seen = len(self._queue)
-            finally:
-                group, self._queue = self._queue, []
-                self._leading = False
-                self._run(group)
-        assert waiting.done is not None
-        return waiting.done
-
-    def _run(self, group: list[_Waiting]) -> None:
-        if len(group) == 1:
-            try:
-                group[0].done = self.store.execute(group[0].command, inline=True)
-            except Exception as exc:
-                group[0].done = exc
-        else:
-            for waiting, done in zip(
-                group, self.store.execute_group([w.command for w in group], inline=True), strict=True
-            ):
-                waiting.done = done
-        for waiting in group:
-            waiting.answered.set()
 
 
 class LocalKernel:

@@ -12,7 +12,7 @@ This module only orchestrates: connections (`connection`), schema (`migrate`), c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.local.migrate import open_schema
 from mnote_mcp.kernel.local.pagecache import PageCache, whole_body
-from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx
+from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx, payload_blocks
 from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
 from mnote_mcp.kernel.local.sql import WRITE_ATTEMPTS, Connection
 from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
@@ -43,9 +43,6 @@ from mnote_mcp.kernel.port import (
     SearchQuery,
 )
 from mnote_mcp.kernel.view import check_query, page_view
-
-# What a command of a group comes to: its outcome, or what it raised.
-Done = CommandOutcome | Exception
 
 
 class LocalStore:
@@ -184,7 +181,7 @@ class LocalStore:
         spec = COMMANDS.get(command.name)
         if spec is None:
             raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name})
-        if inline and _payload_blocks(command.payload) > INLINE_BLOCKS:
+        if inline and payload_blocks(command.payload) > INLINE_BLOCKS:
             raise MoveToThread  # validating, planning and writing that many blocks is heavy
         payload = spec.validate(command.payload)
         print_ = ledger.fingerprint(command)
@@ -204,52 +201,9 @@ class LocalStore:
         self, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
     ) -> CommandOutcome:
         with self.transaction(write=not command.dry_run, inline=inline) as conn:
-            return self._command(conn, command, spec, payload, print_, inline)
+            return self.run_command(conn, command, spec, payload, print_, inline)
 
-    def execute_group(self, commands: Sequence[Command], *, inline: bool = False) -> list[Done]:
-        """Real (not dry-run) commands in one shared transaction, each in a savepoint of its own: a
-        command that fails rolls back its own writes alone, and what it raised is its answer. Every
-        outcome is returned only after the one `COMMIT`, so no caller is answered with a write that is
-        not committed; should `BEGIN` or `COMMIT` fail, every command of the group gets that failure.
-        On the event loop (`inline`), a command that would wait or do heavy work gets `MoveToThread`
-        (as `execute` would raise it); a lock held elsewhere gives every command `MoveToThread`.
-        """
-        done: list[Done] = [MoveToThread()] * len(commands)
-        todo: list[tuple[int, Command, CommandSpec, Any, str]] = []
-        for index, command in enumerate(commands):
-            try:
-                if command.dry_run:
-                    raise ValueError("a dry run is not run in a group")
-                spec = COMMANDS.get(command.name)
-                if spec is None:
-                    raise MnoteError(
-                        ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name}
-                    )
-                if inline and _payload_blocks(command.payload) > INLINE_BLOCKS:
-                    raise MoveToThread
-                todo.append(
-                    (index, command, spec, spec.validate(command.payload), ledger.fingerprint(command))
-                )
-            except Exception as exc:
-                done[index] = exc
-        if not todo:
-            return done
-        try:
-            with self.transaction(write=True, inline=inline) as conn:
-                for index, command, spec, payload, print_ in todo:
-                    conn.execute("SAVEPOINT command")
-                    try:
-                        done[index] = self._command(conn, command, spec, payload, print_, inline)
-                    except Exception as exc:
-                        conn.execute("ROLLBACK TO command")
-                        done[index] = exc
-                    conn.execute("RELEASE command")
-        except Exception as exc:  # nothing of the group is committed
-            for index, *_ in todo:
-                done[index] = exc
-        return done
-
-    def _command(
+    def run_command(
         self, conn: Connection, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
     ) -> CommandOutcome:
         if not command.dry_run:
@@ -318,18 +272,6 @@ class LocalStore:
         for hook in self.write_hooks:
             hook(conn, change)
         return revision
-
-
-def _payload_blocks(payload: Mapping[str, Any]) -> int:
-    """How many blocks a (not yet validated) payload carries, counted without trusting its shape."""
-    total, stack = 0, [payload.get("content", payload.get("blocks"))]
-    while stack and total <= INLINE_BLOCKS:  # past the threshold the exact count does not matter
-        items = stack.pop()
-        if isinstance(items, list):
-            total += len(items)
-            if total <= INLINE_BLOCKS:
-                stack += [item["children"] for item in items if isinstance(item, dict) and "children" in item]
-    return total
 
 
 def _outcome(
