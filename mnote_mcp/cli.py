@@ -245,6 +245,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
         token=token,
         record=config.record,
         description=describe(db),
+        limits=config.client_limits,
     )
     return 0
 

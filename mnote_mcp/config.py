@@ -42,6 +42,7 @@ from mnote_mcp.vocabulary.naming import TOOL_NAME_STYLES, ToolNames
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, parse_scopes
 
 if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
+    from mnote_mcp.httpguard import ClientLimits
     from mnote_mcp.tools.selection import ToolSelection
 
 Transport = Literal["stdio", "sse", "http"]
@@ -50,6 +51,7 @@ HttpParser = Literal["httptools", "h11"]
 DEFAULT_ACTOR = "user_1"
 ENV_PREFIX = "MNOTE_"
 HTTP = "HTTP transports (--transport http|sse)"
+RUNTIME_HTTP = "what one HTTP client may hold (runtime serve)"
 STDIO = "the stdio transport (--transport stdio)"
 RELAY = "relay to a runtime (--kernel http://… | cli:…)"
 LOGGING = "logging (stderr)"
@@ -380,6 +382,51 @@ def db_setting() -> Any:
     )
 
 
+# What one HTTP client may hold (mnote_mcp/httpguard.py): the MCP transport's and the runtime's
+# servers take the same settings, each under its own group and variables (MNOTE_RUNTIME_* for the runtime).
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+# A runtime command can carry a whole page (--max-page-bytes of content, 8 MiB by default) and JSON
+# escaping can double text full of quotes or backslashes: four times the page limit's default.
+DEFAULT_RUNTIME_MAX_BODY_BYTES = 4 * DEFAULT_MAX_PAGE_BYTES
+
+
+_HTTP_LIMITS: dict[str, tuple[Any, Callable[[str], Any], str]] = {
+    "http_parser": (
+        "httptools",
+        choice("httptools", "h11"),
+        "uvicorn's HTTP/1.1 parser: httptools (C, llhttp) or h11 (pure Python, slower); both under the"
+        " same connection cap, header deadline and 16 KiB header bound",
+    ),
+    "max_body_bytes": (
+        DEFAULT_MAX_BODY_BYTES,
+        positive_int,
+        "largest request body; a larger one is answered 413 (before it is read when announced)",
+    ),
+    "max_connections": (
+        500,
+        positive_int,
+        "open connections at most; the longest-waiting half-sent request makes room (408), else one more"
+        " is answered 503 and closed as it is accepted",
+    ),
+    "header_timeout": (
+        10.0,
+        positive_number,
+        "seconds a client has to send a request's line and headers (408 and closed after it)",
+    ),
+    "body_timeout": (
+        30.0,
+        positive_number,
+        "seconds an authenticated client has to send a request's body (408 and closed after it)",
+    ),
+}
+
+
+def http_limit(name: str, group: str, *, env: str | None = None, default: Any = None) -> Any:
+    """One of the settings above (the field's name), in `group`, with its own variable if `env`."""
+    value, parse, words = _HTTP_LIMITS[name]
+    return setting(value if default is None else default, parse, words, group=group, env=env)
+
+
 def store_or_default(db: Path | str | None) -> Path | str:
     return db if db is not None else default_store_path()
 
@@ -509,13 +556,7 @@ class ServerConfig(StoreSettings, LogSettings):
     host: str = setting("127.0.0.1", text, "address to listen on", group=HTTP)
     port: int = setting(8765, port_number, "TCP port to listen on", group=HTTP)
     stateless: bool = switch("keep no session state (replicas behind a load balancer)", group=HTTP)
-    http_parser: HttpParser = setting(
-        "httptools",
-        choice("httptools", "h11"),
-        "uvicorn's HTTP/1.1 parser: httptools (C, llhttp) or h11 (pure Python, slower); both under the"
-        " same connection cap, header deadline and 16 KiB header bound",
-        group=HTTP,
-    )
+    http_parser: HttpParser = http_limit("http_parser", HTTP)
     sse_responses: bool = switch(
         "answer each POST to /mcp with an SSE stream rather than one JSON body (the SDK's default; mnote's"
         " tools send nothing but their answer)",
@@ -554,19 +595,10 @@ class ServerConfig(StoreSettings, LogSettings):
     allowed_origins: tuple[str, ...] = setting(
         (), csv, "Origin header values to accept", shown="the allowed hosts", group=HTTP
     )
-    max_body_bytes: int = setting(4 * 1024 * 1024, positive_int, "largest request body", group=HTTP)
-    max_connections: int = setting(
-        500,
-        positive_int,
-        "open connections at most; one more is answered 503 and closed as it is accepted",
-        group=HTTP,
-    )
-    header_timeout: float = setting(
-        10.0, positive_number, "seconds a client has to send a request's headers", group=HTTP
-    )
-    body_timeout: float = setting(
-        30.0, positive_number, "seconds an authenticated client has to send a request's body", group=HTTP
-    )
+    max_body_bytes: int = http_limit("max_body_bytes", HTTP)
+    max_connections: int = http_limit("max_connections", HTTP)
+    header_timeout: float = http_limit("header_timeout", HTTP)
+    body_timeout: float = http_limit("body_timeout", HTTP)
     max_sessions: int = setting(
         1000, positive_int, "open sessions (streamable HTTP and SSE) at most; one more is 503", group=HTTP
     )
@@ -704,6 +736,29 @@ class RuntimeConfig(StoreSettings, LogSettings):
     record: Path | None = setting(
         None, optional_path, "append each request's headers here (JSON lines; tests)", metavar="FILE", env=""
     )
+    # what one HTTP client may hold, as on `serve --transport http` (mnote_mcp/httpguard.py)
+    http_parser: HttpParser = http_limit("http_parser", RUNTIME_HTTP, env="MNOTE_RUNTIME_HTTP_PARSER")
+    max_body_bytes: int = http_limit(
+        "max_body_bytes",
+        RUNTIME_HTTP,
+        env="MNOTE_RUNTIME_MAX_BODY_BYTES",
+        default=DEFAULT_RUNTIME_MAX_BODY_BYTES,
+    )
+    max_connections: int = http_limit("max_connections", RUNTIME_HTTP, env="MNOTE_RUNTIME_MAX_CONNECTIONS")
+    header_timeout: float = http_limit("header_timeout", RUNTIME_HTTP, env="MNOTE_RUNTIME_HEADER_TIMEOUT")
+    body_timeout: float = http_limit("body_timeout", RUNTIME_HTTP, env="MNOTE_RUNTIME_BODY_TIMEOUT")
+
+    @property
+    def client_limits(self) -> ClientLimits:
+        from mnote_mcp.httpguard import ClientLimits  # uvicorn and Starlette: only when serving
+
+        return ClientLimits(
+            max_connections=self.max_connections,
+            header_timeout=self.header_timeout,
+            max_body_bytes=self.max_body_bytes,
+            body_timeout=self.body_timeout,
+            http_parser=self.http_parser,
+        )
 
 
 @dataclass(frozen=True)

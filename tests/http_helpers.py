@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp import Client
@@ -145,3 +147,54 @@ def wait_until(predicate: Any, timeout: float = 10) -> bool:
             return True
         time.sleep(0.05)
     return bool(predicate())
+
+
+def address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    return parts.hostname, parts.port
+
+
+def raw_connection(url: str, data: bytes, *, timeout: float = 10) -> socket.socket:
+    """A TCP connection to the server at `url` that has sent `data` (raw HTTP, or nothing)."""
+    sock = socket.create_connection(address(url), timeout=timeout)
+    if data:
+        sock.sendall(data)
+    return sock
+
+
+def read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
+    """Everything the server sends until it closes the connection, and how long that took."""
+    started, received = time.monotonic(), b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except (TimeoutError, ConnectionResetError):
+        pass
+    finally:
+        sock.close()
+    return received, time.monotonic() - started
+
+
+def trickle(url: str, data: bytes, piece: int = 1000) -> tuple[bytes, float]:
+    """Send `data` a piece at a time (until the server stops reading), then what it answered."""
+    sock = raw_connection(url, b"")
+    for start in range(0, len(data), piece):
+        try:
+            sock.sendall(data[start : start + piece])
+        except (BrokenPipeError, ConnectionResetError):
+            break
+    return read_until_closed(sock)
+
+
+def cut_off(held: list[socket.socket]) -> list[bool]:
+    """Which of `held` the server has answered 408 (a 408 already sent), closing each."""
+    cut = []
+    for sock in held:
+        sock.settimeout(0.2)
+        try:
+            cut.append(sock.recv(64).startswith(b"HTTP/1.1 408"))
+        except TimeoutError:
+            cut.append(False)
+        sock.close()
+    return cut

@@ -28,9 +28,24 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from mnote_mcp.kernel.port import Command, CommandName, Correlation
 from tests.helpers import ROOT
 
 START_TIMEOUT = 30.0
+
+
+def note_command(key: str, content: str | None = None, trace: str = "t") -> Command:
+    """A real command (an AI note on ws_1/doc_1 by user_editor) for a runtime to run."""
+    return Command(
+        name=CommandName.ARTIFACT_AI_NOTE_CREATE,
+        workspace_id="ws_1",
+        document_id="doc_1",
+        actor_id="user_editor",
+        correlation=Correlation("s", "r", "c", trace),
+        idempotency_key=key,
+        dry_run=False,
+        payload={"content": content if content is not None else f"note for {key}"},
+    )
 
 
 def free_port() -> int:

@@ -5,18 +5,27 @@ the token that opened them, and watches released when their session ends (both t
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx2
 import pytest
 
 from tests.helpers import RAW_INITIALIZE, call, page_args
-from tests.http_helpers import http_server, mcp_http, mcp_sse, wait_until, write_tokens
+from tests.http_helpers import (
+    address,
+    cut_off,
+    http_server,
+    mcp_http,
+    mcp_sse,
+    raw_connection,
+    read_until_closed,
+    trickle,
+    wait_until,
+    write_tokens,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -33,35 +42,9 @@ def tokens(tmp_path: Path) -> Path:
     return write_tokens(tmp_path / "tokens.json", TOKENS)
 
 
-def _address(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    assert parts.hostname is not None and parts.port is not None
-    return parts.hostname, parts.port
-
-
-def _raw(url: str, data: bytes, *, timeout: float = 10) -> socket.socket:
-    sock = socket.create_connection(_address(url), timeout=timeout)
-    if data:
-        sock.sendall(data)
-    return sock
-
-
-def _read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
-    """Everything the server sends until it closes the connection, and how long that took."""
-    started, received = time.monotonic(), b""
-    try:
-        while chunk := sock.recv(65536):
-            received += chunk
-    except (TimeoutError, ConnectionResetError):
-        pass
-    finally:
-        sock.close()
-    return received, time.monotonic() - started
-
-
 def _post_head(url: str, token: str | None, length: int, host: str = "127.0.0.1") -> bytes:
     auth = f"Authorization: Bearer {token}\r\n" if token else ""
-    port = _address(url)[1]
+    port = address(url)[1]
     return (
         f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
         f"Accept: application/json, text/event-stream\r\n{auth}Content-Length: {length}\r\n\r\n"
@@ -99,19 +82,19 @@ def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path, pars
     )
     with http_server(db, *args) as server:
         # Unauthenticated, announcing 4 MiB and sending none of it: refused from the headers, closed.
-        unauthenticated = _raw(server.url, _post_head(server.url, None, 4 * 1024 * 1024))
-        reply, took = _read_until_closed(unauthenticated)
+        unauthenticated = raw_connection(server.url, _post_head(server.url, None, 4 * 1024 * 1024))
+        reply, took = read_until_closed(unauthenticated)
         assert reply.startswith(b"HTTP/1.1 401") and took < 1, (reply[:80], took)
-        wrong = _raw(server.url, _post_head(server.url, "tok-nope", 4 * 1024 * 1024) + b"{")
-        reply, took = _read_until_closed(wrong)
+        wrong = raw_connection(server.url, _post_head(server.url, "tok-nope", 4 * 1024 * 1024) + b"{")
+        reply, took = read_until_closed(wrong)
         assert reply.startswith(b"HTTP/1.1 401") and took < 1, (reply[:80], took)
         # Half-sent headers: 408 and closed after --header-timeout.
-        slow_headers = _raw(server.url, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        reply, took = _read_until_closed(slow_headers)
+        slow_headers = raw_connection(server.url, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        reply, took = read_until_closed(slow_headers)
         assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < 5, (reply[:80], took)
         # Authenticated, but the body never completes: 408 and closed after --body-timeout.
-        slow_body = _raw(server.url, _post_head(server.url, "tok-a", 1000) + b'{"jsonrpc"')
-        reply, took = _read_until_closed(slow_body)
+        slow_body = raw_connection(server.url, _post_head(server.url, "tok-a", 1000) + b'{"jsonrpc"')
+        reply, took = read_until_closed(slow_body)
         assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < 5, (reply[:80], took)
         assert _open_session(server.url, "tok-a").status_code == 200, "a good client still gets in"
 
@@ -124,26 +107,21 @@ def test_connections_over_the_cap_make_room_or_are_refused_as_they_arrive(
     every connection is busy with a request (open streams), a new one gets 503 as it is accepted."""
     args = ("--auth-file", str(tokens), "--max-connections", "4", "--http-parser", parser)
     with http_server(db, *args) as server:
-        port = _address(server.url)[1]
-        held = [_raw(server.url, b"POST /mcp HTTP/1.1\r\n") for _ in range(4)]
+        port = address(server.url)[1]
+        held = [raw_connection(server.url, b"POST /mcp HTTP/1.1\r\n") for _ in range(4)]
         time.sleep(0.3)
-        health = _raw(server.url, f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        health = raw_connection(
+            server.url, f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+        )
         assert health.recv(64).startswith(b"HTTP/1.1 200"), "a client that sends its request gets in"
         health.close()
-        cut = []
-        for sock in held:  # the oldest was cut to make room (a 408, already there), the others wait
-            sock.settimeout(0.2)
-            try:
-                cut.append(sock.recv(64).startswith(b"HTTP/1.1 408"))
-            except TimeoutError:
-                cut.append(False)
-            sock.close()
-        assert cut == [True, False, False, False], cut
+        # the oldest was cut to make room (a 408, already there), the others wait
+        assert cut_off(held) == [True, False, False, False]
         stream = f"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer tok-a\r\n\r\n"
-        busy = [_raw(server.url, stream.encode()) for _ in range(4)]
+        busy = [raw_connection(server.url, stream.encode()) for _ in range(4)]
         for sock in busy:
             assert sock.recv(64).startswith(b"HTTP/1.1 200")
-        reply, took = _read_until_closed(_raw(server.url, b""))
+        reply, took = read_until_closed(raw_connection(server.url, b""))
         assert reply.startswith(b"HTTP/1.1 503") and took < 1, (reply, took)
         for sock in busy:
             sock.close()
@@ -159,22 +137,16 @@ def test_headers_are_bounded_and_keep_alive_requests_get_the_header_deadline(
     gets 408 after --header-timeout."""
     args = ("--auth-file", str(tokens), "--header-timeout", "1", "--http-parser", parser)
     with http_server(db, *args) as server:
-        port = _address(server.url)[1]
+        port = address(server.url)[1]
         padding = b"X-Padding: " + b"a" * 8000 + b"\r\n"
         big = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding * 3 + b"\r\n"
         if parser == "httptools":  # h11 bounds only what is still incomplete: one read may hold more
-            reply, took = _read_until_closed(_raw(server.url, big))
+            reply, took = read_until_closed(raw_connection(server.url, big))
             assert reply.startswith(b"HTTP/1.1 400") and took < 1, (reply[:80], took)
-        trickled = _raw(server.url, b"")
-        for piece in (big[i : i + 1000] for i in range(0, len(big), 1000)):
-            try:
-                trickled.sendall(piece)
-            except (BrokenPipeError, ConnectionResetError):
-                break
-        reply, took = _read_until_closed(trickled)
+        reply, took = trickle(server.url, big)
         assert reply.startswith(b"HTTP/1.1 400"), reply[:80]
         fits = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding + b"\r\n"
-        pipelined = _raw(server.url, fits + fits)
+        pipelined = raw_connection(server.url, fits + fits)
         pipelined.settimeout(5)
         received = b""
         while received.count(b"HTTP/1.1 200") < 2:
@@ -182,8 +154,10 @@ def test_headers_are_bounded_and_keep_alive_requests_get_the_header_deadline(
             assert chunk, received
             received += chunk
         pipelined.close()
-        stalled = _raw(server.url, fits + b"GET /healthz HTTP/1.1\r\n")  # served, then the next stalls
-        reply, took = _read_until_closed(stalled)
+        stalled = raw_connection(
+            server.url, fits + b"GET /healthz HTTP/1.1\r\n"
+        )  # served, then the next stalls
+        reply, took = read_until_closed(stalled)
         assert reply.startswith(b"HTTP/1.1 200"), reply[:80]
         assert reply.endswith(
             b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -313,7 +287,7 @@ def test_without_httptools_the_guard_parses_with_h11(
     from uvicorn.protocols.http.h11_impl import H11Protocol
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from mnote_mcp.transports.limits import guarded_protocol
+    from mnote_mcp.httpguard import guarded_protocol
 
     assert issubclass(guarded_protocol(4, 1.0, "httptools"), HttpToolsProtocol)
     assert issubclass(guarded_protocol(4, 1.0, "h11"), H11Protocol)

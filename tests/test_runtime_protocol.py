@@ -27,29 +27,20 @@ from mnote_mcp.kernel.cli import CliKernel, parse_command_line
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
+from mnote_mcp.kernel.port import Command, Correlation, PageQuery
 from mnote_mcp.kernel.protocol import OPERATIONS, STATUS_OF, decode_key, encode_key
 from mnote_mcp.tracecontext import trace_id_of, traceparent, w3c_trace_id
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
 from tests.helpers import FIXTURE, ROOT, page_args
-from tests.runtimes import RuntimeProcess, mnote_command, reference_runtime
+from tests.runtimes import RuntimeProcess, mnote_command, note_command, reference_runtime
 
 pytestmark = pytest.mark.anyio
 HEX_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 def note(trace: str, key: str) -> Command:
-    return Command(
-        name=CommandName.ARTIFACT_AI_NOTE_CREATE,
-        workspace_id="ws_1",
-        document_id="doc_1",
-        actor_id="user_editor",
-        correlation=Correlation("s", "r", "c", trace),
-        idempotency_key=key,
-        dry_run=False,
-        payload={"content": f"note for {key}"},
-    )
+    return note_command(key, trace=trace)
 
 
 def test_the_protocol_schemas_are_valid_json_schemas() -> None:

@@ -1,8 +1,11 @@
 """`mnote-mcp runtime serve`: a kernel behind the runtime protocol v1 over HTTP (Starlette + uvicorn).
 
 Each endpoint is one small function from a request to the JSON value of its reply; `_Runtime.route`
-wraps it with what every endpoint shares: the service token, the test record, and the mapping of a
+wraps it with what every endpoint shares: the test record, the service token (from the headers,
+before any body is read), the body read whole within its deadline and size, and the mapping of a
 refusal to its status and error body. Adding an operation is one function and one line in `routes`.
+What one client may hold (connections, header and body deadlines, body and header sizes) is the MCP
+transport's code and flags (`mnote_mcp/httpguard.py`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, request_response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnote_mcp import __version__
+from mnote_mcp.httpguard import ClientLimits, CloseUnreadBodies, ReadBody, guarded_protocol
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.protocol import (
@@ -132,44 +137,54 @@ async def health(request: Request, kernel: Kernel) -> dict[str, Any]:
 
 
 class _Runtime:
-    def __init__(self, kernel: Kernel, token: str | None, record: Path | None) -> None:
+    def __init__(self, kernel: Kernel, token: str | None, record: Path | None, limits: ClientLimits) -> None:
         self.kernel = kernel
         self._token = token.strip().encode("utf-8") if token and token.strip() else None
         self._record = record
+        self._limits = limits
 
     def route(self, path: str, method: str, endpoint: Endpoint, *, public: bool = False) -> Route:
-        async def handle(request: Request) -> Response:
+        async def answer(request: Request) -> Response:
+            try:
+                return JSONResponse(await endpoint(request, self.kernel))
+            except MnoteError as error:
+                return JSONResponse({"error": error.to_wire()}, status_code=STATUS_OF[error.code])
+            except Exception:
+                logger.exception("runtime %s %s failed unexpectedly", request.method, request.url.path)
+                internal = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
+                return JSONResponse({"error": internal.to_wire()}, status_code=STATUS_OF[internal.code])
+
+        # the body is read whole, within its deadline and size, before the endpoint runs
+        run = ReadBody(
+            request_response(answer), max_bytes=self._limits.max_body_bytes, timeout=self._limits.body_timeout
+        )
+
+        async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+            request = Request(scope)
             self._write_record(request)
             started = time.perf_counter()
-            response = await self._answer(request, endpoint, public)
+            status = [0]
+
+            async def sending(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    status[0] = message["status"]
+                await send(message)
+
+            if public or self._authorized(request):
+                await run(scope, receive, sending)
+            else:  # from the headers alone: the body of a refused request is never read
+                await _unauthorized()(scope, receive, sending)
             if not public:
                 logger.info(
                     "%s %s %d %.1fms%s",
                     method,
                     path,
-                    response.status_code,
+                    status[0],
                     (time.perf_counter() - started) * 1000,
                     f" trace={trace}" if (trace := _traceparent(request)) else "",
                 )
-            return response
 
-        return Route(path, handle, methods=[method])
-
-    async def _answer(self, request: Request, endpoint: Endpoint, public: bool) -> Response:
-        if not public and not self._authorized(request):
-            return JSONResponse(
-                {"error": MnoteError(ErrorCode.UNAUTHENTICATED, Reason.SERVICE_TOKEN).to_wire()},
-                status_code=SERVICE_TOKEN_STATUS,
-                headers={"WWW-Authenticate": 'Bearer realm="mnote-runtime"'},
-            )
-        try:
-            return JSONResponse(await endpoint(request, self.kernel))
-        except MnoteError as error:
-            return JSONResponse({"error": error.to_wire()}, status_code=STATUS_OF[error.code])
-        except Exception:
-            logger.exception("runtime %s %s failed unexpectedly", request.method, request.url.path)
-            internal = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
-            return JSONResponse({"error": internal.to_wire()}, status_code=STATUS_OF[internal.code])
+        return Route(path, _Endpoint(handle), methods=[method])
 
     def _authorized(self, request: Request) -> bool:
         if self._token is None:
@@ -194,9 +209,31 @@ class _Runtime:
             sink.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
 
-def create_app(kernel: Kernel, *, token: str | None = None, record: Path | None = None) -> Starlette:
-    """The runtime's ASGI app; it owns `kernel` and closes it when the server shuts down."""
-    runtime = _Runtime(kernel, token, record)
+def _unauthorized() -> Response:
+    return JSONResponse(
+        {"error": MnoteError(ErrorCode.UNAUTHENTICATED, Reason.SERVICE_TOKEN).to_wire()},
+        status_code=SERVICE_TOKEN_STATUS,
+        headers={"WWW-Authenticate": 'Bearer realm="mnote-runtime"'},
+    )
+
+
+class _Endpoint:
+    """An ASGI callable as an object: Starlette's `Route` takes a plain function for a request handler."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    kernel: Kernel, *, limits: ClientLimits, token: str | None = None, record: Path | None = None
+) -> ASGIApp:
+    """The runtime's ASGI app; it owns `kernel` and closes it when the server shuts down. A request's
+    body is read within `limits`, and a refusal of an unread body closes the connection; the
+    connection-level limits are the protocol's that `serve_runtime` gives uvicorn."""
+    runtime = _Runtime(kernel, token, record, limits)
     routes = [
         runtime.route(HEALTH_PATH, "GET", health, public=True),
         runtime.route(EXECUTE.path, EXECUTE.method, execute),
@@ -216,7 +253,7 @@ def create_app(kernel: Kernel, *, token: str | None = None, record: Path | None 
         finally:
             await kernel.aclose()
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    return CloseUnreadBodies(Starlette(routes=routes, lifespan=lifespan))
 
 
 def serve_runtime(
@@ -227,6 +264,7 @@ def serve_runtime(
     token: str | None,
     record: Path | None,
     description: str,
+    limits: ClientLimits,
 ) -> None:
     """Serve until SIGINT/SIGTERM; uvicorn shuts down gracefully and the lifespan closes the kernel."""
     import uvicorn
@@ -247,8 +285,15 @@ def serve_runtime(
         "required" if token else "none (loopback only)",
         f" record={record}" if record else "",
     )
-    app = create_app(kernel, token=token, record=record)
+    app = create_app(kernel, token=token, record=record, limits=limits)
     config = uvicorn.Config(
-        app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=5
+        app,
+        host=host,
+        port=port,
+        # the connection cap, the header deadline and the header bound, as on the MCP transport
+        http=guarded_protocol(limits.max_connections, limits.header_timeout, limits.http_parser),
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=5,
     )
     uvicorn.Server(config).run()

@@ -1,8 +1,9 @@
 """One ASGI app for both HTTP transports: streamable HTTP at `/mcp` and the legacy HTTP+SSE transport
 at `/sse` + `/messages/`, behind bearer-token authentication (from the headers, before any body is
-read), Host/Origin validation (DNS-rebinding protection), a request body limit and deadline, session
-caps per token and overall (`transports/limits.py`), and an unauthenticated `/healthz` that reports
-how many sessions and resource watches are open. A session belongs to the token that opened it.
+read), Host/Origin validation (DNS-rebinding protection), a request body limit and deadline
+(`mnote_mcp/httpguard.py`), session caps per token and overall (`transports/limits.py`), and an
+unauthenticated `/healthz` that reports how many sessions and resource watches are open. A session
+belongs to the token that opened it.
 
 No state lives here: sessions of the stateful streamable transport are only the SDK's message
 routing; every business fact is in the kernel, so with `--stateless` any number of replicas can sit
@@ -35,6 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mnote_mcp import __version__
 from mnote_mcp.app import App
 from mnote_mcp.config import ServerConfig
+from mnote_mcp.httpguard import CloseUnreadBodies, ReadBody
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.net import is_loopback
 from mnote_mcp.resources import PageResources
@@ -47,7 +49,7 @@ from mnote_mcp.transports.auth import (
     within,
 )
 from mnote_mcp.transports.headers import identity_from_request
-from mnote_mcp.transports.limits import CloseUnreadBodies, ReadBody, SessionCaps, owner_of
+from mnote_mcp.transports.limits import SessionCaps, owner_of
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope as Grant
 

@@ -1,287 +1,25 @@
-"""What one HTTP client may hold: connections, time to send its headers and body, sessions.
+"""How many sessions one token, and everyone together, may hold on the MCP HTTP transport.
 
-Each limit is a flag (docs/security.md lists them with their defaults):
-
-- `--max-connections`: at the cap, the connection that has waited longest for a request's headers
-  (half-sent, or idle between requests) is closed to make room; if every connection is busy with a
-  request, the new one is answered `503` and closed as it is accepted, before a byte of it is read.
-  Half-sent requests can neither use up file descriptors nor starve clients that do send requests.
-- `--header-timeout`: from the moment a connection is accepted (or its previous response is
-  complete) the client has this long to finish a request's headers; then it gets `408` and is closed.
-- `--body-timeout` and `--max-body-bytes`: an authenticated request's body is read whole, within
-  this time and size, before anything else happens (`408` / `413`). Authentication comes first, from
-  the headers alone: an unauthenticated request is refused without its body being read.
-- Every refusal of a request whose body was not read closes the connection (`Connection: close`), so
-  a client cannot keep trickling a body nobody will read.
 - `--max-sessions-per-token` (`429`) and `--max-sessions` (`503`): how many stateful sessions (a
   streamable-HTTP session or a legacy SSE stream) one token, and everyone together, may hold open.
 
-The connection-level parts live in the protocol uvicorn runs for each connection (uvicorn has a
-keep-alive timeout but no header timeout, and its `limit_concurrency` answers only once the headers
-have arrived); the request-level parts are ASGI middleware.
+What a connection may hold below the session (connections, header and body deadlines, body size) is
+`mnote_mcp/httpguard.py`, shared with the reference runtime's server.
 """
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import json
 import logging
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Hashable
-from typing import Any, cast
 
-import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mnote_mcp.httpguard import CLOSE
 
 logger = logging.getLogger("mnote_mcp")
-
-_REFUSED = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-_TOO_SLOW = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-_CLOSE = (b"connection", b"close")
-_ARMED = itertools.count()
-
-
-HEADER_BYTES = 16 * 1024  # h11's limit on a request's line and headers; the httptools guard keeps it
-
-
-def guarded_protocol(max_connections: int, header_timeout: float, parser: str = "httptools") -> type[Any]:
-    """uvicorn's protocol for `parser` (httptools or h11) with a connection cap at accept time, a
-    deadline for the headers and, with httptools, h11's 16 KiB bound on them."""
-    base: type[_Guard] = _GuardedH11
-    if parser == "httptools":
-        try:
-            base = _guarded_httptools()
-        except ImportError:  # a dependency since issue 14; an environment installed before may lack it
-            logger.warning("httptools is not installed: parsing HTTP with h11 (pip install httptools)")
-    return type(
-        "GuardedProtocol", (base,), {"max_connections": max_connections, "header_timeout": header_timeout}
-    )
-
-
-class _Guard(asyncio.Protocol):
-    """What both parsers' protocols get. A request's headers are complete when uvicorn has made its
-    request-response cycle (both parsers do so then, and only then)."""
-
-    max_connections: int
-    header_timeout: float
-    # uvicorn's protocol attributes this relies on
-    connections: set[Any]
-    loop: asyncio.AbstractEventLoop
-    transport: asyncio.Transport
-    cycle: Any
-
-    _refused = False
-    _header_timer: asyncio.TimerHandle | None = None
-    _armed_cycle: Any = None
-    _armed_at = 0.0
-    _armed_order = 0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if len(self.connections) >= self.max_connections and not self._evict_one():
-            self._refused = True
-            logger.warning("refusing a connection: %d connections are open", len(self.connections))
-            refused = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio class
-            refused.write(_REFUSED)
-            refused.close()
-            return
-        super().connection_made(transport)
-        self._arm()
-
-    def _evict_one(self) -> bool:
-        """At the cap, the connection that has waited longest for a request's headers (a half-sent
-        request, or an idle keep-alive) makes room: half-open connections cannot starve clients
-        that send their requests. False if every connection is busy with a request."""
-        waiting = [
-            peer for peer in self.connections if isinstance(peer, _Guard) and peer._header_timer is not None
-        ]
-        if not waiting:
-            return False
-        oldest = min(waiting, key=lambda peer: (peer._armed_at, peer._armed_order))
-        oldest._headers_too_slow()
-        self.connections.discard(oldest)
-        return True
-
-    def _arm(self) -> None:
-        self._disarm()
-        self._armed_cycle = self.cycle
-        self._armed_at = self.loop.time()  # uvloop's clock is cached per loop turn: ties are broken
-        self._armed_order = next(_ARMED)  # by the order the deadlines were set
-        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
-
-    def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _headers_too_slow(self) -> None:
-        self._disarm()
-        if not self.transport.is_closing():
-            self.transport.write(_TOO_SLOW)
-            self.transport.close()
-
-    def _check_headers(self) -> None:
-        """Disarm once a request's headers are complete: a cycle made since the deadline was set, or
-        one still being answered (httptools parses a pipelined request's headers ahead)."""
-        cycle = self.cycle
-        if (
-            self._header_timer is not None
-            and cycle is not None
-            and (cycle is not self._armed_cycle or not cycle.response_complete)
-        ):
-            self._disarm()
-
-    def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return
-        super().data_received(data)
-        self._check_headers()
-
-    def _response_complete(self, then: Callable[[], None]) -> None:
-        if not self.transport.is_closing():
-            self._arm()  # the next request's headers get the same deadline
-        then()
-        self._check_headers()  # a pipelined request may be under way now
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._refused:
-            return
-        self._disarm()
-        super().connection_lost(exc)
-
-
-class _GuardedH11(_Guard, H11Protocol):
-    def on_response_complete(self) -> None:
-        self._response_complete(super().on_response_complete)
-
-
-class _HeadersTooLargeError(Exception):
-    pass
-
-
-def _guarded_httptools() -> type[_Guard]:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class _GuardedHttpTools(_Guard, HttpToolsProtocol):
-        """h11 bounds a request's line and headers (16 KiB, answered 400 and closed); httptools does
-        not, so the guard counts them: raising in a parser callback makes uvicorn answer 400 and close."""
-
-        _header_bytes = 0
-
-        def on_message_begin(self) -> None:
-            self._header_bytes = 0
-            super().on_message_begin()
-
-        def _count(self, size: int) -> None:
-            self._header_bytes += size
-            if self._header_bytes > HEADER_BYTES:
-                raise _HeadersTooLargeError
-
-        def on_url(self, url: bytes) -> None:
-            self._count(len(url))
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._count(len(name) + len(value) + 4)
-            super().on_header(name, value)
-
-        def on_response_complete(self) -> None:
-            self._response_complete(super().on_response_complete)
-
-    return _GuardedHttpTools
-
-
-class CloseUnreadBodies:
-    """Outermost: a response of status 400 or more to a request whose body was not read whole says
-    `Connection: close`, so the connection ends with the refusal instead of waiting for the body."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope["headers"])
-        read = [b"content-length" not in headers and b"transfer-encoding" not in headers]
-
-        async def receiving() -> Message:
-            message = await receive()
-            if message["type"] == "http.request" and not message.get("more_body", False):
-                read[0] = True
-            return message
-
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] >= 400 and not read[0]:
-                message = {**message, "headers": [*message.get("headers", []), _CLOSE]}
-            await send(message)
-
-        await self.app(scope, receiving, sending)
-
-
-class ReadBody:
-    """Reads a request's body whole, within `timeout` seconds and `max_bytes`, before the endpoint
-    runs (`408` / `413` otherwise), then hands it on. Placed after authentication."""
-
-    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout: float) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-        self.timeout = timeout
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "DELETE", "OPTIONS"):
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope["headers"]).get(b"content-length", b"0")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            await plain(send, 413, "Request body too large")
-            return
-        chunks: list[bytes] = []
-        size = 0
-        with anyio.move_on_after(self.timeout) as deadline:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                body = message.get("body", b"")
-                size += len(body)
-                if size > self.max_bytes:
-                    await plain(send, 413, "Request body too large")
-                    return
-                chunks.append(body)
-                if not message.get("more_body", False):
-                    break
-        if deadline.cancelled_caught:
-            logger.warning("refusing a request whose body took over %.0fs", self.timeout)
-            await plain(send, 408, "Request body too slow")
-            return
-        pending: deque[Message] = deque(
-            [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-        )
-
-        async def replay() -> Message:
-            return pending.popleft() if pending else await receive()
-
-        await self.app(scope, replay, send)
-
-
-async def plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = text.encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                _CLOSE,
-                *(headers or []),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 def owner_of(scope: Scope) -> Hashable:
@@ -337,7 +75,7 @@ class SessionCaps:
 
 async def _jsonrpc_error(send: Send, status: int, message: str, *, retry_after: bool) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), _CLOSE]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), CLOSE]
     if retry_after:
         headers.append((b"retry-after", b"5"))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -16,7 +16,7 @@ import uvicorn
 from sse_starlette.sse import AppStatus
 
 from mnote_mcp.dispatch import InFlight
-from mnote_mcp.transports.limits import guarded_protocol
+from mnote_mcp.httpguard import guarded_protocol
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -66,7 +66,7 @@ def make_server(
         host=host,
         port=port,
         # The parser chosen (--http-parser; uvicorn's "auto" would pick whichever is installed), with
-        # the connection cap, the header deadline and the header bound (transports/limits.py).
+        # the connection cap, the header deadline and the header bound (mnote_mcp/httpguard.py).
         http=guarded_protocol(max_connections, header_timeout, parser),
         log_config=None,  # keep our stderr logging
         access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it
