@@ -156,8 +156,8 @@ class Checkpointer:
                 copied = done
         except sqlite3.Error:  # the store closing: the next waking retries
             logger.debug("checkpoint of %s skipped", self.path, exc_info=True)
-        self.runs += 1
         self.catch_up = True
+        self.runs += 1  # after: who sees the run sees the catch-up due (or done by a write already)
 
     def catch_up_on(self, conn: sqlite3.Connection) -> None:
         """After the bulk: the few pages written meanwhile, copied by the writer (small fsyncs), so
