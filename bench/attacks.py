@@ -11,7 +11,11 @@
 - 100 stateful sessions that subscribe and end, and 100 subscribes on a `--stateless` server: the
   watches left behind (issue 9: 500 and 2,000 left);
 - a page at the size limit saved with a ping every 10 ms (`bench.bigpage.in_process`): the save's
-  time, the longest a ping waited, and the refusal of one block more.
+  time, the longest a ping waited, and the refusal of one block more;
+- the reference runtime (`runtime serve`, a service token): the same unauthenticated bodies and
+  half-sent requests, and authenticated 64 MiB bodies (`--max-body-bytes` 32 MiB).
+
+`python -m bench.attacks runtime` runs the runtime's part alone.
 
 Figures for docs/security.md. The machine these run on may be shared: the times are noisy, the counts
 are not.
@@ -24,8 +28,10 @@ import contextlib
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,12 +48,14 @@ TOKENS: dict[str, dict[str, Any]] = {
 }
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 PAGE_URI = "mnote://workspaces/ws_1/pages/doc_1"
+RUNTIME_TOKEN = "runtime-attacks-token"
 HEADER_TIMEOUT = 10.0  # the default of --header-timeout: half-sent requests are cut after it
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """The resident memory of `pid` now (or its peak so far: `VmHWM`)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -62,10 +70,10 @@ def _address(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port
 
 
-def _head(url: str, token: str | None, length: int) -> bytes:
+def _head(url: str, token: str | None, length: int, path: str = "/mcp") -> bytes:
     auth = f"Authorization: Bearer {token}\r\n" if token else ""
     return (
-        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{_address(url)[1]}\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{_address(url)[1]}\r\nContent-Type: application/json\r\n"
         f"Accept: application/json, text/event-stream\r\n{auth}Content-Length: {length}\r\n\r\n"
     ).encode()
 
@@ -74,14 +82,19 @@ async def _reply(reader: asyncio.StreamReader, wait: float) -> tuple[bytes, bool
     """The first bytes the server answers, and whether it then closed the connection."""
     try:
         first = await asyncio.wait_for(reader.read(64), wait)
-        while await asyncio.wait_for(reader.read(65536), wait):
-            pass
-        return first, True
     except (TimeoutError, ConnectionError):
         return b"", False
+    try:
+        while await asyncio.wait_for(reader.read(65536), wait):
+            pass
+    except TimeoutError:
+        return first, False
+    except ConnectionError:  # reset: the server closed with our bytes unread
+        pass
+    return first, True
 
 
-async def unauthenticated_bodies(url: str, pid: int, count: int = 400) -> dict[str, Any]:
+async def unauthenticated_bodies(url: str, pid: int, count: int = 400, path: str = "/mcp") -> dict[str, Any]:
     before = rss_mb(pid)
     host, port = _address(url)
     started = time.perf_counter()
@@ -89,7 +102,7 @@ async def unauthenticated_bodies(url: str, pid: int, count: int = 400) -> dict[s
     async def one(index: int) -> tuple[bytes, bool, float]:
         reader, writer = await asyncio.open_connection(host, port)
         token = None if index % 2 else "not-a-token"
-        writer.write(_head(url, token, 4 * 1024 * 1024) + b"x" * 65536)
+        writer.write(_head(url, token, 4 * 1024 * 1024, path) + b"x" * 65536)
         with contextlib.suppress(ConnectionError):
             await writer.drain()
         sent = time.perf_counter()
@@ -110,13 +123,19 @@ async def unauthenticated_bodies(url: str, pid: int, count: int = 400) -> dict[s
     }
 
 
-async def half_sent_headers(url: str, pid: int, count: int = 1000) -> dict[str, Any]:
+async def half_sent_headers(
+    url: str,
+    pid: int,
+    count: int = 1000,
+    path: str = "/mcp",
+    probe: Callable[[str], Awaitable[int]] | None = None,
+) -> dict[str, Any]:
     host, port = _address(url)
     fds_before = open_fds(pid)
     held: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     for _ in range(count):
         reader, writer = await asyncio.open_connection(host, port)
-        writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        writer.write(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode())
         held.append((reader, writer))
     started = time.perf_counter()
     await asyncio.sleep(0.5)
@@ -125,7 +144,7 @@ async def half_sent_headers(url: str, pid: int, count: int = 1000) -> dict[str, 
     refused_at_accept = sum(1 for first in firsts if first.startswith((b"HTTP/1.1 503", b"reset")))
     evicted = sum(1 for first in firsts if first.startswith(b"HTTP/1.1 408"))
     asked = time.perf_counter()
-    during = await _authenticated_status(url)
+    during = await (probe or _authenticated_status)(url)
     during_s = time.perf_counter() - asked
     peak, drained = fds_during, None
     while time.perf_counter() - started < 4 * HEADER_TIMEOUT:
@@ -235,8 +254,83 @@ async def watches_left(url: str, count: int = 100) -> dict[str, Any]:
     return {"sessions": count, "outcomes": outcomes, "watches_right_after": peak, "watches_1_5s_later": after}
 
 
+async def _runtime_status(url: str) -> int:
+    """An authenticated runtime call (a page read through the relay's own client) and its status."""
+    try:
+        async with httpx2.AsyncClient(
+            timeout=5, headers={"Authorization": f"Bearer {RUNTIME_TOKEN}"}
+        ) as http:
+            return (await http.get(f"{url}/v1/pages", params={"actorId": "user_editor"})).status_code
+    except httpx2.HTTPError:
+        return 0
+
+
+async def large_bodies(url: str, pid: int, count: int = 8, size: int = 64 * 1024 * 1024) -> dict[str, Any]:
+    """Authenticated clients sending `size` bytes each (not announced: chunked), as fast as they can."""
+    before = rss_mb(pid)
+    host, port = _address(url)
+    head = (
+        f"POST /v1/pages/query HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {RUNTIME_TOKEN}\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+    piece = b"%x\r\n%s\r\n" % (1 << 20, b" " * (1 << 20))
+
+    async def one() -> tuple[bytes, int]:
+        reader, writer = await asyncio.open_connection(host, port)
+        answer = asyncio.ensure_future(_reply(reader, 30))  # read while sending: a refusal comes early
+        writer.write(head)
+        sent = 0
+        with contextlib.suppress(ConnectionError):
+            for _ in range(size >> 20):
+                writer.write(piece)
+                await writer.drain()
+                sent += 1 << 20
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        first, _ = await answer
+        writer.close()
+        return first, sent
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one() for _ in range(count)))
+    return {
+        "clients": count,
+        "bytes_each": size,
+        "statuses": sorted({first[9:12].decode(errors="replace") for first, _ in results}),
+        "most_sent_mb": max(sent for _, sent in results) / (1 << 20),
+        "rss_before_mb": before,
+        "rss_after_mb": rss_mb(pid),
+        "rss_peak_mb": rss_mb(pid, "VmHWM"),
+        "attack_s": time.perf_counter() - started,
+    }
+
+
+async def runtime_attacks() -> dict[str, Any]:
+    """The reference runtime's own server under the same attacks (default limits, a service token)."""
+    from tests.runtimes import reference_runtime
+
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:
+        root = Path(tmp)
+        with reference_runtime(seeded_store(root / "r.db"), root, token=RUNTIME_TOKEN) as runtime:
+            assert runtime.process is not None
+            pid = runtime.process.pid
+            results["idle_rss_mb"] = rss_mb(pid)
+            results["unauthenticated_bodies"] = await unauthenticated_bodies(
+                runtime.url, pid, path="/v1/pages/query"
+            )
+            results["half_sent_headers"] = await half_sent_headers(
+                runtime.url, pid, path="/v1/pages/query", probe=_runtime_status
+            )
+            results["large_bodies"] = await large_bodies(runtime.url, pid)
+    return results
+
+
 async def main() -> dict[str, Any]:
     from bench.bigpage import in_process
+
+    if sys.argv[1:] == ["runtime"]:
+        return {"runtime": await runtime_attacks()}
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:
@@ -254,6 +348,7 @@ async def main() -> dict[str, Any]:
         with http_server(db, "--auth-file", str(tokens), "--stateless") as server:
             results["watches_stateless"] = await watches_left(server.url)
         results["page_at_the_limit"] = await in_process(seeded_store(root / "b.db"))
+    results["runtime"] = await runtime_attacks()
     return results
 
 

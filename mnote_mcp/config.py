@@ -605,6 +605,12 @@ class ServerConfig(StoreSettings, LogSettings):
     max_sessions_per_token: int = setting(
         50, positive_int, "open sessions one token may hold; one more is 429", group=HTTP
     )
+    max_listen_streams_per_token: int = setting(
+        50,
+        positive_int,
+        "open 2026-era subscriptions/listen streams one token may hold; one more is 429",
+        group=HTTP,
+    )
     session_idle_timeout: float = setting(
         600.0,
         positive_number,

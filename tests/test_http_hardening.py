@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from mcp import MCPError
 
 from tests.helpers import RAW_INITIALIZE, call, page_args
 from tests.http_helpers import (
@@ -296,3 +298,36 @@ def test_without_httptools_the_guard_parses_with_h11(
         fallback = guarded_protocol(4, 1.0, "httptools")
     assert issubclass(fallback, H11Protocol)
     assert "httptools is not installed" in caplog.text
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_listen_streams_are_capped_per_token(db: Path, tokens: Path, stateless: bool) -> None:
+    """2026-era `subscriptions/listen` streams: one token holds at most --max-listen-streams-per-token
+    of them (one more is refused 429 from its headers, its other calls still work), another token
+    is not affected, and a stream that ends makes room."""
+    env = {"MNOTE_MAX_LISTEN_STREAMS_PER_TOKEN": "2"}
+    args = ("--auth-file", str(tokens), *(["--stateless"] if stateless else []))
+    with http_server(db, *args, env=env) as server:
+        async with AsyncExitStack() as streams:
+            for _ in range(2):
+                client = await streams.enter_async_context(mcp_http(server.url, "tok-a", mode="auto"))
+                await streams.enter_async_context(client.listen(resource_subscriptions=[PAGE_URI]))
+            async with mcp_http(server.url, "tok-a", mode="auto") as third:
+                with pytest.raises(MCPError, match="Too many open listen streams for this token"):
+                    async with third.listen(resource_subscriptions=[PAGE_URI]):
+                        pass
+                assert (await call(third, "mnote.page.get", **page_args()))["ok"], "its calls still work"
+            assert wait_until(lambda: _health(server.url)["watches"] == 2, timeout=5)
+            assert _health(server.url)["listenStreams"] == 2
+            async with (
+                mcp_http(server.url, "tok-b", mode="auto") as other,
+                other.listen(resource_subscriptions=[PAGE_URI]),
+            ):
+                assert _health(server.url)["listenStreams"] == 3
+        assert wait_until(lambda: _health(server.url)["listenStreams"] == 0, timeout=10), _health(server.url)
+        assert wait_until(lambda: _health(server.url)["watches"] == 0, timeout=10), _health(server.url)
+        async with (
+            mcp_http(server.url, "tok-a", mode="auto") as again,
+            again.listen(resource_subscriptions=[PAGE_URI]),
+        ):
+            assert _health(server.url)["listenStreams"] == 1, "room again once they end"

@@ -133,6 +133,7 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     caps = SessionCaps(
         per_token=config.max_sessions_per_token, total=config.max_sessions, open_sessions=open_sessions
     )
+    listens = SessionCaps(per_token=config.max_listen_streams_per_token, total=None, what="listen streams")
 
     def read_body(endpoint: ASGIApp) -> ASGIApp:
         return ReadBody(endpoint, max_bytes=config.max_body_bytes, timeout=config.body_timeout)
@@ -140,6 +141,11 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     streamable = read_body(StreamableHTTPASGIApp(manager))
 
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        if _opens_listen_stream(scope):  # from its headers: a stream refused is never read
+            owner = owner_of(scope)
+            if not await listens.refuse(owner, send):
+                await listens.opening(streamable, owner, scope, receive, send)
+            return
         if config.stateless or not _opens_session(scope):
             await streamable(scope, receive, send)
             return
@@ -167,6 +173,7 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
                 "server": "mnote-mcp",
                 "version": __version__,
                 "sessions": sum(caps.counts().values()),
+                "listenStreams": sum(listens.counts().values()),
                 "watches": pages.watch_count(),
             }
         )
@@ -209,6 +216,14 @@ class _Asgi:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
+
+
+def _opens_listen_stream(scope: Scope) -> bool:
+    """A 2026-era `subscriptions/listen` POST, known from its `Mcp-Method` header (the SDK refuses a
+    request whose header and body disagree, so the header cannot hide a stream)."""
+    if scope["method"] != "POST":
+        return False
+    return dict(scope["headers"]).get(b"mcp-method") == b"subscriptions/listen"
 
 
 def _opens_session(scope: Scope) -> bool:

@@ -1,7 +1,10 @@
-"""How many sessions one token, and everyone together, may hold on the MCP HTTP transport.
+"""How many sessions and listen streams one token, and everyone together, may hold on the MCP HTTP
+transport.
 
 - `--max-sessions-per-token` (`429`) and `--max-sessions` (`503`): how many stateful sessions (a
   streamable-HTTP session or a legacy SSE stream) one token, and everyone together, may hold open.
+- `--max-listen-streams-per-token` (`429`): how many 2026-era `subscriptions/listen` streams one token
+  may hold open (everyone's together are bounded by the connection cap: each holds a connection).
 
 What a connection may hold below the session (connections, header and body deadlines, body size) is
 `mnote_mcp/httpguard.py`, shared with the reference runtime's server.
@@ -34,11 +37,20 @@ class SessionCaps:
     `open_sessions()` counts the streamable-HTTP sessions by owner (the SDK's own registry, which
     forgets a session when it ends, is deleted or times out idle); legacy SSE streams are counted
     here while they last; and a session being opened counts from the moment its request is let in.
+    The same caps count listen streams (`what`), each while its request runs.
     """
 
-    def __init__(self, *, per_token: int, total: int, open_sessions: Callable[[], Counter[Hashable]]) -> None:
+    def __init__(
+        self,
+        *,
+        per_token: int,
+        total: int | None,
+        open_sessions: Callable[[], Counter[Hashable]] = Counter,
+        what: str = "sessions",
+    ) -> None:
         self.per_token = per_token
         self.total = total
+        self.what = what
         self._open_sessions = open_sessions
         self._held: Counter[Hashable] = Counter()
 
@@ -48,22 +60,22 @@ class SessionCaps:
         return counts
 
     async def refuse(self, owner: Hashable, send: Send) -> bool:
-        """Answer `429`/`503` and return True if `owner` may not open one more session now."""
+        """Answer `429`/`503` and return True if `owner` may not open one more now."""
         counts = self.counts()
         if counts[owner] >= self.per_token:
-            logger.warning("refusing a new session: the token holds %d sessions", counts[owner])
-            await _jsonrpc_error(send, 429, "Too many open sessions for this token", retry_after=True)
+            logger.warning("refusing one more of %s: the token holds %d", self.what, counts[owner])
+            await _jsonrpc_error(send, 429, f"Too many open {self.what} for this token", retry_after=True)
             return True
-        if sum(counts.values()) >= self.total:
-            logger.warning("refusing a new session: %d sessions are open", sum(counts.values()))
-            await _jsonrpc_error(send, 503, "Too many open sessions", retry_after=True)
+        if self.total is not None and sum(counts.values()) >= self.total:
+            logger.warning("refusing one more of %s: %d are open", self.what, sum(counts.values()))
+            await _jsonrpc_error(send, 503, f"Too many open {self.what}", retry_after=True)
             return True
         return False
 
     async def opening(
         self, app: ASGIApp, owner: Hashable, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        """Run `app` for a request that opens (or is) a session, counted while it runs."""
+        """Run `app` for a request that opens (or is) a session or stream, counted while it runs."""
         self._held[owner] += 1
         try:
             await app(scope, receive, send)
