@@ -11,6 +11,8 @@ in it), for two figures of issue 14:
 - **per start** (`--cold`): a server started, `initialize` and `tools/list` answered, stdin at EOF, the
   process ended: what a cold start executes, bytecode loaded from a cache as an installed package's.
 
+`--write` counts writes instead of reads: mnote's `create_ai_note` (a key of its own per call), the
+echo's page; the kernel's side of SQLite's `pwrite`s and `fsync`s is not in the count either.
 `--root DIR` measures mnote from another source tree (an earlier commit, checked out there).
 """
 
@@ -23,6 +25,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,9 @@ BASE_CALLS = 64
 
 
 async def serve_calls(target: str, db: Path, calls: int, width: int) -> None:
-    """The measured work: `calls` reads through the SDK server of `target`, `width` in flight."""
+    """The measured work: `calls` reads (`mnote`, `echo`) or writes (`mnote:write`: a
+    `create_ai_note` with a key of its own each, what the stdio suite's write is; `echo:write`, the
+    echo's page as its write) through the SDK server of the target, `width` in flight."""
     import anyio
     import orjson
 
@@ -47,18 +52,23 @@ async def serve_calls(target: str, db: Path, calls: int, width: int) -> None:
     from mnote_mcp.config import ServerConfig
     from mnote_mcp.transports.stdio import encode, frame
 
+    target, _, kind = target.partition(":")
     config = ServerConfig(db=db, actor=ACTOR, demo=False, log_level="warning")
     async with open_app(config) as app:
         server: Any
-        args: dict[str, Any]
-        if target == "mnote":
-            server, tool, args = (
-                app.server(),
-                "mnote.page.get",
-                {"workspaceId": WORKSPACE, "documentId": PAGE},
-            )
+        args: Callable[[int], dict[str, Any]]
+        page = {"workspaceId": WORKSPACE, "documentId": PAGE}
+        if target == "mnote" and kind == "write":
+            server, tool = app.server(), "mnote.artifact.create_ai_note"
+
+            def args(n: int) -> dict[str, Any]:
+                key = f"i_{os.getpid()}_{n}"
+                return {**page, "content": f"note {n}", "idempotencyKey": key, "dryRun": False}
+
+        elif target == "mnote":
+            server, tool, args = app.server(), "mnote.page.get", lambda n: page
         else:
-            server, tool, args = echo_server.server, "echo_page", {"blocks": 50}
+            server, tool, args = echo_server.server, "echo_page", lambda n: {"blocks": 50}
         gc.freeze()
         send_in, read_in = anyio.create_memory_object_stream[Any](64)
         send_out, read_out = anyio.create_memory_object_stream[Any](64)
@@ -76,7 +86,7 @@ async def serve_calls(target: str, db: Path, calls: int, width: int) -> None:
                         "jsonrpc": "2.0",
                         "id": n + 10,
                         "method": "tools/call",
-                        "params": {"name": tool, "arguments": args},
+                        "params": {"name": tool, "arguments": args(n)},
                     }
                 )
                 for n in range(calls)
@@ -89,7 +99,7 @@ async def serve_calls(target: str, db: Path, calls: int, width: int) -> None:
                     await send_in.send(framed.message)
                 for _ in chunk:
                     answer = encode(await read_out.receive())
-                    assert b'"isError":false' in answer, answer[:200]
+                    assert b'"isError":false' in answer, answer[:1200]
             await send_in.aclose()
             group.cancel_scope.cancel()
 
@@ -126,7 +136,7 @@ def store_for(tree: Path, db: Path) -> Path:
 
 
 def per_call(target: str, db: Path, calls: int, width: int, root: Path) -> float:
-    tree = root if target == "mnote" else ROOT
+    tree = root if target.startswith("mnote") else ROOT
     db = store_for(tree, db)
 
     def run(n: int) -> int:
@@ -169,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=320)
     parser.add_argument("--width", type=int, default=32)
     parser.add_argument("--cold", action="store_true", help="instructions per start instead")
+    parser.add_argument("--write", action="store_true", help="per write (create_ai_note) instead of per read")
     parser.add_argument("--root", type=Path, default=ROOT, help="mnote from this source tree")
     parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)  # the measured child
     args = parser.parse_args(argv)
@@ -188,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.cold:
                 figures[target] = float(per_start(target, db, args.root))
             else:
-                figures[target] = per_call(target, db, args.calls, args.width, args.root)
-    what = "per start" if args.cold else f"per call ({args.width} in flight)"
+                kind = f"{target}:write" if args.write else target
+                figures[target] = per_call(kind, db, args.calls, args.width, args.root)
+    what = "per start" if args.cold else f"per {'write' if args.write else 'read'} ({args.width} in flight)"
     print(
         f"instructions {what}: echo {figures['echo']:,.0f}  mnote {figures['mnote']:,.0f}  "
         f"mnote/echo {figures['mnote'] / figures['echo']:.2f}  (mnote from {args.root})"

@@ -53,7 +53,8 @@ class PageWatcher:
         return token in self._watches
 
     def nudge(self) -> None:
-        self._wake.set()
+        if self._watches:  # nothing to poll for: a write need not wake the loop below
+            self._wake.set()
 
     async def run(self) -> None:
         while True:

@@ -4,10 +4,23 @@ A call made on the event loop runs *inline*: it must neither wait for another co
 heavy work, so it raises `MoveToThread` instead and the async kernel repeats it on a worker thread,
 where waiting is fine. A lock still held when the busy timeout runs out is the store being unavailable
 (`mnote_tool_runtime_unavailable`, retryable), never an internal error.
+
+Checkpoints (copying the write-ahead log back into the database file, and syncing both) are kept off
+the event loop: SQLite runs one inside the `COMMIT` that crosses its threshold, about every hundredth
+small write, and its two `fsync`s took 5-15 ms, during which no call in flight was answered. The
+connection used on the event loop does not checkpoint (`wal_autocheckpoint = 0`); once its writes
+have changed `CHECKPOINT_ROWS` rows it wakes the store's checkpointer thread, which runs a passive
+checkpoint on a connection of its own (it waits for no reader or writer; the loop keeps writing).
+The next write on the loop then copies the few pages written meanwhile (a small checkpoint of its
+own, small `fsync`s), so the log is wholly copied and the write after it starts the log over
+instead of growing it. Connections of worker threads keep SQLite's automatic checkpoint. Durability
+is SQLite's, unchanged: a write is answered after its `COMMIT`, and a checkpoint only moves
+committed pages.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -18,10 +31,23 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.search import index_tokens
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_BUSY_TIMEOUT = 30.0
 # Above this many blocks, whole-page work (reading, rendering, diffing, replacing) moves off the event loop.
 INLINE_BLOCKS = 2_000
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+# Rows the event loop's writes change between two wakings of the checkpointer: a small write changes
+# four to ten rows and adds about ten pages to the log, a bulk one more rows than pages, so the log
+# is copied back every few thousand pages (10-20 MB). Fewer, larger checkpoints cost less per write:
+# most of a checkpoint is two fsyncs, and pages written many times are copied once.
+CHECKPOINT_ROWS = 1_000
+# How long the catch-up checkpoint waits for the write lock and for readers of older snapshots.
+CATCH_UP_WAIT_MS = 20
+# Passes of the checkpointer per waking at most, and the pages a pass copies below which it stops.
+CHECKPOINT_PASSES = 4
+CATCH_UP_FRAMES = 100
+_AUTOCHECKPOINT = 1_000  # SQLite's default, for connections of worker threads
 
 
 class MoveToThread(Exception):  # noqa: N818 - a signal to the caller, not a failure
@@ -74,6 +100,75 @@ def dump(conn: sqlite3.Connection) -> str:
     return "\n".join(lines)
 
 
+class Checkpointer:
+    """A thread that checkpoints the store's write-ahead log when woken (see the module's text)."""
+
+    def __init__(self, path: Path, busy_timeout: float) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self.runs = 0  # checkpoints done (what tests look at)
+        self.catch_up = False  # set when a checkpoint is done: the next write on the loop catches up
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def wake(self) -> None:
+        with self._lock:
+            if self._closing:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="mnote-checkpoint", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._closing:
+                    return
+                self.checkpoint(conn)
+        finally:
+            conn.close()
+
+    def checkpoint(self, conn: sqlite3.Connection) -> None:
+        try:
+            # Again while the last pass had much to copy: what was written during a long pass is
+            # copied by a shorter one, so what is left for the loop's catch-up is small.
+            copied = 0
+            for _ in range(CHECKPOINT_PASSES):
+                _, _, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if done - copied < CATCH_UP_FRAMES:
+                    break
+                copied = done
+        except sqlite3.Error:  # the store closing: the next waking retries
+            logger.debug("checkpoint of %s skipped", self.path, exc_info=True)
+        self.catch_up = True
+        self.runs += 1  # after: who sees the run sees the catch-up due (or done by a write already)
+
+    def catch_up_on(self, conn: sqlite3.Connection) -> None:
+        """After the bulk: the few pages written meanwhile, copied by the writer (small fsyncs), so
+        the log is wholly copied and the next write starts it over instead of growing it."""
+        self.catch_up = False
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error:
+            logger.debug("checkpoint of %s skipped", self.path, exc_info=True)
+
+
 class Database:
     """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions.
 
@@ -92,6 +187,7 @@ class Database:
         # page (chunk numbers only grow), so what is known stays true, whichever process wrote it.
         self.chunk_pages: dict[int, int] = {}
         self._lock = threading.Lock()
+        self.checkpointer = Checkpointer(path, busy_timeout)
 
     def connection(self, inline: bool = False) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -106,10 +202,12 @@ class Database:
             conn.create_function("mnote_search_tokens", 1, index_tokens, deterministic=True)
             self._local.conn = conn
             self._local.inline = None
+            self._local.woken_at = 0
             with self._lock:
                 self._connections.append(conn)
         if self._local.inline != inline:
             conn.execute(f"PRAGMA busy_timeout = {0 if inline else int(self.busy_timeout * 1000)}")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {0 if inline else _AUTOCHECKPOINT}")
             self._local.inline = inline
         return conn
 
@@ -138,6 +236,13 @@ class Database:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise self._translate(exc, inline) from None
+        if write and inline:
+            if self.checkpointer.catch_up:
+                self.checkpointer.catch_up_on(conn)
+            changed = conn.total_changes
+            if changed - self._local.woken_at >= CHECKPOINT_ROWS:
+                self._local.woken_at = changed
+                self.checkpointer.wake()
 
     def lock_page(self, conn: Connection, workspace_id: str, page_id: str) -> None:
         """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
@@ -158,6 +263,7 @@ class Database:
         return StoreBusyError() if inline else store_busy(self.busy_timeout)
 
     def close(self) -> None:
+        self.checkpointer.close()
         with self._lock:
             for conn in self._connections:
                 conn.close()

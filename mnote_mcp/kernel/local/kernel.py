@@ -8,6 +8,9 @@ work and is run again on a worker thread, so neither a contended write nor a big
 loop (pings and other calls are answered meanwhile). A threaded call whose caller gave up (the per-call
 timeout) is abandoned, not interrupted: its transaction still commits or rolls back whole, and the
 idempotency ledger makes the caller's retry safe.
+
+Writes on SQLite commit in groups (`group.py`): the writes that reach the kernel together share one
+transaction, each command in a savepoint of its own, every caller answered after its `COMMIT`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
+from mnote_mcp.kernel.local.group import GroupCommit
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import (
     Command,
@@ -45,6 +49,8 @@ class LocalKernel:
         self.store = store
         self._max_threads = max_threads
         self._limiter: CapacityLimiter | None = None
+        # PostgreSQL runs every call on a thread, each write in its own transaction
+        self._group = GroupCommit(store) if store.db.dialect == "sqlite" else None
 
     @classmethod
     def open(
@@ -90,17 +96,27 @@ class LocalKernel:
         try:
             return call(inline=True)
         except MoveToThread:
-            if self._limiter is None:
-                self._limiter = CapacityLimiter(self._max_threads)
-            return await anyio.to_thread.run_sync(
-                partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
-            )
+            return await self._threaded(call)
+
+    async def _threaded(self, call: Callable[..., T]) -> T:
+        if self._limiter is None:
+            self._limiter = CapacityLimiter(self._max_threads)
+        return await anyio.to_thread.run_sync(
+            partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
+        )
 
     async def get_page(self, query: PageQuery) -> dict[str, Any]:
         return await self._run(partial(self.store.get_page, query))
 
     async def execute(self, command: Command) -> CommandOutcome:
-        return await self._run(partial(self.store.execute, command))
+        if self._group is None or command.dry_run:  # a dry run only reads
+            return await self._run(partial(self.store.execute, command))
+        done = await self._group.submit(command)
+        if isinstance(done, MoveToThread):
+            return await self._threaded(partial(self.store.execute, command))
+        if isinstance(done, Exception):
+            raise done
+        return done
 
     async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
         await self._run(partial(self.store.check_access, workspace_id, document_id, actor_id, scope))

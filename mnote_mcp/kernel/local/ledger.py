@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +44,18 @@ def fingerprint(command: Command) -> str:
 
 def command_id(name: str, trace_id: str) -> str:
     """`page_body_save_<trace>_<nonce>`: the command name, the trace it belongs to, and uniqueness."""
-    snake = "".join(f"_{ch.lower()}" if ch.isupper() else ("_" if ch == "." else ch) for ch in name)
-    trace = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in trace_id)[:64]
+    snake = _SNAKE.get(name)
+    if snake is None:
+        snake = _SNAKE[name] = "".join(
+            f"_{ch.lower()}" if ch.isupper() else ("_" if ch == "." else ch) for ch in name
+        )
+    # `\w` is `str.isalnum()` or `_`: a character kept as it is, every other one becomes `_`
+    trace = _NOT_KEPT.sub("_", trace_id[:64])
     return f"{snake}_{trace}_{secrets.token_hex(4)}"
+
+
+_SNAKE: dict[str, str] = {}
+_NOT_KEPT = re.compile(r"[^\w-]")
 
 
 def lookup(conn: Connection, command: Command, print_: str, conflict_reason: Reason) -> Replay | None:

@@ -114,3 +114,15 @@ def body_plan(
         data=data,
         text_diff=text_diff_of(tx, changes, body) if diff else None,
     )
+
+
+def payload_blocks(payload: Mapping[str, Any]) -> int:
+    """How many blocks a (not yet validated) payload carries, counted without trusting its shape."""
+    total, stack = 0, [payload.get("content", payload.get("blocks"))]
+    while stack and total <= INLINE_BLOCKS:  # past the threshold the exact count does not matter
+        items = stack.pop()
+        if isinstance(items, list):
+            total += len(items)
+            if total <= INLINE_BLOCKS:
+                stack += [item["children"] for item in items if isinstance(item, dict) and "children" in item]
+    return total

@@ -12,7 +12,7 @@ This module only orchestrates: connections (`connection`), schema (`migrate`), c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.local.migrate import open_schema
 from mnote_mcp.kernel.local.pagecache import PageCache, whole_body
-from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx
+from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx, payload_blocks
 from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
 from mnote_mcp.kernel.local.sql import WRITE_ATTEMPTS, Connection
 from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
@@ -181,7 +181,7 @@ class LocalStore:
         spec = COMMANDS.get(command.name)
         if spec is None:
             raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name})
-        if inline and _payload_blocks(command.payload) > INLINE_BLOCKS:
+        if inline and payload_blocks(command.payload) > INLINE_BLOCKS:
             raise MoveToThread  # validating, planning and writing that many blocks is heavy
         payload = spec.validate(command.payload)
         print_ = ledger.fingerprint(command)
@@ -201,39 +201,44 @@ class LocalStore:
         self, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
     ) -> CommandOutcome:
         with self.transaction(write=not command.dry_run, inline=inline) as conn:
-            if not command.dry_run:
-                self.db.lock_page(conn, command.workspace_id, command.document_id)
-            page = access.authorize(
-                conn,
-                command.workspace_id,
-                command.document_id,
-                command.actor_id,
-                COMMAND_SCOPES[CommandName(command.name)],
-            )
-            replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
-            if replay is not None:
-                if command.dry_run:
-                    return ledger.dry_replay(command, replay.outcome, page.revision)
-                ledger.record_replay(conn, command, replay.outcome)
-                return replay.outcome
-            tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
-            rebased = check_base(tx, spec, payload)
-            plan = spec.plan(tx, payload)
-            if plan.blocks:
-                self.limits.check(*plan.size_after(tx.page))
-            data = dict(plan.data)
-            if rebased is not None:
-                data["rebasedFrom"] = rebased
+            return self.run_command(conn, command, spec, payload, print_, inline)
+
+    def run_command(
+        self, conn: Connection, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
+    ) -> CommandOutcome:
+        if not command.dry_run:
+            self.db.lock_page(conn, command.workspace_id, command.document_id)
+        page = access.authorize(
+            conn,
+            command.workspace_id,
+            command.document_id,
+            command.actor_id,
+            COMMAND_SCOPES[CommandName(command.name)],
+        )
+        replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
+        if replay is not None:
             if command.dry_run:
-                if plan.text_diff is not None:
-                    tx.whole_page()
-                    data["textDiff"] = plan.text_diff()
-                return _outcome(command, plan, None, page.revision, data)
-            command_id = ledger.command_id(command.name, command.correlation.trace_id)
-            revision = self._write(tx, plan, command_id) if plan.changed else page.revision
-            outcome = _outcome(command, plan, command_id, revision, data)
-            ledger.record(conn, command, command_id, print_, page.revision, outcome)
-            return outcome
+                return ledger.dry_replay(command, replay.outcome, page.revision)
+            ledger.record_replay(conn, command, replay.outcome)
+            return replay.outcome
+        tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
+        rebased = check_base(tx, spec, payload)
+        plan = spec.plan(tx, payload)
+        if plan.blocks:
+            self.limits.check(*plan.size_after(tx.page))
+        data = dict(plan.data)
+        if rebased is not None:
+            data["rebasedFrom"] = rebased
+        if command.dry_run:
+            if plan.text_diff is not None:
+                tx.whole_page()
+                data["textDiff"] = plan.text_diff()
+            return _outcome(command, plan, None, page.revision, data)
+        command_id = ledger.command_id(command.name, command.correlation.trace_id)
+        revision = self._write(tx, plan, command_id) if plan.changed else page.revision
+        outcome = _outcome(command, plan, command_id, revision, data)
+        ledger.record(conn, command, command_id, print_, page.revision, outcome)
+        return outcome
 
     def _write(self, tx: Tx, plan: Plan, command_id: str) -> int:
         if plan.apply is not None:
@@ -267,18 +272,6 @@ class LocalStore:
         for hook in self.write_hooks:
             hook(conn, change)
         return revision
-
-
-def _payload_blocks(payload: Mapping[str, Any]) -> int:
-    """How many blocks a (not yet validated) payload carries, counted without trusting its shape."""
-    total, stack = 0, [payload.get("content", payload.get("blocks"))]
-    while stack and total <= INLINE_BLOCKS:  # past the threshold the exact count does not matter
-        items = stack.pop()
-        if isinstance(items, list):
-            total += len(items)
-            if total <= INLINE_BLOCKS:
-                stack += [item["children"] for item in items if isinstance(item, dict) and "children" in item]
-    return total
 
 
 def _outcome(
