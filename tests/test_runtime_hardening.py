@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
@@ -132,3 +133,27 @@ def test_connections_over_the_cap_make_room_or_are_refused_as_they_arrive(
         assert reply.startswith(b"HTTP/1.1 503") and took < 1, (reply, took)
         for sock in busy:
             sock.close()
+
+
+async def test_the_audit_trail_is_asked_for_at_most_max_audit_records(db: Path, tmp_path: Path) -> None:
+    """`GET /v1/audit?limit=N`: N is the client's, so it has a bound (--max-audit-records): over it is
+    400 invalid_argument at `/limit`; at it, or without a limit, the records are answered."""
+    with runtime(db, tmp_path, "httptools", max_audit_records=3) as rt:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        kernel = HttpKernel(rt.url, token=TOKEN)
+        try:
+            for key in ("a", "b", "c", "d"):
+                await kernel.execute(note_command(key))
+        finally:
+            await kernel.aclose()
+        over = httpx2.get(f"{rt.url}/v1/audit", params={"limit": "4"}, headers=auth, timeout=10)
+        assert over.status_code == 400, over.text
+        error = over.json()["error"]
+        assert error["code"] == ErrorCode.INVALID_ARGUMENT.value and error["details"]["pointer"] == "/limit"
+        assert "--max-audit-records" in error["details"]["reason"]
+        huge = httpx2.get(f"{rt.url}/v1/audit", params={"limit": str(2**62)}, headers=auth, timeout=10)
+        assert huge.status_code == 400, huge.text
+        for params in ({"limit": "3"}, {}):
+            answered = httpx2.get(f"{rt.url}/v1/audit", params=params, headers=auth, timeout=10)
+            assert answered.status_code == 200, answered.text
+            assert len(answered.json()["records"]) == 3, params
