@@ -453,7 +453,10 @@ class ServerConfig(StoreSettings, LogSettings):
         flag="--scope",
         env="MNOTE_SCOPE",
     )
-    read_only: bool = switch("grant page.read alone and hide every write tool")
+    read_only: bool = switch(
+        "grant page.read alone, hide every write tool, and open an existing SQLite store read-only"
+        " (never created nor migrated: a snapshot on a read-only mount or a backup can be served)"
+    )
     toolsets: frozenset[Toolset] = setting(
         frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)})", shown="all"
     )

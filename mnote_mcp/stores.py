@@ -38,8 +38,15 @@ def open_kernel(
     limits: PageLimits | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     pool_size: int | None = None,
+    read_only: bool = False,
 ) -> LocalKernel:
-    """The kernel on that store, seeded (`LocalKernel.open_seeded`)."""
+    """The kernel on that store, seeded (`LocalKernel.open_seeded`). `read_only` opens an existing
+    SQLite store read-only and unseeded (`kernel.local.opening`); a PostgreSQL store is opened as usual."""
+    if read_only and seed is not None:
+        raise ValueError(
+            "--seed writes the store, but --read-only only reads it: seed it first"
+            " (mnote-mcp seed --db PATH FILE), then serve it read-only"
+        )
     if is_postgres(db):
         from mnote_mcp.kernel.postgres.kernel import PostgresKernel
 
@@ -47,6 +54,10 @@ def open_kernel(
         return PostgresKernel.open_seeded(
             db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout, **options
         )
+    if read_only:
+        from mnote_mcp.kernel.local.opening import open_store as open_sqlite
+
+        return LocalKernel(open_sqlite(db, read_only=True, limits=limits, busy_timeout=busy_timeout))
     return LocalKernel.open_seeded(db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout)
 
 

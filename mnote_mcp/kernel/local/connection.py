@@ -178,8 +178,11 @@ class Database:
 
     dialect = "sqlite"
 
-    def __init__(self, path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+    def __init__(
+        self, path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, uri: str | None = None
+    ) -> None:
         self.path = path
+        self.uri = uri  # a read-only store is opened through a SQLite URI (`opening.read_only_uri`)
         self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -194,7 +197,11 @@ class Database:
         if conn is None:
             # Each connection is only used by the thread that made it; close() may run elsewhere.
             conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+                self.uri or self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self.uri is not None,
             )
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")

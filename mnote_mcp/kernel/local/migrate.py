@@ -34,6 +34,30 @@ class SchemaTooNewError(RuntimeError):
     """The store was written by a newer mnote-mcp; opening it could lose what that version added."""
 
 
+class SchemaNotCurrentError(RuntimeError):
+    """A store opened read-only has another schema than this release's: it can be neither created nor
+    upgraded (the message says what to do; it does not name the file, the caller does)."""
+
+
+def check_schema(db: Database) -> bool:
+    """For a store opened read-only: its schema must be this release's (False: it was not created)."""
+    version = _version(db.connection())
+    if version == SCHEMA_VERSION:
+        return False
+    if version > SCHEMA_VERSION:
+        raise SchemaNotCurrentError(
+            f"schema version {version} is newer than this mnote-mcp's {SCHEMA_VERSION}"
+        )
+    if version == 0:
+        raise SchemaNotCurrentError(
+            "not an mnote store (no schema), and a store opened read-only is not created"
+        )
+    raise SchemaNotCurrentError(
+        f"schema version {version} is older than this mnote-mcp's {SCHEMA_VERSION}, and a store opened"
+        f" read-only is not upgraded: run `mnote-mcp migrate --db FILE` on a writable copy"
+    )
+
+
 def open_schema(db: Database) -> bool:
     """Create or upgrade the schema; True when this call created the store.
 

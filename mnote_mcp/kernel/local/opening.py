@@ -3,31 +3,105 @@
 SQLite reports most failures as "unable to open database file"; an operator needs to know which of the
 usual causes it is (a directory given as the file, a read-only file system, a directory they may not
 write, a file that is not a store), so the cause is worked out here from the file system.
+
+`read_only=True` (`serve --read-only`) opens an existing store through SQLite's URI `mode=ro`: nothing
+is created, migrated, or set (not even the journal mode), so a store that can only be read (a
+snapshot on a read-only mount, a backup nobody may write) is served. Reading a WAL store needs its
+`-shm` file, which SQLite creates beside it; where it cannot, the store is opened `immutable=1` (no
+`-shm`, no locks), but only when nobody can write it either (a read-only file system, or no write bit
+on the file nor its directory) and no write-ahead log holds changes (an immutable open ignores the
+log). Changes made to an immutable store while it is served are not seen, and could be read torn.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
+from mnote_mcp.kernel.local.migrate import SchemaNotCurrentError
 from mnote_mcp.kernel.local.store import LocalStore
 
+logger = logging.getLogger(__name__)
 
-def open_store(path: str | Path, **options: Any) -> LocalStore:
-    """The store at `path`, created if missing; raises `StoreUnavailableError` naming the cause.
+
+def open_store(path: str | Path, *, read_only: bool = False, **options: Any) -> LocalStore:
+    """The store at `path`, created if missing (unless `read_only`: see the module's text); raises
+    `StoreUnavailableError` naming the cause.
 
     `options` are `LocalStore`'s (`limits`, `busy_timeout`, `hooks`)."""
     path = Path(path)
     if path.is_dir():
         raise StoreUnavailableError(path, "it is a directory, not a store file")
     try:
+        if read_only:
+            return LocalStore(path, uri=read_only_uri(path), **options)
         return LocalStore(path, **options)
+    except SchemaNotCurrentError as exc:
+        raise StoreUnavailableError(path, str(exc)) from None
     except (sqlite3.Error, OSError) as exc:
         raise StoreUnavailableError(path, cause(path, exc)) from None
+
+
+def read_only_uri(path: Path) -> str:
+    """The SQLite URI that reads the store at `path` without writing it: `mode=ro`, with `immutable=1`
+    where SQLite cannot create the `-shm` and nobody can write the store; raises `StoreUnavailableError`
+    when neither can be used."""
+    if not path.exists():
+        raise StoreUnavailableError(path, "no store there, and --read-only creates none")
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    failure = _probe(uri)
+    if failure is None:
+        return uri
+    if not isinstance(failure, sqlite3.OperationalError):  # not a database, malformed, ...
+        raise failure
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreUnavailableError(
+            path,
+            f"its write-ahead log {wal} holds changes that SQLite reads only with {path}-shm, which"
+            " cannot be created here: copy the store with its -wal and -shm files, or open it once"
+            " where it can be written",
+        )
+    if not _nobody_writes(path):
+        raise StoreUnavailableError(
+            path,
+            f"SQLite must create {path}-shm to read it, and this user may not write {path.parent} while"
+            " others may (so it is not read as an immutable snapshot): make the directory writable for"
+            " this user, or if nobody writes the store, remove every write bit from it and its"
+            f" directory (chmod a-w) ({failure})",
+        )
+    immutable = f"{uri}&immutable=1"
+    if _probe(immutable) is not None:
+        raise failure
+    logger.info("store %s opened immutable: nobody can write it, and changes to it are not seen", path)
+    return immutable
+
+
+def _probe(uri: str) -> sqlite3.Error | None:
+    """What reading the schema through `uri` raises, if anything."""
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        return exc
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return None
+    except sqlite3.Error as exc:
+        return exc
+    finally:
+        conn.close()
+
+
+def _nobody_writes(path: Path) -> bool:
+    """A read-only file system, or no write bit on the file nor on its directory."""
+    if _read_only_file_system(path):
+        return True
+    return not (path.stat().st_mode | path.parent.stat().st_mode) & 0o222
 
 
 def cause(path: Path, exc: BaseException) -> str:

@@ -26,7 +26,7 @@ from mnote_mcp.kernel.local.concurrency import check_base
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCKS, Database, MoveToThread
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
-from mnote_mcp.kernel.local.migrate import open_schema
+from mnote_mcp.kernel.local.migrate import check_schema, open_schema
 from mnote_mcp.kernel.local.pagecache import PageCache, whole_body
 from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx, payload_blocks
 from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
@@ -59,15 +59,19 @@ class LocalStore:
         limits: PageLimits | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         hooks: Iterable[WriteHook] = (),
+        uri: str | None = None,
     ) -> None:
+        """With `uri` (`opening.read_only_uri`) the file is opened read-only: nothing is created or
+        upgraded, and a schema other than this release's is refused (`check_schema`)."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if uri is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self.location = str(self.path)
         self.limits = limits or PageLimits()
         self.write_hooks: list[WriteHook] = list(hooks)
         self.page_cache = PageCache()
-        database = Database(self.path, busy_timeout=busy_timeout)
-        self.created = open_schema(database)
+        database = Database(self.path, busy_timeout=busy_timeout, uri=uri)
+        self.created = open_schema(database) if uri is None else check_schema(database)
         self.db: sql.Database = database
 
     @contextmanager
