@@ -246,6 +246,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
         record=config.record,
         description=describe(db),
         limits=config.client_limits,
+        max_audit_records=config.max_audit_records,
     )
     return 0
 

@@ -753,6 +753,13 @@ class RuntimeConfig(StoreSettings, LogSettings):
     max_connections: int = http_limit("max_connections", RUNTIME_HTTP, env="MNOTE_RUNTIME_MAX_CONNECTIONS")
     header_timeout: float = http_limit("header_timeout", RUNTIME_HTTP, env="MNOTE_RUNTIME_HEADER_TIMEOUT")
     body_timeout: float = http_limit("body_timeout", RUNTIME_HTTP, env="MNOTE_RUNTIME_BODY_TIMEOUT")
+    max_audit_records: int = setting(
+        10_000,
+        positive_int,
+        "most audit records one GET /v1/audit may ask for (its limit); more is 400 invalid_argument",
+        group=RUNTIME_HTTP,
+        env="MNOTE_RUNTIME_MAX_AUDIT_RECORDS",
+    )
 
     @property
     def client_limits(self) -> ClientLimits:

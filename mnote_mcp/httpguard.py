@@ -234,12 +234,23 @@ class CloseUnreadBodies:
 
 class ReadBody:
     """Reads a request's body whole, within `timeout` seconds and `max_bytes`, before the endpoint
-    runs (`408` / `413` otherwise), then hands it on. Placed after authentication."""
+    runs (`408` / `413` otherwise), then hands it on. Placed after authentication. `too_large`
+    answers a body over the limit when a protocol has its own error form (plain text otherwise)."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout: float) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int, timeout: float, too_large: ASGIApp | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.timeout = timeout
+        self.too_large = too_large
+
+    async def _refuse_too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        logger.warning("refusing a request body over %d bytes", self.max_bytes)
+        if self.too_large is None:
+            await plain(send, 413, "Request body too large")
+        else:
+            await self.too_large(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "DELETE", "OPTIONS"):
@@ -247,7 +258,7 @@ class ReadBody:
             return
         declared = dict(scope["headers"]).get(b"content-length", b"0")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            await plain(send, 413, "Request body too large")
+            await self._refuse_too_large(scope, receive, send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -259,7 +270,7 @@ class ReadBody:
                 body = message.get("body", b"")
                 size += len(body)
                 if size > self.max_bytes:
-                    await plain(send, 413, "Request body too large")
+                    await self._refuse_too_large(scope, receive, send)
                     return
                 chunks.append(body)
                 if not message.get("more_body", False):

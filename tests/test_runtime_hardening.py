@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
@@ -70,6 +71,7 @@ async def test_bodies_over_the_limit_are_refused_and_the_relay_says_why(
         # Announced over the limit: 413 before a byte of it is read, the connection closed.
         reply, took = read_until_closed(raw_connection(rt.url, _post_head(TOKEN, 64 * 1024 * 1024)))
         assert reply.startswith(b"HTTP/1.1 413") and took < 1, (reply[:80], took)
+        assert b'"code":"%s"' % ErrorCode.INVALID_ARGUMENT.value.encode() in reply, reply
         # Chunked (no length announced), sent past the limit: 413 once the limit is passed.
         chunked = (
             b"POST /v1/commands HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n"
@@ -84,17 +86,17 @@ async def test_bodies_over_the_limit_are_refused_and_the_relay_says_why(
             pass
         reply, _ = read_until_closed(sock)
         assert reply.startswith(b"HTTP/1.1 413"), reply[:80]
-        # Through the relay: a command under the limit is written, one over it is refused and the
-        # refusal names the status (not retried: the same body would be refused again).
+        # Through the relay: a command under the limit is written, one over it is the caller's
+        # invalid_argument naming the limit (not retried: the same body would be refused again).
         kernel = HttpKernel(rt.url, token=TOKEN)
         try:
             written = await kernel.execute(note_command("small", "a short note"))
             assert written.command_id and not written.replayed, written
             with pytest.raises(MnoteError) as refused:
                 await kernel.execute(note_command("large", "x" * (2 * limit)))
-            assert refused.value.code is ErrorCode.RUNTIME_UNAVAILABLE
-            assert refused.value.details.get("status") == 413, refused.value.details
-            assert refused.value.details.get("attempts") == 1, refused.value.details
+            assert refused.value.code is ErrorCode.INVALID_ARGUMENT and not refused.value.retryable
+            assert f"over {limit} bytes" in refused.value.details["reason"], refused.value.details
+            assert "--max-body-bytes" in refused.value.details["reason"]
         finally:
             await kernel.aclose()
 
@@ -131,3 +133,27 @@ def test_connections_over_the_cap_make_room_or_are_refused_as_they_arrive(
         assert reply.startswith(b"HTTP/1.1 503") and took < 1, (reply, took)
         for sock in busy:
             sock.close()
+
+
+async def test_the_audit_trail_is_asked_for_at_most_max_audit_records(db: Path, tmp_path: Path) -> None:
+    """`GET /v1/audit?limit=N`: N is the client's, so it has a bound (--max-audit-records): over it is
+    400 invalid_argument at `/limit`; at it, or without a limit, the records are answered."""
+    with runtime(db, tmp_path, "httptools", max_audit_records=3) as rt:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        kernel = HttpKernel(rt.url, token=TOKEN)
+        try:
+            for key in ("a", "b", "c", "d"):
+                await kernel.execute(note_command(key))
+        finally:
+            await kernel.aclose()
+        over = httpx2.get(f"{rt.url}/v1/audit", params={"limit": "4"}, headers=auth, timeout=10)
+        assert over.status_code == 400, over.text
+        error = over.json()["error"]
+        assert error["code"] == ErrorCode.INVALID_ARGUMENT.value and error["details"]["pointer"] == "/limit"
+        assert "--max-audit-records" in error["details"]["reason"]
+        huge = httpx2.get(f"{rt.url}/v1/audit", params={"limit": str(2**62)}, headers=auth, timeout=10)
+        assert huge.status_code == 400, huge.text
+        for params in ({"limit": "3"}, {}):
+            answered = httpx2.get(f"{rt.url}/v1/audit", params=params, headers=auth, timeout=10)
+            assert answered.status_code == 200, answered.text
+            assert len(answered.json()["records"]) == 3, params

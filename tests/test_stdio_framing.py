@@ -139,6 +139,10 @@ CASES: dict[str, tuple[bytes, list[Any]]] = {
     "method not a string": (b'{"jsonrpc":"2.0","method":5}', [(None, -32600)]),
     "neither method nor result": (b'{"jsonrpc":"2.0","id":10}', [(10, -32600)]),
     "params a list": (ping(b"11", b"[1]"), [(11, -32600)]),
+    "params an empty list": (ping(b"13", b"[]"), [(13, -32600)]),
+    "params 0": (ping(b"14", b"0"), [(14, -32600)]),
+    "params false": (ping(b"15", b"false"), [(15, -32600)]),
+    "params an empty string": (ping(b"16", b'""'), [(16, -32600)]),
     "line over the limit": (ping(b"12", b'{"x":"' + b"y" * MAX_LINE + b'"}'), [(None, -32600)]),
     "blank line": (b"   \r", []),
 }

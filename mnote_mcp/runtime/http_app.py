@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ async def page_revisions(request: Request, kernel: Kernel) -> dict[str, Any]:
     return {PAGE_REVISIONS.reply_key: await service.page_revisions(kernel, await _json_body(request))}
 
 
-async def audit_trail(request: Request, kernel: Kernel) -> dict[str, Any]:
+async def audit_trail(request: Request, kernel: Kernel, *, max_records: int | None = None) -> dict[str, Any]:
     params = request.query_params
     query: dict[str, Any] = {"traceId": params.get("traceId"), "commandId": params.get("commandId")}
     if "limit" in params:
@@ -126,7 +127,7 @@ async def audit_trail(request: Request, kernel: Kernel) -> dict[str, Any]:
             query["limit"] = int(params["limit"])
         except ValueError:
             raise _invalid("/limit", "not an integer") from None
-    return {AUDIT_TRAIL.reply_key: await service.audit_trail(kernel, query)}
+    return {AUDIT_TRAIL.reply_key: await service.audit_trail(kernel, query, max_records=max_records)}
 
 
 async def health(request: Request, kernel: Kernel) -> dict[str, Any]:
@@ -156,7 +157,10 @@ class _Runtime:
 
         # the body is read whole, within its deadline and size, before the endpoint runs
         run = ReadBody(
-            request_response(answer), max_bytes=self._limits.max_body_bytes, timeout=self._limits.body_timeout
+            request_response(answer),
+            max_bytes=self._limits.max_body_bytes,
+            timeout=self._limits.body_timeout,
+            too_large=_too_large(self._limits.max_body_bytes),
         )
 
         async def handle(scope: Scope, receive: Receive, send: Send) -> None:
@@ -217,6 +221,14 @@ def _unauthorized() -> Response:
     )
 
 
+def _too_large(limit: int) -> Response:
+    """A body over `--max-body-bytes`: the caller's to fix (a smaller command, or a larger limit), so
+    the protocol's `invalid_argument`, which the HTTP adapter passes on rather than retries."""
+    reason = f"the request body is over {limit} bytes (runtime serve --max-body-bytes)"
+    error = MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": "", "reason": reason})
+    return JSONResponse({"error": error.to_wire()}, status_code=413)
+
+
 class _Endpoint:
     """An ASGI callable as an object: Starlette's `Route` takes a plain function for a request handler."""
 
@@ -228,7 +240,12 @@ class _Endpoint:
 
 
 def create_app(
-    kernel: Kernel, *, limits: ClientLimits, token: str | None = None, record: Path | None = None
+    kernel: Kernel,
+    *,
+    limits: ClientLimits,
+    token: str | None = None,
+    record: Path | None = None,
+    max_audit_records: int | None = None,
 ) -> ASGIApp:
     """The runtime's ASGI app; it owns `kernel` and closes it when the server shuts down. A request's
     body is read within `limits`, and a refusal of an unread body closes the connection; the
@@ -243,7 +260,9 @@ def create_app(
         runtime.route(PAGE_REVISIONS.path, PAGE_REVISIONS.method, page_revisions),
         runtime.route(PAGE_HISTORY.path, PAGE_HISTORY.method, page_history),
         runtime.route(SEARCH_PAGES.path, SEARCH_PAGES.method, search_pages),
-        runtime.route(AUDIT_TRAIL.path, AUDIT_TRAIL.method, audit_trail),
+        runtime.route(
+            AUDIT_TRAIL.path, AUDIT_TRAIL.method, partial(audit_trail, max_records=max_audit_records)
+        ),
     ]
 
     @asynccontextmanager
@@ -265,6 +284,7 @@ def serve_runtime(
     record: Path | None,
     description: str,
     limits: ClientLimits,
+    max_audit_records: int | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; uvicorn shuts down gracefully and the lifespan closes the kernel."""
     import uvicorn
@@ -285,7 +305,7 @@ def serve_runtime(
         "required" if token else "none (loopback only)",
         f" record={record}" if record else "",
     )
-    app = create_app(kernel, token=token, record=record, limits=limits)
+    app = create_app(kernel, token=token, record=record, limits=limits, max_audit_records=max_audit_records)
     config = uvicorn.Config(
         app,
         host=host,

@@ -116,8 +116,17 @@ async def page_revisions(kernel: Kernel, query: Any, *, where: str = "") -> list
     return revisions_to_wire(await kernel.page_revisions(query["actorId"], keys))
 
 
-async def audit_trail(kernel: Kernel, query: dict[str, Any]) -> list[dict[str, Any]]:
+async def audit_trail(
+    kernel: Kernel, query: dict[str, Any], *, max_records: int | None = None
+) -> list[dict[str, Any]]:
+    """The newest `limit` records (100, or `max_records` if lower, by default); a `limit` over
+    `max_records` is refused."""
     check_request(AUDIT_QUERY, query)
+    most = max_records if max_records is not None else 2**63 - 1
+    limit = query.get("limit", min(100, most))
+    if limit > most:
+        reason = f"at most {most} records (runtime serve --max-audit-records)"
+        raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": "/limit", "reason": reason})
     return await kernel.audit_trail(
-        trace_id=query.get("traceId"), command_id=query.get("commandId"), limit=query.get("limit", 100)
+        trace_id=query.get("traceId"), command_id=query.get("commandId"), limit=limit
     )

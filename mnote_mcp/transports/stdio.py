@@ -106,7 +106,7 @@ def _invalid(obj: Any) -> tuple[str, Any] | None:
     if "method" in obj:
         if not isinstance(obj["method"], str):
             return 'Invalid Request: "method" must be a string', answer_id
-        if not isinstance(obj.get("params") or {}, dict):
+        if obj.get("params") is not None and not isinstance(obj["params"], dict):  # [] and 0 too
             return 'Invalid Request: "params" must be an object', answer_id
     elif request_id is _MISSING or ("result" not in obj and "error" not in obj):
         return 'Invalid Request: no "method" (nor "result" or "error" with an id)', answer_id
