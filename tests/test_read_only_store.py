@@ -145,8 +145,10 @@ async def test_serve_read_only_reads_a_store_it_may_not_write_as_root_too(shared
     assert fingerprint(db.parent)["mnote.db"] == before
 
 
-def test_the_store_is_opened_read_only_by_sqlite(db: Path) -> None:
-    """Whoever runs it (root included), a write through the read-only store fails in SQLite itself."""
+def test_the_store_is_opened_read_only_by_sqlite(tmp_path: Path) -> None:
+    """Whoever runs it (root included), a write through the read-only store fails in SQLite itself
+    (at a path that a URI must escape)."""
+    db = seeded_store(tmp_path / "a b?c#d%20e.db")
     store = open_store(db, read_only=True)
     try:
         with pytest.raises(sqlite3.OperationalError, match="readonly"), store.transaction(write=True) as conn:
@@ -257,3 +259,12 @@ def test_an_unwritable_directory_others_may_write_is_not_opened_immutable(shared
     db.chmod(0o644)
     result = run("serve", "--read-only", "--db", str(db), as_nobody=True)
     one_line(result, STORE_UNAVAILABLE, str(db), "-shm")
+
+
+def test_a_store_this_user_may_not_read(shared_tmp: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the store's owner must be another user than the server's")
+    db = sealed_store(shared_tmp)
+    db.chmod(0o400)
+    result = run("serve", "--read-only", "--db", str(db), as_nobody=True)
+    one_line(result, STORE_UNAVAILABLE, str(db), "may not read")

@@ -51,8 +51,16 @@ def read_only_uri(path: Path) -> str:
     """The SQLite URI that reads the store at `path` without writing it: `mode=ro`, with `immutable=1`
     where SQLite cannot create the `-shm` and nobody can write the store; raises `StoreUnavailableError`
     when neither can be used."""
-    if not path.exists():
-        raise StoreUnavailableError(path, "no store there, and --read-only creates none")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise StoreUnavailableError(path, "no store there, and --read-only creates none") from None
+    except OSError as exc:
+        raise StoreUnavailableError(
+            path, f"permission denied (this user may not read it: {exc.strerror})"
+        ) from None
+    if not os.access(path, os.R_OK):
+        raise StoreUnavailableError(path, "permission denied (this user may not read it)")
     uri = f"{path.resolve().as_uri()}?mode=ro"
     failure = _probe(uri)
     if failure is None:
