@@ -1,7 +1,7 @@
 """The real Hermes (hermes-agent 0.19.0) on the shipped example configurations, over stdio, `/mcp` and
 `/sse`: what its model is given, one call of every tool, refusals that do not cut the server off, an
 idempotent retry, pieces of a long page within Hermes's result limit, and its whole agent loop
-(`hermes -z`) against a scripted model, checked in the store and the audit trail.
+(`hermes chat -q`) against a scripted model, checked in the store and the audit trail.
 
 `bash .ci/run` installs Hermes into `.ci/hermes` and sets MNOTE_REQUIRE_HERMES=1; elsewhere these
 tests are skipped when that environment is absent.
@@ -43,7 +43,7 @@ from tests.hermes.harness import (
     model_section,
     payload,
     require_hermes,
-    run_oneshot,
+    run_agent_loop,
     unwrap,
     write_home,
 )
@@ -375,16 +375,35 @@ def audit_trail(db: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
 
 
-def test_the_agent_loop_reads_saves_retries_inserts_and_notes(tmp_path: Path) -> None:
+def late_command(tmp_path: Path, seconds: float) -> Path:
+    """`mnote-mcp` as a machine under load or a first start after an upgrade may run it: late."""
+    script = tmp_path / "late-mnote-mcp"
+    script.write_text(f'#!/bin/sh\nsleep {seconds}\nexec "{MNOTE_COMMAND}" "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def assert_the_model_saw_the_tools(transcript: Transcript, server_key: str) -> None:
+    """Hermes sends a turn without `tools` when no tool is registered yet (MCP still connecting)."""
+    assert transcript.agent_requests, (
+        "Hermes asked the model without any tools: its MCP discovery had not finished"
+    )
+    assert model_name(server_key, "mnote.page.get") in transcript.tool_names()
+
+
+@pytest.mark.parametrize("start_delay", [0.0, 4.0], ids=["as-shipped", "starting-4s-late"])
+def test_the_agent_loop_reads_saves_retries_inserts_and_notes(tmp_path: Path, start_delay: float) -> None:
+    """Also with a server that starts later than Hermes's default discovery wait (1.5 s): the
+    shipped config's `mcp_discovery_timeout` puts mnote's tools in the first turn anyway."""
     require_hermes()
     db = demo_store(tmp_path / "mnote.db")
-    config = example_config(
-        "hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}
-    )
+    command = late_command(tmp_path, start_delay) if start_delay else MNOTE_COMMAND
+    config = example_config("hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(command), DB_PLACEHOLDER: str(db)})
     with scripted_model(edit_script(STDIO)) as (base_url, transcript):
         home = write_home(tmp_path / "home", config + model_section(base_url))
-        run = run_oneshot(home, "Tidy up the project plan.", STDIO)
+        run = run_agent_loop(home, "Tidy up the project plan.", STDIO)
     assert run.returncode == 0, run.stderr[-3000:]
+    assert_the_model_saw_the_tools(transcript, STDIO)
     assert "All edits are done." in run.stdout
     contents = transcript.tool_contents()
     assert len(contents) == 5, contents
@@ -457,8 +476,9 @@ def test_two_hermes_runs_over_http_keep_their_ids_apart(tmp_path: Path) -> None:
             before = len(_CALL_LINE.findall(server.log))
             with scripted_model(read_all) as (base_url, transcript):
                 home = write_home(tmp_path / f"home{attempt}", config + model_section(base_url))
-                run = run_oneshot(home, "Read the long page.", HTTP, MNOTE_TOKEN=EDITOR_TOKEN)
+                run = run_agent_loop(home, "Read the long page.", HTTP, MNOTE_TOKEN=EDITOR_TOKEN)
             assert run.returncode == 0, run.stderr[-3000:]
+            assert_the_model_saw_the_tools(transcript, HTTP)
             contents = transcript.tool_contents()
             assert len(contents) > 1
             ids: list[str] = []

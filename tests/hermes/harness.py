@@ -2,7 +2,7 @@
 
 Hermes's configuration is the shipped example, verbatim except for the placeholders that name paths,
 ports and tokens; its MCP client is driven through Hermes's own entry points (`driver.py`, in Hermes's
-interpreter) or its whole agent loop (`hermes -z`) against the scripted model of `fake_model.py`.
+interpreter) or its whole agent loop (`hermes chat -q`) against the scripted model of `fake_model.py`.
 """
 
 from __future__ import annotations
@@ -174,10 +174,15 @@ def hermes_driver(home: Path, log: Path, **env: str) -> Iterator[HermesDriver]:
                 process.wait()
 
 
-def run_oneshot(home: Path, prompt: str, toolset: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Hermes's whole agent loop, once: `hermes -z PROMPT -t TOOLSET`."""
+def run_agent_loop(home: Path, prompt: str, toolset: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Hermes's whole agent loop, once: `hermes chat -q PROMPT -Q -t TOOLSET`.
+
+    Not `hermes -z`: in 0.19.0 it builds its agent while MCP discovery still runs in a background
+    thread and never waits for it, so its one turn may go to the model with no MCP tools at all.
+    `chat -q` waits for discovery up to the config's `mcp_discovery_timeout` (docs/hermes.md).
+    """
     return subprocess.run(
-        [str(HERMES_CLI), "-z", prompt, "-t", toolset],
+        [str(HERMES_CLI), "chat", "-q", prompt, "-Q", "-t", toolset],
         capture_output=True,
         text=True,
         timeout=600,
