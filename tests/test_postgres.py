@@ -11,8 +11,10 @@ The kernel contract suite runs on PostgreSQL too (`tests/test_kernel_contract.py
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mnote_mcp.kernel.cli import CliKernel
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey, PageQuery
@@ -349,6 +351,62 @@ def test_placeholders_are_translated_outside_string_literals_only() -> None:
     assert translate("SELECT x::text FROM t WHERE a = :a AND b < :b_2 AND c = ':c'") == (
         "SELECT x::text FROM t WHERE a = %(a)s AND b < %(b_2)s AND c = ':c'"
     )
+
+
+def test_a_pipelined_write_fails_whole_with_the_first_error(
+    pg_server: PgServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write's statements are sent without waiting for their results (pipeline mode): a failure among
+    them still fails the transaction whole, with that statement's own error (a ledger collision stays
+    retryable), and the pooled connection comes back clean; a read is not pipelined."""
+    from psycopg import errors as pg_errors
+    from psycopg.pq import PipelineStatus
+
+    from mnote_mcp.kernel.postgres.database import PgConnection, PgDatabase
+
+    def write(*statements: tuple[str, tuple[Any, ...]], refuse: bool = False, pause: float = 0) -> None:
+        with db.transaction(write=True) as conn:
+            assert conn.raw.pgconn.pipeline_status == PipelineStatus.ON
+            for sql, params in statements:
+                conn.execute(sql, params)
+                time.sleep(pause)  # (the answer is in before the next is sent: that one reads it)
+            if refuse:  # a checkpoint refusing after queued writes
+                raise MnoteError(ErrorCode.CONFLICT, Reason.GENERIC)
+
+    def rows(conn: PgConnection) -> list[tuple[Any, ...]]:
+        return conn.execute("SELECT k, v FROM t ORDER BY k").fetchall()
+
+    caplog.set_level(logging.WARNING, logger="psycopg")
+    db = PgDatabase(pg_server.database(), pool_size=1)  # one connection: every transaction reuses it
+    update = ("UPDATE t SET v = ? WHERE k = ?", ("changed", 1))
+    collide = ("INSERT INTO t VALUES (?, ?)", (1, "again"))  # not awaited: the error comes later
+    try:
+        with db.connection() as raw:
+            raw.execute("CREATE TABLE t (k int PRIMARY KEY, v text NOT NULL)")
+            raw.execute("INSERT INTO t VALUES (1, 'one')")
+        with pytest.raises(pg_errors.UniqueViolation) as caught:
+            write(update, ("INSERT INTO t VALUES (?, ?)", (2, "two")), collide, update, update, pause=0.05)
+        assert db.retryable(caught.value)
+        with pytest.raises(pg_errors.UniqueViolation):
+            write(update, collide, update)
+        with pytest.raises(pg_errors.UniqueViolation):  # the last before the COMMIT, as the ledger's
+            write(update, collide)
+        with pytest.raises(MnoteError):
+            write(update, refuse=True)
+        with db.transaction(write=False) as conn:
+            assert conn.raw.pgconn.pipeline_status == PipelineStatus.OFF
+            assert rows(conn) == [(1, "one")], "nothing of a failed write committed"
+        with db.transaction(write=True) as conn:
+            conn.executemany("INSERT INTO t VALUES (?, ?)", [(4, "four")])
+            conn.executemany("INSERT INTO t VALUES (?, ?)", [(5, "five"), (6, "six")])
+            conn.execute("UPDATE t SET v = ? WHERE k = ?", ("uno", 1))
+            assert conn.execute("SELECT count(*) FROM t").fetchone() == (4,), "it reads its own writes"
+        with db.transaction(write=False) as conn:
+            assert rows(conn) == [(1, "uno"), (4, "four"), (5, "five"), (6, "six")]
+    finally:
+        db.close()
+    # nothing left for psycopg to clean up (a pipeline ended with results unread)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
 
 
 # -- search ------------------------------------------------------------------------------------

@@ -15,6 +15,14 @@ concurrent commit of the same key fails on the key and is run again whole (`retr
 ledger answers it (the replay, or the conflict). A lock still held after `busy_timeout` (PostgreSQL's
 `lock_timeout`), a pool with no free connection for as long, or a database that cannot be reached are
 `mnote_tool_runtime_unavailable` (retryable), never an internal error.
+
+A write runs in psycopg's pipeline mode: a statement whose result nobody reads is sent and not waited
+for, so `BEGIN`, the page lock and the checkpoints' query travel together, and the row, page, history,
+search, notification, audit and ledger writes travel with the `COMMIT` (a one-block edit: 5 round trips,
+not 14). A failed statement aborts the rest of the transaction as it always did; its error is raised at
+the next result read or at the `COMMIT`, and the transaction is rolled back. A read stays outside the
+pipeline (`BEGIN`, its queries, `COMMIT`): measured, the pipeline's own bookkeeping costs a 4-statement
+read more than the one round trip it saves (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -22,12 +30,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext, suppress
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
@@ -80,7 +89,9 @@ class PgConnection:
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
         rows = [tuple(row) for row in parameters]
-        if rows:
+        if len(rows) == 1:  # (a one-block edit's: one statement costs less than psycopg's batch)
+            self.raw.execute(translate(sql), rows[0])
+        elif rows:
             with self.raw.cursor() as cursor:
                 cursor.executemany(translate(sql), rows)
 
@@ -141,14 +152,23 @@ class PgDatabase:
     @contextmanager
     def transaction(self, *, write: bool, inline: bool = False) -> Iterator[PgConnection]:
         with self.connection() as raw:
-            raw.execute("BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try:
-                yield PgConnection(raw)
+            try:  # (a write pipelined: see the module)
+                with raw.pipeline() if write else nullcontext() as pipeline:
+                    try:
+                        raw.execute("BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                        yield PgConnection(raw)
+                        raw.execute("COMMIT")
+                    except psycopg.Error:
+                        if pipeline is not None and not raw.broken:
+                            # the statements queued after the failed one were skipped: collect their
+                            # results here, so the pipeline ends clean (else psycopg logs them)
+                            with suppress(psycopg.Error):
+                                pipeline.sync()
+                        raise
             except BaseException:
-                if not raw.broken:
+                if not raw.broken and raw.info.transaction_status != TransactionStatus.IDLE:
                     raw.execute("ROLLBACK")
                 raise
-            raw.execute("COMMIT")
 
     def _translate(self, exc: psycopg.OperationalError) -> Exception:
         if isinstance(exc, _BUSY):
