@@ -409,6 +409,49 @@ def test_a_pipelined_write_fails_whole_with_the_first_error(
     assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
 
 
+def test_a_kept_page_is_read_in_one_statement_and_a_changed_one_in_a_snapshot(
+    seeded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole-page read answered from the page cache sends the checkpoints' query alone (no `BEGIN`,
+    no `COMMIT`); after a write by another store (a replica) the stamp differs, and the read runs whole
+    in one REPEATABLE READ snapshot and answers the new revision."""
+    import psycopg
+
+    sent: list[str] = []
+    real = psycopg.Connection.execute
+
+    def counted(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query).split(None, 1)[0])
+        return real(self, query, *args, **kwargs)
+
+    query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
+    store, other = open_store(seeded), open_store(seeded)
+    try:
+        first = store.get_page(query)
+        monkeypatch.setattr(psycopg.Connection, "execute", counted)
+        assert store.get_page(query) == first
+        assert sent == ["SELECT"], sent
+        monkeypatch.setattr(psycopg.Connection, "execute", real)
+        edit = {"blockId": "p_1", "text": "changed elsewhere"}
+        other.execute(
+            Command(
+                "page.block.update", "ws_1", "doc_1", "user_editor", query.correlation, "k_other", False, edit
+            )
+        )
+        monkeypatch.setattr(psycopg.Connection, "execute", counted)
+        sent.clear()
+        changed = store.get_page(query)
+        assert sent == ["SELECT", "BEGIN", "SELECT", "SELECT", "COMMIT"], sent
+        assert changed["revision"] == first["revision"] + 1
+        assert "changed elsewhere" in [block["text"] for block in changed["blocks"]]
+        with pytest.raises(MnoteError) as refused:  # the checkpoints still refuse on the short path
+            store.get_page(PageQuery("ws_1", "doc_1", "user_outsider", query.correlation))
+        assert refused.value.code == ErrorCode.PERMISSION_DENIED
+    finally:
+        store.close()
+        other.close()
+
+
 # -- search ------------------------------------------------------------------------------------
 
 QUERIES = (

@@ -88,10 +88,14 @@ class PageCache:
         return len(self._entries)
 
 
+def stamp_of(page: PageHead) -> PageStamp:
+    return page.revision, page.block_count, page.byte_size
+
+
 def whole_body(cache: PageCache, blocks: PageBlocks, page: PageHead) -> tuple[list[Block], str]:
     """The page's tree and summary: from `cache` when it holds this very revision of the page (the
     caller has passed the checkpoints, in the transaction `blocks` reads in), else read and kept."""
-    stamp = (page.revision, page.block_count, page.byte_size)
+    stamp = stamp_of(page)
     cached = cache.get(page.workspace_id, page.id, stamp)
     if cached is not None:
         return cached

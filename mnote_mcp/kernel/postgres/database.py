@@ -170,6 +170,13 @@ class PgDatabase:
                     raw.execute("ROLLBACK")
                 raise
 
+    @contextmanager
+    def statement(self) -> Iterator[PgConnection]:
+        """A connection for ONE statement outside any transaction block: it runs in its own snapshot
+        (autocommit). A second statement would see another snapshot: use `transaction` for that."""
+        with self.connection() as raw:
+            yield PgConnection(raw)
+
     def _translate(self, exc: psycopg.OperationalError) -> Exception:
         if isinstance(exc, _BUSY):
             return unavailable("store_busy", self.busy_timeout)

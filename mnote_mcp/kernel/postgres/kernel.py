@@ -20,18 +20,21 @@ from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
+from mnote_mcp.kernel.local import access
 from mnote_mcp.kernel.local import search as local_search
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.local.kernel import LocalKernel
-from mnote_mcp.kernel.local.pagecache import PageCache
+from mnote_mcp.kernel.local.pagecache import PageCache, stamp_of
 from mnote_mcp.kernel.local.rows import WriteHook
 from mnote_mcp.kernel.local.store import LocalStore
-from mnote_mcp.kernel.port import PageChangeListener, SearchQuery
+from mnote_mcp.kernel.policy import Scope
+from mnote_mcp.kernel.port import PageChangeListener, PageQuery, SearchQuery
 from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, PgDatabase, redact
 from mnote_mcp.kernel.postgres.notify import ChangeHub, notify_hook
 from mnote_mcp.kernel.postgres.schema import Migration, SchemaTooNewError, migrate
 from mnote_mcp.kernel.postgres.search import index_hook
+from mnote_mcp.kernel.view import check_query, page_view
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -74,6 +77,30 @@ class PostgresStore(LocalStore):
         self.created = self.migration.created
         self.pg = database
         self.db = database
+
+    def get_page(self, query: PageQuery, *, inline: bool = False) -> dict[str, Any]:
+        """A whole-page read whose tree the page cache holds is one statement, not a transaction of
+        three (`BEGIN`, the checkpoints' query, `COMMIT`): the checkpoints' query alone, in its own
+        snapshot, then the tree kept for the very stamp that row carries. The answer is that row and
+        that tree, as consistent as in a transaction; on a miss the read runs whole, as on SQLite."""
+        if query.include_blocks and query.block_ids is None:
+            check_query(query)
+            with self.pg.statement() as conn:
+                page = access.authorize(
+                    conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
+                )
+            cached = self.page_cache.get(page.workspace_id, page.id, stamp_of(page))
+            if cached is not None:
+                roots, summary = cached
+                return page_view(
+                    query,
+                    title=page.title,
+                    options=page.options,
+                    revision=page.revision,
+                    roots=roots,
+                    summary=summary,
+                )
+        return super().get_page(query, inline=inline)
 
     def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
         """Search or list the pages the actor may read (`kernel/postgres/search.py`)."""
