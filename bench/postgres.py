@@ -6,7 +6,8 @@
    one PostgreSQL, 16 calls always in flight spread over the replicas, reads (`mnote.page.get`) and
    writes (`mnote.block.update`, each lane on its own page so page locks do not queue them); calls per
    second and the efficiency per replica (throughput of N / (N × throughput of 1)), and the CPU the
-   replicas and PostgreSQL used per call (from /proc), which says where the time goes.
+   replicas and PostgreSQL used per call (from /proc), which says where the time goes; and, as the
+   baseline, one replica on a SQLite file under the same load (`sqlite` in `replicas`).
 
 PostgreSQL is the `pgserver` wheel's (16, on a Unix socket, same machine). One run; the machine is
 shared and noisy, so only ratios within the run mean anything.
@@ -90,26 +91,36 @@ def update(page: str, n: int) -> Command:
 
 
 async def per_call(kernels: dict[str, Kernel], calls: int) -> dict[str, dict[str, float]]:
-    samples: dict[str, dict[str, list[float]]] = {name: {"read": [], "write": []} for name in kernels}
+    """p50 wall ms of a read and of a write, and this process's CPU ms per call (worker threads
+    included, PostgreSQL's own not). A read follows a write, so it misses the page cache; `reread`
+    is a second read of the same revision (the cache's)."""
+    kinds = ("read", "reread", "write")
+    samples: dict[str, dict[str, list[float]]] = {name: {kind: [] for kind in kinds} for name in kernels}
+    cpu = {name: dict.fromkeys(kinds, 0.0) for name in kernels}
     query = PageQuery(WS, "doc_0", ACTOR, CORRELATION)
     for n in range(calls + 20):
         for name, kernel in kernels.items():
-            started = time.perf_counter()
-            await kernel.get_page(query)
-            read = time.perf_counter() - started
-            started = time.perf_counter()
-            await kernel.execute(update("doc_0", n))
-            write = time.perf_counter() - started
-            if n >= 20:  # the first calls warm caches and prepare statements
-                samples[name]["read"].append(read)
-                samples[name]["write"].append(write)
+            for kind in kinds:
+                cpu_started, started = time.process_time(), time.perf_counter()
+                if kind == "write":
+                    await kernel.execute(update("doc_0", n))
+                else:
+                    await kernel.get_page(query)
+                wall, used = time.perf_counter() - started, time.process_time() - cpu_started
+                if n >= 20:  # the first calls warm caches and prepare statements
+                    samples[name][kind].append(wall)
+                    cpu[name][kind] += used
     return {
-        name: {kind: median(values) * 1e3 for kind, values in by_kind.items()}
+        name: {
+            **{kind: median(values) * 1e3 for kind, values in by_kind.items()},
+            **{f"{kind}_cpu": cpu[name][kind] / calls * 1e3 for kind in kinds},
+        }
         for name, by_kind in samples.items()
     }
 
 
-async def replicas(url: str, count: int, seconds: float, postmaster: int) -> dict[str, float]:
+async def replicas(url: str, count: int, seconds: float, postmaster: int | None) -> dict[str, float]:
+    """`count` replicas on one store (`url`: PostgreSQL, or a SQLite file with `postmaster` None)."""
     ports = [_free_port() for _ in range(count)]
     argv = [sys.executable, "-m", "mnote_mcp", "serve", "--transport", "http", "--stateless", "--db", url]
     argv += ["--actor", ACTOR]
@@ -162,7 +173,7 @@ async def replicas(url: str, count: int, seconds: float, postmaster: int) -> dic
                     done += 1
 
             cpu_before = sum(cpu_seconds(p.pid) for p in servers)
-            db_before = _tree_cpu(postmaster)
+            db_before = _tree_cpu(postmaster) if postmaster else 0.0
             started = time.perf_counter()
             await asyncio.gather(*(lane(n) for n in range(LANES)))
             elapsed = time.perf_counter() - started
@@ -170,7 +181,8 @@ async def replicas(url: str, count: int, seconds: float, postmaster: int) -> dic
             out[f"{kind}_server_cpu_ms"] = (
                 (sum(cpu_seconds(p.pid) for p in servers) - cpu_before) / done * 1e3
             )
-            out[f"{kind}_db_cpu_ms"] = (_tree_cpu(postmaster) - db_before) / done * 1e3
+            if postmaster:
+                out[f"{kind}_db_cpu_ms"] = (_tree_cpu(postmaster) - db_before) / done * 1e3
         for peer in peers:
             await peer.close()
         return out
@@ -231,6 +243,11 @@ async def run(quick: bool) -> dict[str, Any]:
                 one = scaling["1"][f"{kind}_per_s"]
                 for replicas_, row in scaling.items():
                     row[f"{kind}_efficiency"] = row[f"{kind}_per_s"] / (int(replicas_) * one)
+            sqlite = Path(tmp) / "replicas.db"
+            baseline = LocalKernel.open(sqlite)
+            load_fixture(baseline.store, fixture(LANES))
+            await baseline.aclose()
+            scaling["sqlite"] = await replicas(str(sqlite), 1, seconds, None)
             figures["replicas"] = scaling
             figures["load_average"] = os.getloadavg()
             return figures

@@ -409,41 +409,75 @@ def test_a_pipelined_write_fails_whole_with_the_first_error(
     assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
 
 
-def test_a_kept_page_is_read_in_one_statement_and_a_changed_one_in_a_snapshot(
+def test_a_page_read_is_statements_of_their_own_and_never_mixes_two_revisions(
     seeded: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A whole-page read answered from the page cache sends the checkpoints' query alone (no `BEGIN`,
-    no `COMMIT`); after a write by another store (a replica) the stamp differs, and the read runs whole
-    in one REPEATABLE READ snapshot and answers the new revision."""
+    """A whole-page read sends no `BEGIN` or `COMMIT`: the checkpoints' query alone when the page cache
+    holds that revision, else the tree query and the page's stamp again. A write committed between
+    the checkpoints' query and the tree query (another replica's) sends the read round again in one snapshot:
+    the answer is one revision, never the old rows under the new page row or the reverse."""
     import psycopg
 
+    from mnote_mcp.kernel.local import rows
+    from mnote_mcp.kernel.local.rows import read_tree
+
     sent: list[str] = []
-    real = psycopg.Connection.execute
+    real_execute = psycopg.Connection.execute
+
+    elsewhere: list[bool] = []
 
     def counted(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(str(query).split(None, 1)[0])
-        return real(self, query, *args, **kwargs)
+        if not elsewhere:  # (the reading store's statements only)
+            sent.append(str(query).split(None, 1)[0])
+        return real_execute(self, query, *args, **kwargs)
 
     query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
     store, other = open_store(seeded), open_store(seeded)
+    edits = iter(range(100))
+
+    def edit_elsewhere() -> None:
+        n = next(edits)
+        elsewhere.append(True)
+        payload = {"blockId": "p_1", "text": f"changed elsewhere {n}"}
+        other.execute(
+            Command(
+                "page.block.update",
+                "ws_1",
+                "doc_1",
+                "user_editor",
+                query.correlation,
+                f"k{n}",
+                False,
+                payload,
+            )
+        )
+        elsewhere.clear()
+
+    def texts(page: dict[str, Any]) -> list[str]:
+        return [block["text"] for block in page["blocks"]]
+
     try:
         first = store.get_page(query)
         monkeypatch.setattr(psycopg.Connection, "execute", counted)
         assert store.get_page(query) == first
         assert sent == ["SELECT"], sent
-        monkeypatch.setattr(psycopg.Connection, "execute", real)
-        edit = {"blockId": "p_1", "text": "changed elsewhere"}
-        other.execute(
-            Command(
-                "page.block.update", "ws_1", "doc_1", "user_editor", query.correlation, "k_other", False, edit
-            )
-        )
-        monkeypatch.setattr(psycopg.Connection, "execute", counted)
+        edit_elsewhere()
         sent.clear()
         changed = store.get_page(query)
-        assert sent == ["SELECT", "BEGIN", "SELECT", "SELECT", "COMMIT"], sent
-        assert changed["revision"] == first["revision"] + 1
-        assert "changed elsewhere" in [block["text"] for block in changed["blocks"]]
+        assert sent == ["SELECT", "SELECT", "SELECT"], sent
+        assert changed["revision"] == first["revision"] + 1 and "changed elsewhere 0" in texts(changed)
+
+        def a_write_then_the_tree(conn: Any, workspace_id: str, page_id: str) -> Any:
+            monkeypatch.setattr(rows, "read_tree", read_tree)
+            edit_elsewhere()  # commits after the page row was read, before the tree is
+            return read_tree(conn, workspace_id, page_id)
+
+        monkeypatch.setattr(rows, "read_tree", a_write_then_the_tree)
+        edit_elsewhere()  # (so the cache misses)
+        sent.clear()
+        raced = store.get_page(query)
+        assert raced["revision"] == first["revision"] + 3 and "changed elsewhere 2" in texts(raced)
+        assert sent == ["SELECT", "SELECT", "SELECT", "BEGIN", "SELECT", "SELECT", "COMMIT"], sent
         with pytest.raises(MnoteError) as refused:  # the checkpoints still refuse on the short path
             store.get_page(PageQuery("ws_1", "doc_1", "user_outsider", query.correlation))
         assert refused.value.code == ErrorCode.PERMISSION_DENIED

@@ -171,9 +171,9 @@ class PgDatabase:
                 raise
 
     @contextmanager
-    def statement(self) -> Iterator[PgConnection]:
-        """A connection for ONE statement outside any transaction block: it runs in its own snapshot
-        (autocommit). A second statement would see another snapshot: use `transaction` for that."""
+    def autocommit(self) -> Iterator[PgConnection]:
+        """A connection outside any transaction block: every statement runs in a snapshot of its own,
+        taken when it starts (READ COMMITTED). Statements that must agree belong in `transaction`."""
         with self.connection() as raw:
             yield PgConnection(raw)
 

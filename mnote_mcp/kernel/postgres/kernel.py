@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from anyio import CapacityLimiter
 
+from mnote_mcp.kernel.blocks import body_summary
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.local import access
+from mnote_mcp.kernel.local import access, rows
 from mnote_mcp.kernel.local import search as local_search
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.local.kernel import LocalKernel
@@ -79,28 +80,41 @@ class PostgresStore(LocalStore):
         self.db = database
 
     def get_page(self, query: PageQuery, *, inline: bool = False) -> dict[str, Any]:
-        """A whole-page read whose tree the page cache holds is one statement, not a transaction of
-        three (`BEGIN`, the checkpoints' query, `COMMIT`): the checkpoints' query alone, in its own
-        snapshot, then the tree kept for the very stamp that row carries. The answer is that row and
-        that tree, as consistent as in a transaction; on a miss the read runs whole, as on SQLite."""
-        if query.include_blocks and query.block_ids is None:
-            check_query(query)
-            with self.pg.statement() as conn:
-                page = access.authorize(
-                    conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
-                )
-            cached = self.page_cache.get(page.workspace_id, page.id, stamp_of(page))
-            if cached is not None:
-                roots, summary = cached
-                return page_view(
-                    query,
-                    title=page.title,
-                    options=page.options,
-                    revision=page.revision,
-                    roots=roots,
-                    summary=summary,
-                )
-        return super().get_page(query, inline=inline)
+        """A whole-page read in statements of their own, not a transaction (no `BEGIN`, no `COMMIT`):
+        the checkpoints' query, and when the page cache holds the tree for the stamp its row carries
+        (revision, block count, size), that is all: one statement. Otherwise the tree query, then the
+        page's stamp again: unchanged, no write to the page committed between the first statement
+        and the last (every write of a block makes a new revision, and revisions only grow), so the
+        tree is that revision's; changed, the read runs again whole in one snapshot (as on SQLite)."""
+        if not (query.include_blocks and query.block_ids is None):
+            return super().get_page(query, inline=inline)
+        check_query(query)
+        with self.pg.autocommit() as conn:
+            page = access.authorize(
+                conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
+            )
+            stamp = stamp_of(page)
+            cached = self.page_cache.get(page.workspace_id, page.id, stamp)
+            if cached is None:
+                roots = rows.read_tree(conn, page.workspace_id, page.id)
+                again = conn.execute(
+                    "SELECT revision, block_count, byte_size FROM pages WHERE workspace_id = ? AND id = ?",
+                    (page.workspace_id, page.id),
+                ).fetchone()
+                if again is not None and tuple(again) == stamp:
+                    cached = roots, body_summary(roots)
+                    self.page_cache.put(page.workspace_id, page.id, stamp, *cached)
+        if cached is None:  # a write came between (its connection back in the pool first)
+            return super().get_page(query, inline=inline)
+        roots, summary = cached
+        return page_view(
+            query,
+            title=page.title,
+            options=page.options,
+            revision=page.revision,
+            roots=roots,
+            summary=summary,
+        )
 
     def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
         """Search or list the pages the actor may read (`kernel/postgres/search.py`)."""
