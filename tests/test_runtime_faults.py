@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from mnote_mcp.kernel.cli import CliKernel
+from mnote_mcp.kernel.cli import MAX_REPLY_BYTES, CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local import LocalStore
@@ -252,8 +252,19 @@ def python(code: str) -> list[str]:
         (python("print('{\"ok\": true}')"), "malformed_reply"),
         (python('print(\'{"ok": true, "value": {"revision": 1}}\')'), "malformed_reply"),
         (python('print(\'{"ok": false, "error": "nope"}\')'), "malformed_reply"),
+        (python(f"import sys; sys.stdout.write('x' * {MAX_REPLY_BYTES + 1})"), "reply_too_large"),
+        (python(f"import sys; sys.stderr.write('x' * {MAX_REPLY_BYTES + 1})"), "reply_too_large"),
     ],
-    ids=["missing", "exit-3", "not-json", "no-value", "wrong-shape", "bad-error"],
+    ids=[
+        "missing",
+        "exit-3",
+        "not-json",
+        "no-value",
+        "wrong-shape",
+        "bad-error",
+        "stdout-flood",
+        "stderr-flood",
+    ],
 )
 async def test_cli_transport_failures_are_unavailable(
     argv: list[str], cause: str, caplog: pytest.LogCaptureFixture
