@@ -263,14 +263,15 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
             pool_size=1,
-        )
+        ),
+        max_bytes=config.max_body_bytes,
     )
 
 
-def _open_store(db: Path | str | None) -> Any:
+def _open_store(db: Path | str | None, *, read_only: bool = False) -> Any:
     from mnote_mcp.stores import open_store
 
-    return open_store(store_or_default(db))
+    return open_store(store_or_default(db), read_only=read_only)
 
 
 def _migrate(config: MigrateConfig) -> int:
@@ -302,7 +303,9 @@ def _seed(config: SeedConfig) -> int:
 
 
 def _audit(config: AuditConfig) -> int:
-    store = _open_store(config.db)
+    """Print the audit trail; the store is only read (a backup on a read-only mount will do), never
+    created, migrated or changed."""
+    store = _open_store(config.db, read_only=True)
     try:
         records = store.audit_trail(trace_id=config.trace, command_id=config.command_id, limit=config.limit)
     finally:

@@ -788,3 +788,10 @@ class RuntimeCliConfig(StoreSettings, LogSettings):
     demo: bool = switch(
         "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
     )
+    max_body_bytes: int = setting(
+        DEFAULT_RUNTIME_MAX_BODY_BYTES,
+        positive_int,
+        "largest request read from stdin; a longer one is answered invalid_argument before the store is"
+        " opened (the variable is runtime serve's too)",
+        env="MNOTE_RUNTIME_MAX_BODY_BYTES",
+    )

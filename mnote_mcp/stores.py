@@ -61,12 +61,14 @@ def open_kernel(
     return LocalKernel.open_seeded(db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout)
 
 
-def open_store(db: StoreLocation, **options: Any) -> LocalStore:
-    """The synchronous store (seed, audit, migrate); raises `StoreUnavailableError` naming the cause."""
+def open_store(db: StoreLocation, *, read_only: bool = False, **options: Any) -> LocalStore:
+    """The synchronous store (seed, audit, migrate); raises `StoreUnavailableError` naming the cause.
+    `read_only` opens an existing SQLite store read-only (`kernel.local.opening`: never created nor
+    migrated); a PostgreSQL store is opened as usual."""
     if is_postgres(db):
         from mnote_mcp.kernel.postgres.kernel import open_postgres_store
 
         return open_postgres_store(str(db), **options)
     from mnote_mcp.kernel.local.opening import open_store as open_sqlite
 
-    return open_sqlite(db, **options)
+    return open_sqlite(db, read_only=read_only, **options)

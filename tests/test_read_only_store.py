@@ -15,6 +15,7 @@ by SQLite itself (a write through it fails whoever runs it).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -29,11 +30,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
+from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.local.opening import open_store
 from mnote_mcp.kernel.local.schema import SCHEMA_VERSION
 from mnote_mcp.kernel.port import Correlation, PageQuery
 from mnote_mcp.kernel.search import index_tokens
 from tests.helpers import FIXTURE, ROOT, call, page_args, seeded_store, stdio_params, write_args
+from tests.runtimes import note_command
 from tests.test_migration import v1_store
 
 pytestmark = pytest.mark.anyio
@@ -80,11 +83,22 @@ def shared_tmp() -> Iterator[Path]:
         shutil.rmtree(base)
 
 
-def sealed_store(base: Path) -> Path:
+def audited_store(path: Path) -> Path:
+    """A seeded store with one real write (an AI note, key `k_audited`) in its audit trail, closed."""
+    seeded_store(path)
+    store = LocalStore(path)
+    try:
+        store.execute(note_command("k_audited"))
+    finally:
+        store.close()
+    return path
+
+
+def sealed_store(base: Path, *, audited: bool = False) -> Path:
     """A seeded store, closed (no -wal, no -shm), with no write bit on the file nor its directory."""
     directory = base / "snapshot"
     directory.mkdir()
-    db = seeded_store(directory / "mnote.db")
+    db = (audited_store if audited else seeded_store)(directory / "mnote.db")
     assert sorted(p.name for p in directory.iterdir()) == ["mnote.db"]
     db.chmod(0o444)
     directory.chmod(0o555)
@@ -268,3 +282,51 @@ def test_a_store_this_user_may_not_read(shared_tmp: Path) -> None:
     db.chmod(0o400)
     result = run("serve", "--read-only", "--db", str(db), as_nobody=True)
     one_line(result, STORE_UNAVAILABLE, str(db), "may not read")
+
+
+# -- `audit` reads a store it can only read, and never creates, migrates or changes one ----------------
+
+
+def audit_keys(result: subprocess.CompletedProcess[str]) -> list[str]:
+    assert result.returncode == 0 and "Traceback" not in result.stderr, (result.returncode, result.stderr)
+    return [json.loads(line)["idempotencyKey"] for line in result.stdout.splitlines()]
+
+
+def test_audit_reads_a_store_on_a_read_only_file_system(tmp_path: Path) -> None:
+    directory = tmp_path / "mount"
+    directory.mkdir()
+    db = audited_store(directory / "mnote.db")
+    before = fingerprint(directory)
+    assert "k_audited" in audit_keys(run("audit", "--db", str(db), read_only=directory))
+    assert fingerprint(directory) == before
+
+
+def test_audit_reads_a_store_nobody_may_write(shared_tmp: Path) -> None:
+    """A backup with no write bit on the file nor its directory, read as `nobody`: the operator reading
+    the trail needs no write access, and no -wal or -shm is left beside it."""
+    db = sealed_store(shared_tmp, audited=True)
+    before = fingerprint(db.parent)
+    assert "k_audited" in audit_keys(run("audit", "--db", str(db), as_nobody=True))
+    assert fingerprint(db.parent) == before
+
+
+def test_audit_leaves_a_writable_store_as_it_was(tmp_path: Path) -> None:
+    """As root (or the owner), too: the file's bytes are unchanged."""
+    db = audited_store(tmp_path / "mnote.db")
+    before = fingerprint(tmp_path)["mnote.db"]
+    assert "k_audited" in audit_keys(run("audit", "--db", str(db), "--trace", "t"))
+    assert fingerprint(tmp_path)["mnote.db"] == before
+
+
+def test_audit_creates_no_store(tmp_path: Path) -> None:
+    db = tmp_path / "missing.db"
+    one_line(run("audit", "--db", str(db)), STORE_UNAVAILABLE, str(db), "no store", "audit")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_audit_does_not_migrate_an_older_schema(tmp_path: Path) -> None:
+    db = v1_store(tmp_path / "old.db")
+    before = fingerprint(tmp_path)["old.db"]
+    result = run("audit", "--db", str(db))
+    one_line(result, STORE_UNAVAILABLE, str(db), "schema version 1", "mnote-mcp migrate")
+    assert fingerprint(tmp_path)["old.db"] == before, "not migrated"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import sqlite3
 import sys
 import time
@@ -25,7 +26,7 @@ from mcp import Client, StdioServerParameters
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from mnote_mcp.kernel.cli import CliKernel
+from mnote_mcp.kernel.cli import MAX_REPLY_BYTES, CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local import LocalStore
@@ -252,8 +253,19 @@ def python(code: str) -> list[str]:
         (python("print('{\"ok\": true}')"), "malformed_reply"),
         (python('print(\'{"ok": true, "value": {"revision": 1}}\')'), "malformed_reply"),
         (python('print(\'{"ok": false, "error": "nope"}\')'), "malformed_reply"),
+        (python(f"import sys; sys.stdout.write('x' * {MAX_REPLY_BYTES + 1})"), "reply_too_large"),
+        (python(f"import sys; sys.stderr.write('x' * {MAX_REPLY_BYTES + 1})"), "reply_too_large"),
     ],
-    ids=["missing", "exit-3", "not-json", "no-value", "wrong-shape", "bad-error"],
+    ids=[
+        "missing",
+        "exit-3",
+        "not-json",
+        "no-value",
+        "wrong-shape",
+        "bad-error",
+        "stdout-flood",
+        "stderr-flood",
+    ],
 )
 async def test_cli_transport_failures_are_unavailable(
     argv: list[str], cause: str, caplog: pytest.LogCaptureFixture
@@ -388,3 +400,24 @@ async def test_reply_lost_after_commit_then_retried_writes_once(db: Path, tmp_pa
     assert elapsed < 2.5, "the timeout (1 s, not retried) answers long before the slow reply (3 s)"
     assert retry["ok"] and retry["result"]["idempotentReplay"] is True
     assert writes(db) == 1
+
+
+async def test_a_command_over_the_cli_runtimes_limit_is_a_clear_refusal(db: Path) -> None:
+    """A save through `--kernel cli:` whose request is over `runtime cli --max-body-bytes`: the agent
+    gets an invalid_argument envelope naming the limit, not retryable (the same call would be refused
+    again), and nothing is written; a save under the limit is written."""
+    kernel = "cli:" + shlex.join([*runtime_cli_command(db), "--max-body-bytes", "4096"])
+    big = [{"type": "paragraph", "text": "x" * 8192}]
+    async with relay(kernel) as client:
+        small = await save(client)
+        refused = await save(client, idempotencyKey="k_big", toolCallId="call_big", content=big)
+    assert small["ok"], small
+    assert refused["ok"] is False and refused["result"] is None, refused
+    error = refused["error"]
+    assert error["code"] == "mnote_tool_invalid_argument" and error["retryable"] is False, error
+    assert "over 4096 bytes" in error["message"] and "--max-body-bytes" in error["message"], error
+    assert refused["audit"]["effect"] == "none"
+    assert writes(db) == 1
+    with sqlite3.connect(db) as conn:
+        big_records = conn.execute("SELECT count(*) FROM audit WHERE idempotency_key = 'k_big'").fetchone()[0]
+    assert big_records == 0, "the runtime never saw the command"

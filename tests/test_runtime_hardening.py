@@ -7,6 +7,7 @@ these tests then fail on what the server does). A real `runtime serve` process o
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,10 +16,12 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
+from mnote_mcp.kernel.local import LocalStore
 from tests.http_helpers import cut_off, raw_connection, read_until_closed, trickle
-from tests.runtimes import RuntimeProcess, note_command, reference_runtime
+from tests.runtimes import RuntimeProcess, note_command, reference_runtime, runtime_cli_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TOKEN = "runtime-service-token"
@@ -157,3 +160,30 @@ async def test_the_audit_trail_is_asked_for_at_most_max_audit_records(db: Path, 
             answered = httpx2.get(f"{rt.url}/v1/audit", params=params, headers=auth, timeout=10)
             assert answered.status_code == 200, answered.text
             assert len(answered.json()["records"]) == 3, params
+
+
+@pytest.mark.parametrize("source", ["flag", "env"])
+async def test_the_cli_runtime_reads_at_most_max_body_bytes(db: Path, source: str) -> None:
+    """`runtime cli` reads its one request from stdin at most --max-body-bytes long (its variable is
+    MNOTE_RUNTIME_MAX_BODY_BYTES, as for `runtime serve`): a longer one is refused invalid_argument
+    naming the limit, which the cli relay passes on unretried, and nothing is written."""
+    limit = 4096
+    if source == "flag":
+        kernel = CliKernel([*runtime_cli_command(db), "--max-body-bytes", str(limit)])
+    else:
+        kernel = CliKernel(
+            runtime_cli_command(db), env={**os.environ, "MNOTE_RUNTIME_MAX_BODY_BYTES": str(limit)}
+        )
+    written = await kernel.execute(note_command("small", "a short note"))
+    assert written.command_id and not written.replayed, written
+    with pytest.raises(MnoteError) as refused:
+        await kernel.execute(note_command("large", "x" * (2 * limit)))
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT and not refused.value.retryable
+    assert f"over {limit} bytes" in refused.value.details["reason"], refused.value.details
+    assert "--max-body-bytes" in refused.value.details["reason"]
+    store = LocalStore(db)
+    try:
+        keys = [record.get("idempotencyKey") for record in store.audit_trail(limit=1000)]
+    finally:
+        store.close()
+    assert "small" in keys and "large" not in keys, keys

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from mnote_mcp.app import build_registry, open_kernel
-from mnote_mcp.config import ServerConfig
+from mnote_mcp.config import DEFAULT_RUNTIME_MAX_BODY_BYTES, ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.cli import CliKernel, parse_command_line
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
@@ -270,6 +270,66 @@ def test_the_cli_adapter_exits_non_zero_when_it_cannot_answer(tmp_path: Path) ->
     result = run_cli_adapter(not_a_db, b'{"op": "list_pages", "actorId": "u"}')
     assert result.returncode != 0 and result.stdout == b""
     assert result.stderr
+
+
+LIST_PAGES = json.dumps({"version": 1, "op": "list_pages", "actorId": "user_editor"}).encode()
+
+
+def run_cli_adapter_with(
+    db: Path, request: bytes, *args: str, **env: str
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*mnote_command("runtime", "cli", "--db", str(db), "--no-demo"), *args],
+        input=request,
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("MNOTE_")}, **env},
+    )
+
+
+def refused_over(result: subprocess.CompletedProcess[bytes], limit: int) -> None:
+    """The reply to a request over the limit: a refusal (exit 0), invalid_argument naming the limit."""
+    assert result.returncode == 0, result.stderr
+    reply = json.loads(result.stdout)
+    assert reply["ok"] is False, reply
+    error = reply["error"]
+    assert (error["code"], error["reason"], error["details"]["pointer"]) == (
+        "mnote_tool_invalid_argument",
+        "envelope",
+        "",
+    )
+    assert f"over {limit} bytes" in error["details"]["reason"], error
+    assert "--max-body-bytes" in error["details"]["reason"], error
+
+
+@pytest.mark.parametrize("source", ["flag", "env"])
+def test_the_cli_adapter_reads_at_most_max_body_bytes_from_stdin(tmp_path: Path, source: str) -> None:
+    """One byte over --max-body-bytes (or MNOTE_RUNTIME_MAX_BODY_BYTES, as on `runtime serve`) is
+    refused before the store is opened (a new one is not even created); at the limit it is answered."""
+    db = tmp_path / "new.db"
+
+    def run(limit: int) -> subprocess.CompletedProcess[bytes]:
+        if source == "flag":
+            return run_cli_adapter_with(db, LIST_PAGES, "--max-body-bytes", str(limit))
+        return run_cli_adapter_with(db, LIST_PAGES, MNOTE_RUNTIME_MAX_BODY_BYTES=str(limit))
+
+    refused_over(run(len(LIST_PAGES) - 1), len(LIST_PAGES) - 1)
+    assert not db.exists(), "nothing was opened, nor created"
+    answered = run(len(LIST_PAGES))
+    assert answered.returncode == 0 and json.loads(answered.stdout) == {"ok": True, "value": []}
+
+
+def test_the_cli_adapter_reads_at_most_32_mib_by_default(tmp_path: Path) -> None:
+    """The default is `runtime serve`'s body limit (32 MiB: a whole page of content, JSON-escaped)."""
+    db = tmp_path / "new.db"
+    limit = DEFAULT_RUNTIME_MAX_BODY_BYTES
+    assert limit == 32 * 1024 * 1024
+    padded = LIST_PAGES + b" " * (limit - len(LIST_PAGES))
+    refused_over(run_cli_adapter_with(db, padded + b" "), limit)
+    assert not db.exists()
+    answered = run_cli_adapter_with(db, padded)
+    assert answered.returncode == 0 and json.loads(answered.stdout) == {"ok": True, "value": []}
 
 
 # -- selecting an adapter ----------------------------------------------------------------------

@@ -139,12 +139,25 @@ def answer(open_kernel: Callable[[], Kernel], raw: bytes) -> dict[str, Any]:
     return anyio.run(run)
 
 
+def too_large(max_bytes: int) -> dict[str, Any]:
+    """The reply to a request over `--max-body-bytes`: the caller's to fix (a smaller command, or a
+    larger limit), so `invalid_argument`, as `runtime serve` answers a body over the same limit."""
+    reason = f"the request is over {max_bytes} bytes (runtime cli --max-body-bytes)"
+    error = MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": "", "reason": reason})
+    return {"ok": False, "error": error.to_wire()}
+
+
 def main(
-    open_kernel: Callable[[], Kernel], stdin: IO[bytes] | None = None, stdout: IO[str] | None = None
+    open_kernel: Callable[[], Kernel],
+    *,
+    max_bytes: int,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
 ) -> int:
+    """Answer the request on stdin, read to at most `max_bytes` (one more byte tells a longer one)."""
     faults.warn_if_enabled()
-    raw = (stdin or sys.stdin.buffer).read()
-    reply = answer(open_kernel, raw)
+    raw = (stdin or sys.stdin.buffer).read(max_bytes + 1)
+    reply = too_large(max_bytes) if len(raw) > max_bytes else answer(open_kernel, raw)
     out = stdout or sys.stdout
     out.write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n")
     out.flush()

@@ -4,7 +4,7 @@ SQLite reports most failures as "unable to open database file"; an operator need
 usual causes it is (a directory given as the file, a read-only file system, a directory they may not
 write, a file that is not a store), so the cause is worked out here from the file system.
 
-`read_only=True` (`serve --read-only`) opens an existing store through SQLite's URI `mode=ro`: nothing
+`read_only=True` (`serve --read-only`, `audit`) opens an existing store through SQLite's URI `mode=ro`: nothing
 is created, migrated, or set (not even the journal mode), so a store that can only be read (a
 snapshot on a read-only mount, a backup nobody may write) is served. Reading a WAL store needs its
 `-shm` file, which SQLite creates beside it; where it cannot, the store is opened `immutable=1` (no
@@ -54,7 +54,9 @@ def read_only_uri(path: Path) -> str:
     try:
         path.stat()
     except FileNotFoundError:
-        raise StoreUnavailableError(path, "no store there, and --read-only creates none") from None
+        raise StoreUnavailableError(
+            path, "no store there, and a read-only open (serve --read-only, audit) creates none"
+        ) from None
     except OSError as exc:
         raise StoreUnavailableError(
             path, f"permission denied (this user may not read it: {exc.strerror})"
