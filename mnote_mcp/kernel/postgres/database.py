@@ -9,7 +9,8 @@ docs/decisions.md). A connection is a `PgConnection`: the kernel's `?` placehold
 Transactions: a write is READ COMMITTED and first locks its page's row (`SELECT ... FOR UPDATE`), so
 writers of one page run one after the other and each reads what the previous one committed (the
 revision, the blocks, the ledger); writers of different pages run side by side. A read (and a dry
-run) is one REPEATABLE READ READ ONLY snapshot, so the page row and its blocks agree. The ledger's
+run) is one REPEATABLE READ READ ONLY snapshot, so the page row and its blocks agree (a whole-page read
+is the exception: `PostgresStore.get_page`, over `autocommit`). The ledger's
 primary key makes a key one operation across replicas: a write that collides with another replica's
 concurrent commit of the same key fails on the key and is run again whole (`retryable`), and then the
 ledger answers it (the replay, or the conflict). A lock still held after `busy_timeout` (PostgreSQL's
