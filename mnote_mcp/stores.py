@@ -63,12 +63,13 @@ def open_kernel(
 
 def open_store(db: StoreLocation, *, read_only: bool = False, **options: Any) -> LocalStore:
     """The synchronous store (seed, audit, migrate); raises `StoreUnavailableError` naming the cause.
-    `read_only` opens an existing SQLite store read-only (`kernel.local.opening`: never created nor
-    migrated); a PostgreSQL store is opened as usual."""
+    `read_only` opens an existing store read-only, never created nor migrated: SQLite through
+    `kernel.local.opening`, PostgreSQL with its schema checked and every transaction READ ONLY
+    (`kernel.postgres.kernel.PostgresStore`)."""
     if is_postgres(db):
         from mnote_mcp.kernel.postgres.kernel import open_postgres_store
 
-        return open_postgres_store(str(db), **options)
+        return open_postgres_store(str(db), read_only=read_only, **options)
     from mnote_mcp.kernel.local.opening import open_store as open_sqlite
 
     return open_sqlite(db, read_only=read_only, **options)

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
@@ -30,7 +31,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey, PageQuery
-from mnote_mcp.kernel.postgres.kernel import PostgresKernel
+from mnote_mcp.kernel.postgres.kernel import PostgresKernel, PostgresStore
 from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
 from tests.helpers import (
@@ -110,6 +111,142 @@ def test_an_unreachable_database_is_one_line_and_exit_status_3() -> None:
     assert result.returncode == 3
     assert result.stderr.startswith("mnote-mcp: cannot open the store postgresql://mnote:***@127.0.0.1:1/")
     assert len(result.stderr.strip().splitlines()) == 1 and "secret" not in result.stderr
+
+
+def catalog(url: str) -> list[Any]:
+    """What DDL would change: the relations, functions and triggers outside PostgreSQL's own schemas,
+    every column, and the schema versions recorded (if any)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        state: list[Any] = [
+            conn.execute(
+                "SELECT n.nspname, c.relname, c.relkind FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'"
+                " ORDER BY 1, 2"
+            ).fetchall(),
+            conn.execute(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns"
+                " WHERE table_schema = 'public' ORDER BY 1, 2"
+            ).fetchall(),
+            conn.execute(
+                "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+                " WHERE n.nspname = 'public' ORDER BY 1"
+            ).fetchall(),
+            conn.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1").fetchall(),
+        ]
+        if conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()[0]:  # type: ignore[index]
+            state.append(conn.execute("SELECT * FROM schema_migrations ORDER BY version").fetchall())
+    return state
+
+
+def database_at(url: str, schema_version: int) -> str:
+    """That database with mnote's schema as this release's migration steps leave it at `schema_version`."""
+    import psycopg
+
+    from mnote_mcp.kernel.local.encoding import now
+    from mnote_mcp.kernel.postgres.database import PgConnection
+    from mnote_mcp.kernel.postgres.schema import MIGRATIONS
+
+    with psycopg.connect(url) as raw:  # one transaction, committed on leaving
+        conn = PgConnection(raw)
+        for step in range(min(MIGRATIONS), schema_version + 1):
+            detail = MIGRATIONS[step](conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, applied_at, detail) VALUES (?, ?, ?)",
+                (step, now(), detail),
+            )
+    return url
+
+
+def select_only_role(url: str) -> str:
+    """The URL of a new role that may connect and SELECT from the database's tables, nothing else."""
+    import psycopg
+
+    role = f"reader_{time.monotonic_ns()}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        name = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'GRANT CONNECT ON DATABASE "{name}" TO "{role}"')
+        conn.execute(f'GRANT USAGE ON SCHEMA public TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{role}"')
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"{role}:@{parts.netloc.rsplit('@', 1)[1]}"))
+
+
+def test_audit_reads_a_postgresql_store_as_a_role_that_may_only_select_and_changes_no_schema(
+    seeded: str,
+) -> None:
+    store = open_store(seeded)
+    try:
+        store.execute(
+            Command(
+                name=CommandName.PAGE_HEAD_UPDATE_TITLE,
+                workspace_id="ws_1",
+                document_id="doc_1",
+                actor_id="user_editor",
+                correlation=Correlation("s", "r", "t", "trace_ro"),
+                idempotency_key="k_audit_ro",
+                dry_run=False,
+                payload={"title": "audited"},
+            )
+        )
+        expected = store.audit_trail(trace_id="trace_ro")
+    finally:
+        store.close()
+    assert expected, "the write was audited"
+    before = catalog(seeded)
+    reader = select_only_role(seeded)
+    audit = run_cli("audit", "--db", reader, "--trace", "trace_ro")
+    assert audit.returncode == 0, audit.stderr
+    assert [json.loads(line) for line in audit.stdout.splitlines()] == expected
+    assert catalog(seeded) == before, "no DDL: relations, columns, functions, triggers, versions as they were"
+
+
+def test_postgresql_itself_refuses_a_write_through_a_store_opened_read_only(seeded: str) -> None:
+    import psycopg
+
+    store = open_store(seeded, read_only=True)
+    try:
+        assert isinstance(store, PostgresStore) and store.migration.applied == []
+        with store.pg.autocommit() as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("CREATE TABLE intruder (id INTEGER)")
+    finally:
+        store.close()
+
+
+def test_audit_does_not_migrate_a_postgresql_store_at_an_older_schema(pg_url: str) -> None:
+    database_at(pg_url, 3)
+    before = catalog(pg_url)
+    audit = run_cli("audit", "--db", pg_url)
+    assert audit.returncode == 3, (audit.stdout, audit.stderr)
+    assert len(audit.stderr.strip().splitlines()) == 1 and "Traceback" not in audit.stderr
+    assert "schema version 3 is older" in audit.stderr and "mnote-mcp migrate" in audit.stderr
+    assert catalog(pg_url) == before, "not migrated: schema and versions as they were"
+
+
+def test_audit_creates_nothing_in_an_empty_postgresql_database(pg_url: str) -> None:
+    before = catalog(pg_url)
+    audit = run_cli("audit", "--db", pg_url)
+    assert audit.returncode == 3, (audit.stdout, audit.stderr)
+    assert len(audit.stderr.strip().splitlines()) == 1
+    assert "not an mnote store (no schema)" in audit.stderr
+    assert catalog(pg_url) == before == [[], [], [], []], "nothing created"
+
+
+def test_audit_refuses_a_postgresql_store_at_a_newer_schema_as_the_server_does(seeded: str) -> None:
+    import psycopg
+
+    with psycopg.connect(seeded, autocommit=True) as conn:
+        conn.execute("INSERT INTO schema_migrations VALUES (99, 'later', 'a newer release')")
+    before = catalog(seeded)
+    for command in (["audit"], ["migrate"]):
+        result = run_cli(*command, "--db", seeded)
+        assert result.returncode == 3, (command, result.stderr)
+        assert "has schema version 99; this mnote-mcp knows 4" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert catalog(seeded) == before
 
 
 # -- MCP end to end ----------------------------------------------------------------------------

@@ -117,9 +117,11 @@ class PgDatabase:
         busy_timeout: float = 30.0,
         pool_size: int = DEFAULT_POOL_SIZE,
         open_timeout: float = 10.0,
+        read_only: bool = False,
     ) -> None:
         self.url = url
         self.busy_timeout = busy_timeout
+        self.read_only = read_only
         # One plain connection first: a database that cannot be reached fails here, at once, with
         # PostgreSQL's own reason (the pool would only retry quietly until its timeout).
         psycopg.connect(url, connect_timeout=int(open_timeout), autocommit=True).close()
@@ -138,6 +140,8 @@ class PgDatabase:
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET lock_timeout = {int(self.busy_timeout * 1000)}")
         conn.execute("SET application_name = 'mnote-mcp'")
+        if self.read_only:  # every transaction READ ONLY: PostgreSQL refuses a write or DDL
+            conn.execute("SET default_transaction_read_only = on")
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:

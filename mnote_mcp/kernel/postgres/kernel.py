@@ -25,6 +25,7 @@ from mnote_mcp.kernel.local import access, rows
 from mnote_mcp.kernel.local import search as local_search
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.local.kernel import LocalKernel
+from mnote_mcp.kernel.local.migrate import SchemaNotCurrentError
 from mnote_mcp.kernel.local.pagecache import PageCache, stamp_of
 from mnote_mcp.kernel.local.rows import WriteHook
 from mnote_mcp.kernel.local.store import LocalStore
@@ -33,7 +34,7 @@ from mnote_mcp.kernel.port import PageChangeListener, PageQuery, SearchQuery
 from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, PgDatabase, redact
 from mnote_mcp.kernel.postgres.notify import ChangeHub, notify_hook
-from mnote_mcp.kernel.postgres.schema import Migration, SchemaTooNewError, migrate
+from mnote_mcp.kernel.postgres.schema import Migration, SchemaTooNewError, check, migrate
 from mnote_mcp.kernel.postgres.search import index_hook
 from mnote_mcp.kernel.view import check_query, page_view
 
@@ -42,7 +43,11 @@ logger = logging.getLogger(__name__)
 
 
 class PostgresStore(LocalStore):
-    """The kernel's synchronous core on one PostgreSQL database (see `LocalStore`)."""
+    """The kernel's synchronous core on one PostgreSQL database (see `LocalStore`).
+
+    `read_only` (`audit`): the schema is checked, never created nor migrated (`schema.check`), and
+    every connection's transactions are READ ONLY (`default_transaction_read_only`), so PostgreSQL
+    itself refuses any write or DDL sent through this store."""
 
     def __init__(
         self,
@@ -52,6 +57,7 @@ class PostgresStore(LocalStore):
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         hooks: Iterable[WriteHook] = (),
         pool_size: int = DEFAULT_POOL_SIZE,
+        read_only: bool = False,
     ) -> None:
         self.url = url
         self.location = redact(url)
@@ -62,9 +68,10 @@ class PostgresStore(LocalStore):
         # commits (LISTEN/NOTIFY).
         self.write_hooks: list[WriteHook] = [*hooks, index_hook, notify_hook]
         self.pool_size = pool_size
-        database = PgDatabase(url, busy_timeout=busy_timeout, pool_size=pool_size)
+        database = PgDatabase(url, busy_timeout=busy_timeout, pool_size=pool_size, read_only=read_only)
         try:
-            self.migration: Migration = migrate(database, location=self.location)
+            opening = check if read_only else migrate
+            self.migration: Migration = opening(database, location=self.location)
         except BaseException:
             database.close()
             raise
@@ -124,10 +131,11 @@ class PostgresStore(LocalStore):
 
 
 def open_postgres_store(url: str, **options: object) -> PostgresStore:
-    """The store in that database, migrated; raises `StoreUnavailableError` naming the cause."""
+    """The store in that database, migrated (unless `read_only`: see `PostgresStore`); raises
+    `StoreUnavailableError` naming the cause."""
     try:
         return PostgresStore(url, **options)  # type: ignore[arg-type]
-    except SchemaTooNewError as exc:
+    except (SchemaTooNewError, SchemaNotCurrentError) as exc:
         raise StoreUnavailableError(redact(url), str(exc)) from None
     except Exception as exc:  # psycopg's connection failures, a pool that cannot open
         cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -11,6 +11,8 @@ step in `MIGRATIONS` (3: the search table, 4: the transaction id of each history
 cursor pins its results to; both in `search.py`). `migrate` runs under an advisory lock, in one transaction
 (PostgreSQL's DDL is transactional): replicas starting together take turns, the first one applies
 the steps, the others find the version current and do nothing. An up-to-date store is only read.
+A store opened read-only (`audit`) is never migrated: `check` reads the version in a READ ONLY
+transaction and refuses any other than this release's (`SchemaNotCurrentError`, as on SQLite).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnote_mcp.kernel.local.encoding import now
+from mnote_mcp.kernel.local.migrate import SchemaNotCurrentError
 from mnote_mcp.kernel.local.schema import DEFAULT_OPTION_REGISTRY
 from mnote_mcp.kernel.postgres.database import PgConnection, PgDatabase
 from mnote_mcp.kernel.postgres.search import v3_search, v4_search_cursors
@@ -212,6 +215,32 @@ def version(conn: PgConnection) -> int:
     return int(found or 0)
 
 
+def _too_new(current: int, location: str) -> SchemaTooNewError:
+    return SchemaTooNewError(
+        f"{location or 'the database'} has schema version {current}; this mnote-mcp knows {SCHEMA_VERSION}"
+    )
+
+
+def check(db: PgDatabase, *, location: str = "") -> Migration:
+    """For a store opened read-only: its schema must be this release's. Read in a READ ONLY
+    transaction; nothing is created, migrated or locked. A newer schema is `SchemaTooNewError` (as
+    `migrate`), none or an older one `SchemaNotCurrentError` naming `mnote-mcp migrate`."""
+    with db.transaction(write=False) as conn:
+        current = version(conn)
+    if current > SCHEMA_VERSION:
+        raise _too_new(current, location)
+    if current == 0:
+        raise SchemaNotCurrentError(
+            "not an mnote store (no schema), and a store opened read-only is not created"
+        )
+    if current < SCHEMA_VERSION:
+        raise SchemaNotCurrentError(
+            f"schema version {current} is older than this mnote-mcp's {SCHEMA_VERSION}, and a store"
+            " opened read-only is not upgraded: run `mnote-mcp migrate --db URL` first"
+        )
+    return Migration(current, current)
+
+
 def migrate(db: PgDatabase, *, location: str = "") -> Migration:
     """Bring the database to `SCHEMA_VERSION`: one transaction, under the migration lock.
 
@@ -243,9 +272,7 @@ def migrate(db: PgDatabase, *, location: str = "") -> Migration:
 def _apply(conn: PgConnection, location: str) -> Migration:
     current = version(conn)
     if current > SCHEMA_VERSION:
-        raise SchemaTooNewError(
-            f"{location or 'the database'} has schema version {current}; this mnote-mcp knows {SCHEMA_VERSION}"
-        )
+        raise _too_new(current, location)
     done = Migration(current, SCHEMA_VERSION)
     for target in range(max(current + 1, FIRST_VERSION), SCHEMA_VERSION + 1):
         detail = MIGRATIONS[target](conn)
