@@ -16,7 +16,7 @@ from typing import Any
 from mcp import Client
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from mnote_mcp.tools.examples import Example, Target
+from mnote_mcp.tools.examples import Example, Target, overridden
 from mnote_mcp.tools.permissions import Caller
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.vocabulary.naming import ToolNames
@@ -56,6 +56,39 @@ def arguments(
     (the key is `key` and the tool's name, so no two tools share one)."""
     write = {"idempotencyKey": f"{key}-{spec.name}", "dryRun": dry_run} if spec.writes else {}
     return {**spec.arguments_for(page, example), **write}
+
+
+def error_examples(spec: ToolSpec, *, same_page: bool = False) -> list[Example]:
+    """The calls `spec`'s declared errors are shown by (each a change to its first example);
+    `same_page`: only those aimed at the page the example is (not another page or workspace)."""
+    return [
+        Example(overridden(spec.example.arguments, case.example))
+        for case in spec.errors
+        if case.example is not None and not (same_page and {"workspaceId", "documentId"} & set(case.example))
+    ]
+
+
+# A value of another JSON type than the schema's, per type: invalid whatever else the call says.
+_WRONG_TYPE: dict[str, Any] = {
+    "string": 42,
+    "integer": "x",
+    "number": "x",
+    "boolean": "x",
+    "array": "x",
+    "object": "x",
+}
+_EVERY_CALL = frozenset({"workspaceId", "documentId", *IDS, "idempotencyKey", "dryRun", "capabilityScope"})
+
+
+def wrong_types(spec: ToolSpec) -> dict[str, Any]:
+    """Every argument of the tool's own (the page, the ids, the key, `dryRun` and `capabilityScope`
+    aside) given a value of the wrong type: a call the schema refuses whoever makes it."""
+    properties = spec.input_schema(strict=False)["properties"]
+    return {
+        name: _WRONG_TYPE.get(schema.get("type", "object"), 42)
+        for name, schema in properties.items()
+        if name not in _EVERY_CALL
+    }
 
 
 def calls(
