@@ -10,6 +10,7 @@ fails when a page is stale, so a new tool's rows appear once the command is run.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import EVERY_TOOL, ErrorCase
 from mnote_mcp.tools.permissions import Caller, Refusal
 from mnote_mcp.tools.registry import ToolSpec
@@ -125,8 +127,15 @@ def arguments_of(spec: ToolSpec) -> str:
     return ", ".join(_argument(name, schema["properties"][name], name in required) for name in own) or "–"
 
 
-def tool_list(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
-    """docs/contract.md's list: each tool's own arguments and what its result holds."""
+def _example(example: Example) -> str:
+    shown = json.dumps(dict(example.arguments), ensure_ascii=False).replace("|", "\\|")
+    after = f" (after a real `{example.prior}`)" if example.prior else ""
+    return f"`{shown}`{after}" + (f": {example.note}" if example.note else "")
+
+
+def tool_list(specs: Sequence[ToolSpec] = ALL_TOOLS) -> str:
+    """docs/contract.md's list: each tool's own arguments and what its result holds, then the example
+    calls it declares (the ones the tests make of it)."""
     lines = [
         "| tool | toolset | arguments (* required) | result |",
         "|---|---|---|---|",
@@ -134,6 +143,15 @@ def tool_list(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
     lines += [
         f"| `{spec.name}` | {spec.toolset.value} | {arguments_of(spec)} | {spec.returns} |" for spec in specs
     ]
+    lines += [
+        "",
+        "Example calls, as each tool declares them (the page and ids left out; `<block n>` is the n-th",
+        "top-level block of the page, `<seeded revision>` its revision before the test wrote to it):",
+        "",
+        "| tool | example |",
+        "|---|---|",
+    ]
+    lines += [f"| `{spec.name}` | {'<br>'.join(_example(e) for e in spec.examples)} |" for spec in specs]
     return "\n".join(lines)
 
 
