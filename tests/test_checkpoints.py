@@ -75,7 +75,8 @@ async def test_each_checkpoint_comes_before_validation(
             refusal = PAGE_NOT_FOUND if caller is None else spec.permissions.refusal(caller)
             if refusal is PAGE_NOT_FOUND and not spec.page_bound:
                 refusal = None  # no page named: nothing to be missing
-            bad = [{**arguments(spec, page, "k"), **wrong_types(spec)}]
+            wrong = wrong_types(spec)  # (a tool with no argument of its own has none to get wrong)
+            bad = [{**arguments(spec, page, "k"), **wrong}] if wrong else []
             if refusal is not None and (missing := _without_required(spec, arguments(spec, page, "k"))):
                 bad.append(missing)
             if refusal is not None:
