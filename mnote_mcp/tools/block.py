@@ -54,6 +54,7 @@ _BLOCK_WRITE_ERRORS = (
     KEY_REUSED,
     KEY_OF_ANOTHER_TOOL,
 )
+_NO_SUCH_BLOCK = BLOCK_NOT_FOUND.given({"blockId": "no_such_block"})  # the tools that take one blockId
 _RETURNS = "`commandName`, `revision`, `changed`, `diff`, `blockIds` of every block {}"
 
 
@@ -138,7 +139,7 @@ BLOCK_UPDATE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=(
         *_BLOCK_WRITE_ERRORS,
-        BLOCK_NOT_FOUND.given({"blockId": "no_such_block"}),
+        _NO_SUCH_BLOCK,
         ErrorCase(
             ErrorCode.INVALID_ARGUMENT,
             Reason.SCHEMA,
@@ -187,7 +188,7 @@ BLOCK_MOVE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=(
         *_BLOCK_WRITE_ERRORS,
-        BLOCK_NOT_FOUND.given({"blockId": "no_such_block"}),
+        _NO_SUCH_BLOCK,
         ErrorCase(
             ErrorCode.INVALID_ARGUMENT,
             Reason.SCHEMA,

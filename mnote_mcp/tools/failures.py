@@ -17,8 +17,6 @@ from dataclasses import dataclass, replace
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.tools.examples import Arg
 
-__all__ = ["EVERY_TOOL", "ErrorCase"]
-
 
 @dataclass(frozen=True)
 class ErrorCase:
