@@ -23,7 +23,6 @@ from mnote_mcp.vocabulary.naming import ToolNames
 from tests.helpers import FIXTURE, IDS, call
 
 TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in ALL_TOOLS}
-WRITES = tuple(spec for spec in ALL_TOOLS if spec.writes)
 READS = tuple(spec for spec in ALL_TOOLS if not spec.writes)
 
 
