@@ -80,9 +80,9 @@ def store_fixture(request: pytest.FixtureRequest, tmp_path: Path, fixture: Path)
     """For a `db` fixture parametrized over `STORES`: a seeded SQLite file or PostgreSQL database."""
     if request.param == "postgres":
         return seeded_database(request.getfixturevalue("pg_server"), fixture)
-    from tests.helpers import seeded_store
+    from tests.helpers import store_with_pages
 
-    return seeded_store(tmp_path / "mnote.db")
+    return store_with_pages(tmp_path / "mnote.db", fixture)
 
 
 STORES = ("sqlite", "postgres")

@@ -16,78 +16,80 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.permissions import Caller, Refusal
+from mnote_mcp.tools.registry import ToolSpec
+from mnote_mcp.vocabulary.messages import render_error
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.helpers import MODES, call, connect, page_args, seeded_store, write_args
+from tests.helpers import IDS, MODES, call, connect, seeded_store, write_args
+from tests.tool_calls import arguments, call_example, error_examples, target, wrong_types
 
 pytestmark = pytest.mark.anyio
 BAD_BLOCK = [{"type": "video", "text": "x"}]
 
 
-def refusal(envelope: dict[str, Any]) -> tuple[str, str | None]:
-    assert not envelope["ok"], envelope
-    error = envelope["error"]
-    return error["code"], (error.get("details") or {}).get("scope") or error["message"]
+# (actor, connection scopes, page, who that is) -> each tool's declared permission case decides what
+# it hears; on a page that does not exist, a member may still hear only that.
+ROWS: list[tuple[str | None, frozenset[Scope] | None, str, Caller | None]] = [
+    (None, None, "doc_1", Caller.ANONYMOUS),
+    ("user_stranger", None, "doc_1", Caller.NON_MEMBER),
+    ("user_stranger", None, "doc_nope", Caller.NON_MEMBER),
+    ("user_editor", None, "doc_nope", None),
+    ("user_editor", None, "doc_secret", Caller.NOT_LISTED),
+    ("user_commenter", None, "doc_1", Caller.COMMENTER),
+    ("user_viewer", None, "doc_1", Caller.VIEWER),
+    ("user_owner", frozenset({Scope.PAGE_READ}), "doc_1", Caller.PAGE_READ_SCOPE),
+]
+PAGE_NOT_FOUND = Refusal(ErrorCode.NOT_FOUND, Reason.PAGE, "")
+
+
+_EVERY_CALL = {*IDS, "workspaceId", "documentId", "idempotencyKey", "dryRun"}
+
+
+def _without_required(spec: ToolSpec, made: dict[str, Any]) -> dict[str, Any] | None:
+    """`made` without the tool's own required arguments; None for a tool that requires none."""
+    own = set(spec.contract_schema.get("required", ())) - _EVERY_CALL
+    return {name: value for name, value in made.items() if name not in own} if own else None
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_no_actor_is_unauthenticated_whatever_the_arguments(db: Path, mode: str) -> None:
-    async with connect(db, mode, actor=None) as client:
-        bad_title = await call(client, "mnote.page.update_title", **write_args("k", title=42))
-        no_title = await call(client, "mnote.page.update_title", **write_args("k"))
-        bad_block = await call(client, "mnote.page.save", **write_args("k", content=BAD_BLOCK))
-        bad_read = await call(client, "mnote.page.get", **page_args(maxBlocks=0, cursor=7))
-    for envelope in (bad_title, no_title, bad_block, bad_read):
-        assert envelope["error"]["code"] == "mnote_tool_unauthenticated", envelope["error"]
-
-
-@pytest.mark.parametrize("mode", MODES)
-async def test_a_viewer_sending_a_bad_block_is_refused_the_write(db: Path, mode: str) -> None:
-    async with connect(db, mode, actor="user_viewer") as client:
-        bad_block = await call(client, "mnote.page.save", **write_args("k", content=BAD_BLOCK))
-        bad_schema = await call(client, "mnote.page.update_title", **write_args("k", title=""))
-        bad_insert = await call(client, "mnote.block.insert", **write_args("k", blocks=[], position="middle"))
-        valid = await call(client, "mnote.page.update_title", **write_args("k", title="fine"))
-    for envelope in (bad_block, bad_schema, bad_insert):
-        assert envelope["error"] == valid["error"], "the same refusal as for a valid call"
-    assert valid["error"]["code"] == "mnote_tool_permission_denied"
-    assert valid["error"]["message"] == "no page write permission"
-
-
-@pytest.mark.parametrize(
-    ("actor", "document", "expected"),
-    [
-        ("user_stranger", "doc_1", ("mnote_tool_permission_denied", "not a member of this workspace")),
-        ("user_stranger", "doc_nope", ("mnote_tool_permission_denied", "not a member of this workspace")),
-        ("user_editor", "doc_nope", ("mnote_tool_not_found", "page not found")),
-        ("user_editor", "doc_secret", ("mnote_tool_permission_denied", "no page read permission")),
-        ("user_commenter", "doc_1", ("mnote_tool_permission_denied", "no page write permission")),
-    ],
-)
+@pytest.mark.parametrize(("actor", "scopes", "document", "caller"), ROWS)
 async def test_each_checkpoint_comes_before_validation(
-    db: Path, actor: str, document: str, expected: tuple[str, str]
+    db: Path,
+    mode: str,
+    actor: str | None,
+    scopes: frozenset[Scope] | None,
+    document: str,
+    caller: Caller | None,
 ) -> None:
-    async with connect(db, actor=actor) as client:
-        cases: list[tuple[str, dict[str, Any]]] = [
-            ("mnote.page.save", {"content": BAD_BLOCK}),
-            ("mnote.page.update_options", {"options": {"nope": 1}}),
-            ("mnote.block.move", {"blockId": "p_1", "afterBlockId": "p_1", "position": "end"}),
-        ]
-        for tool, bad in cases:
-            envelope = await call(client, tool, **write_args("k", document_id=document, **bad))
-            assert refusal(envelope) == expected, (tool, envelope["error"])
-        read = await call(client, "mnote.page.get", **page_args(document, cursor="garbage"))
-    if expected[1] not in ("no page write permission",):
-        assert refusal(read) == expected, read["error"]
-    else:
-        assert refusal(read) == ("mnote_tool_invalid_argument", read["error"]["message"])
-
-
-async def test_a_missing_scope_comes_before_validation(db: Path) -> None:
-    async with connect(db, actor="user_owner", scopes=frozenset({Scope.PAGE_READ})) as client:
-        envelope = await call(client, "mnote.page.save", **write_args("k", content=BAD_BLOCK))
-    assert refusal(envelope) == ("mnote_tool_permission_denied", "page.write")
+    """Every tool, called with every argument of the wrong type, without its own required arguments,
+    and with each call its declared errors are shown by: a caller the tool refuses hears its declared
+    refusal whatever it sent; one it admits hears what is wrong with the arguments."""
+    page = target(document, "ws_1")
+    config = {"scopes": scopes} if scopes is not None else {}
+    async with connect(db, mode, actor=actor, **config) as client:
+        for spec in ALL_TOOLS:
+            refusal = PAGE_NOT_FOUND if caller is None else spec.permissions.refusal(caller)
+            if refusal is PAGE_NOT_FOUND and not spec.page_bound:
+                refusal = None  # no page named: nothing to be missing
+            wrong = wrong_types(spec)  # (a tool with no argument of its own has none to get wrong)
+            bad = [{**arguments(spec, page, "k"), **wrong}] if wrong else []
+            if refusal is not None and (missing := _without_required(spec, arguments(spec, page, "k"))):
+                bad.append(missing)
+            if refusal is not None:
+                bad += [arguments(spec, page, "k", example=e) for e in error_examples(spec, same_page=True)]
+            for made in bad:
+                envelope = await call(client, spec.name, **{**IDS, **made})
+                error = envelope["error"]
+                assert error is not None, (spec.name, made)
+                if refusal is None:
+                    assert error["code"] == "mnote_tool_invalid_argument", (spec.name, error)
+                    continue
+                said = MnoteError(refusal.code, refusal.reason, error.get("details"))
+                assert error == render_error(said, "en"), (spec.name, made, error)
 
 
 async def test_a_caller_who_may_write_hears_what_is_wrong(db: Path) -> None:
@@ -129,9 +131,8 @@ async def test_a_valid_call_asks_the_kernel_nothing_more(db: Path, monkeypatch: 
     monkeypatch.setattr("tests.helpers.LocalKernel", CountingKernel)
     CountingKernel.questions = 0
     async with connect(db, actor="user_editor") as client:
-        await call(client, "mnote.page.get", **page_args())
-        await call(client, "mnote.page.update_title", **write_args("k1", title="ok"))
-        await call(client, "mnote.block.delete", **write_args("k2", blockIds=["p_2"]))
+        for spec in ALL_TOOLS:  # every tool's example, valid
+            assert (await call_example(client, spec, target("doc_1"), "valid"))["ok"], spec.name
         assert CountingKernel.questions == 0
         await call(client, "mnote.page.update_title", **write_args("k3", title=42))
         assert CountingKernel.questions == 1

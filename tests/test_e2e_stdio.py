@@ -15,6 +15,7 @@ from mcp import Client
 
 from mnote_mcp.demo import tour
 from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.tools.catalog import ALL_TOOLS
 from tests.helpers import RAW_INITIALIZE, ROOT, envelope_of, inspector, stdio_params, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -138,21 +139,7 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     assert "Warning" not in listed.stderr, "schemas pass the Inspector's portability lint"
     names = [tool["name"] for tool in json.loads(listed.stdout)["tools"]]
-    assert names == [
-        "mnote.page.get",
-        "mnote.page.save",
-        "mnote.page.update_title",
-        "mnote.page.update_options",
-        "mnote.page.search",
-        "mnote.block.insert",
-        "mnote.block.update",
-        "mnote.block.delete",
-        "mnote.block.move",
-        "mnote.page.history",
-        "mnote.page.revert",
-        "mnote.artifact.create_summary",
-        "mnote.artifact.create_ai_note",
-    ]
+    assert names == [spec.name for spec in ALL_TOOLS], "every registered tool, in declaration order"
     called = inspector(
         *server,
         "--method",

@@ -1,42 +1,45 @@
 """Every response shape of the contract, through the real MCP client, in both protocol eras.
 
 For each tool: success, dryRun, permission failure and business failure, with the contract's zh-CN
-messages where the contract gives them. Failures are `isError` results, never JSON-RPC errors.
+messages where the contract gives them. Failures are `isError` results, never JSON-RPC errors. The
+write tools and their calls come from the registry (tests/tool_calls.py): every write tool is here.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import MODES, call, connect, page_args, write_args
+from mnote_mcp.kernel.errors import ErrorCode, Reason
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.examples import Example, overridden
+from mnote_mcp.tools.permissions import Caller
+from tests.helpers import IDS, MODES, call, connect, page_args, write_args
+from tests.tool_calls import TOOLS, arguments, call_example, target
 
 pytestmark = pytest.mark.anyio
 
 BLOCK = [{"type": "paragraph", "text": "appended"}]
-WRITES: dict[str, tuple[str, dict[str, Any]]] = {
-    "mnote.page.save": ("page.body.save", {"content": BLOCK, "mode": "append"}),
-    "mnote.page.update_title": ("page.head.updateTitle", {"title": "New title"}),
-    "mnote.page.update_options": ("page.layout.updateOptions", {"options": {"showToc": True}}),
-    "mnote.artifact.create_summary": ("artifact.summary.upsert", {"summary": "A summary."}),
-    "mnote.artifact.create_ai_note": ("artifact.aiNote.create", {"content": "A note."}),
+DOC_1 = target("doc_1")
+WRITES = [spec.name for spec in ALL_TOOLS if spec.writes]
+# The contract's words for a viewer's refusal, by the reason the tool declares for it.
+CONTRACT_WORDS = {Reason.PAGE_WRITE: "无页面写权限", Reason.ARTIFACT_WRITE: "无 artifact 写权限"}
+VIEWER_REFUSED = [name for name in WRITES if TOOLS[name].permissions.refusal(Caller.VIEWER) is not None]
+# The writes that declare a stale-revision conflict and show it by example.
+STALE = {
+    spec.name: case
+    for spec in ALL_TOOLS
+    for case in spec.errors
+    if (case.code, case.reason) == (ErrorCode.CONFLICT, Reason.REVISION) and case.example is not None
 }
-COMMAND_ID_PREFIX = {
-    "page.body.save": "page_body_save_trace_t_",
-    "page.head.updateTitle": "page_head_update_title_trace_t_",
-    "page.layout.updateOptions": "page_layout_update_options_trace_t_",
-    "artifact.summary.upsert": "artifact_summary_upsert_trace_t_",
-    "artifact.aiNote.create": "artifact_ai_note_create_trace_t_",
-}
-DENIED_MESSAGE = {
-    "mnote.page.save": "无页面写权限",
-    "mnote.page.update_title": "无页面写权限",
-    "mnote.page.update_options": "无页面写权限",
-    "mnote.artifact.create_summary": "无 artifact 写权限",
-    "mnote.artifact.create_ai_note": "无 artifact 写权限",
-}
+
+
+def command_id_prefix(command: str) -> str:
+    """The contract's commandId: the command name in snake case, the trace id, then a nonce."""
+    return re.sub(r"(?<=[a-z])([A-Z])", r"_\1", command).replace(".", "_").lower() + "_trace_t_"
 
 
 def _assert_envelope_keys(envelope: dict[str, Any], tool: str) -> None:
@@ -105,27 +108,27 @@ async def test_page_get_business_failure_not_found(db: Path, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("tool", sorted(WRITES))
+@pytest.mark.parametrize("tool", WRITES)
 async def test_write_success(db: Path, mode: str, tool: str) -> None:
-    command, args = WRITES[tool]
+    spec = TOOLS[tool]
+    assert spec.command is not None
     async with connect(db, mode, actor="user_editor") as client:
-        envelope = await call(client, tool, **write_args("k_ok", **args))
+        envelope = await call_example(client, spec, DOC_1, "k_ok")
     _assert_envelope_keys(envelope, tool)
     assert envelope["ok"] is True and envelope["error"] is None
-    assert envelope["result"]["commandName"] == command
+    assert envelope["result"]["commandName"] == spec.command.value
     assert isinstance(envelope["result"]["revision"], int)
     audit = envelope["audit"]
     assert audit["effect"] == "write"
-    assert audit["commandId"].startswith(COMMAND_ID_PREFIX[command])
+    assert audit["commandId"].startswith(command_id_prefix(spec.command.value))
     assert (audit["workspaceId"], audit["documentId"]) == ("ws_1", "doc_1")
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("tool", sorted(WRITES))
+@pytest.mark.parametrize("tool", WRITES)
 async def test_write_dry_run(db: Path, mode: str, tool: str) -> None:
-    _, args = WRITES[tool]
     async with connect(db, mode, actor="user_editor") as client:
-        envelope = await call(client, tool, **write_args("k_plan", dry_run=True, **args))
+        envelope = await call_example(client, TOOLS[tool], DOC_1, "k_plan", dry_run=True)
     assert envelope["ok"] is True
     assert envelope["result"]["dryRun"] is True
     assert isinstance(envelope["result"]["diff"], list) and envelope["result"]["diff"]
@@ -147,30 +150,39 @@ async def test_append_dry_run_diff_is_the_contracts(db: Path, mode: str) -> None
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("tool", sorted(WRITES))
+@pytest.mark.parametrize("tool", VIEWER_REFUSED)
 async def test_write_permission_failure(db: Path, mode: str, tool: str) -> None:
-    _, args = WRITES[tool]
+    spec = TOOLS[tool]
+    refusal = spec.permissions.refusal(Caller.VIEWER)
+    assert refusal is not None
     async with connect(db, mode, actor="user_viewer", locale="zh-CN") as client:
-        envelope = await call(client, tool, **write_args("k_denied", **args))
+        envelope = await call(client, tool, **{**IDS, **arguments(spec, DOC_1, "k_denied")})
     _assert_envelope_keys(envelope, tool)
     assert envelope["ok"] is False and envelope["result"] is None
     assert envelope["error"]["code"] == "mnote_tool_permission_denied"
-    assert envelope["error"]["message"] == DENIED_MESSAGE[tool]
+    assert envelope["error"]["message"] == CONTRACT_WORDS[refusal.reason]
     assert envelope["audit"]["effect"] == "none" and "commandId" not in envelope["audit"]
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("tool", ["mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"])
-async def test_page_write_business_failure_is_a_conflict(db: Path, mode: str, tool: str) -> None:
-    _, args = WRITES[tool]
+@pytest.mark.parametrize("tool", list(STALE))
+async def test_a_stale_revision_is_a_conflict(db: Path, mode: str, tool: str) -> None:
+    """Every write that declares the conflict, with the contract's words, the revisions and a hint."""
+    spec, case = TOOLS[tool], STALE[tool]
+    assert case.example is not None
+    stale = Example(overridden(spec.example.arguments, case.example))
     async with connect(db, mode, locale="zh-CN") as client:
-        envelope = await call(client, tool, **write_args("k_conflict", baseRevision=0, **args))
+        envelope = await call(client, tool, **{**IDS, **arguments(spec, DOC_1, "k_conflict", example=stale)})
     assert envelope["ok"] is False
     error = envelope["error"]
     assert error["code"] == "mnote_tool_conflict"
     assert error["message"] == "页面版本冲突，需要刷新后重试"
-    assert error["details"] == {"currentRevision": 1, "baseRevision": 0}
+    assert error["details"] == {"currentRevision": 1, "baseRevision": case.example["baseRevision"]}
     assert "mnote.page.get" in error["hint"] and "1" in error["hint"]
+
+
+def test_every_page_write_of_the_contract_declares_the_conflict() -> None:
+    assert {"mnote.page.save", "mnote.page.update_title", "mnote.page.update_options"} <= set(STALE)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -35,6 +35,7 @@ from tests.helpers import FIXTURE, ROOT, connect, seeded_store, store_with_pages
 from tests.hermes.fake_model import Transcript, scripted_model
 from tests.hermes.harness import BIG_PAGE, big_page
 from tests.http_helpers import RunningServer, http_server, write_tokens
+from tests.tool_calls import calls, target
 
 pytestmark = [pytest.mark.frameworks]
 
@@ -238,8 +239,9 @@ _ENVELOPE = Draft202012Validator(OUTPUT_SCHEMA)
 
 
 def client_calls(label: str) -> list[tuple[dict[str, Any], str]]:
-    """Every tool once (writes as dry runs), refusals of three kinds, a write and its replay; with what
-    each must answer: "read", "dry_run", "write", "replay" or an error code."""
+    """Every registered tool once, its first example (tests/tool_calls.py) with writes as dry runs
+    (a prior write for real), then refusals of three kinds, a long page's first piece, a write and its
+    replay; with what each must answer: "read", "dry_run", "write", "replay", "piece" or an error code."""
     page = {"workspaceId": "ws_1", "documentId": "doc_1"}
 
     def write(dotted: str, key: str, dry_run: bool = True, **arguments: Any) -> dict[str, Any]:
@@ -249,23 +251,17 @@ def client_calls(label: str) -> list[tuple[dict[str, Any], str]]:
             "arguments": {**page, "idempotencyKey": f"{label}-{key}", "dryRun": dry_run, **arguments},
         }
 
+    every_tool: list[tuple[dict[str, Any], str]] = []
+    for spec in ALL_TOOLS:
+        *before, (name, made) = calls(spec, target("doc_1"), label, dry_run=True, style="underscore")
+        every_tool += [({"name": prior, "arguments": arguments}, "write") for prior, arguments in before]
+        every_tool.append(({"name": name, "arguments": made}, "dry_run" if spec.writes else "read"))
     save: dict[str, Any] = {
         "content": [{"type": "paragraph", "text": f"written by {label}"}],
         "mode": "append",
     }
-    calls = [
-        ({"name": "mnote_page_get", "arguments": dict(page)}, "read"),
-        ({"name": "mnote_page_history", "arguments": dict(page)}, "read"),
-        (write("mnote.page.save", "plan", **save), "dry_run"),
-        (write("mnote.page.update_title", "title", title="Plan"), "dry_run"),
-        (write("mnote.page.update_options", "options", options={"showToc": True}), "dry_run"),
-        (write("mnote.block.insert", "insert", blocks=[{"type": "paragraph", "text": "x"}]), "dry_run"),
-        (write("mnote.block.update", "update", blockId="p_1", text="y"), "dry_run"),
-        (write("mnote.block.delete", "delete", blockIds=["p_2"]), "dry_run"),
-        (write("mnote.block.move", "move", blockId="p_2", afterBlockId="heading_1"), "dry_run"),
-        (write("mnote.page.revert", "revert", toRevision=1), "dry_run"),
-        (write("mnote.artifact.create_summary", "summary", summary="s"), "dry_run"),
-        (write("mnote.artifact.create_ai_note", "note", content="n"), "dry_run"),
+    return [
+        *every_tool,
         ({"name": "mnote_page_get", "arguments": {**page, "documentId": BIG_PAGE}}, "piece"),
         ({"name": "mnote_page_get", "arguments": {"workspaceId": "ws_1"}}, "mnote_tool_invalid_argument"),
         (
@@ -276,13 +272,9 @@ def client_calls(label: str) -> list[tuple[dict[str, Any], str]]:
             write("mnote.page.update_title", "stale", dry_run=False, title="x", baseRevision=0),
             "mnote_tool_conflict",
         ),
-        ({"name": "mnote_page_search", "arguments": {"query": "plan"}}, "read"),
         (write("mnote.page.save", "save", dry_run=False, **save), "write"),
         (write("mnote.page.save", "save", dry_run=False, **save), "replay"),
     ]
-    advertised = {spec.advertised_name("underscore") for spec in ALL_TOOLS}
-    assert advertised <= {call["name"] for call, _ in calls}, "every tool needs a call here"
-    return [(call, expectation) for call, expectation in calls if call["name"] in advertised]
 
 
 def check_client_runs(answers: dict[str, Any], db: Path, labels: list[str]) -> None:

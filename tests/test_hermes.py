@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.examples import Target
 from mnote_mcp.tools.registry import ToolSpec
 from tests.helpers import ROOT
 from tests.hermes.fake_model import ToolCall, Transcript, Turn, scripted_model
@@ -48,6 +49,7 @@ from tests.hermes.harness import (
     write_home,
 )
 from tests.http_helpers import RunningServer, http_server, write_tokens
+from tests.tool_calls import calls
 
 pytestmark = [pytest.mark.hermes, pytest.mark.e2e]
 
@@ -77,7 +79,7 @@ class Connected:
 def stdio_hermes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
     require_hermes()
     base = tmp_path_factory.mktemp("hermes-stdio")
-    db = demo_store(base / "mnote.db")
+    db = demo_store(base / "mnote.db", every_tool_page(STDIO))
     config = example_config(
         "hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}
     )
@@ -93,7 +95,7 @@ def http_example_server(
     """The server the HTTP example tells the user to start, on a free port and a throw-away store."""
     require_hermes()
     base = tmp_path_factory.mktemp("hermes-http-server")
-    db = demo_store(base / "mnote.db")
+    db = demo_store(base / "mnote.db", every_tool_page(HTTP), every_tool_page(SSE))
     with example_http_server(base, db) as server:
         yield server, db
 
@@ -177,7 +179,6 @@ def _objects(schema: Any) -> list[dict[str, Any]]:
 
 # -- one call of every tool --------------------------------------------------------------------
 
-Recipe = Callable[[str, dict[str, Any]], dict[str, Any]]
 DOC = {"workspaceId": "ws_1", "documentId": "doc_2"}
 
 
@@ -185,44 +186,38 @@ def _write(key: str, name: str, **arguments: Any) -> dict[str, Any]:
     return {**DOC, "idempotencyKey": f"{name}-{key}", "dryRun": False, **arguments}
 
 
-RECIPES: dict[str, Recipe] = {
-    "mnote.page.get": lambda key, seen: dict(DOC),
-    "mnote.page.save": lambda key, seen: _write(
-        key, "save", content=[{"type": "paragraph", "text": f"saved through Hermes ({key})"}], mode="append"
-    ),
-    "mnote.page.update_title": lambda key, seen: _write(key, "title", title=f"Weekly sync ({key})"),
-    "mnote.page.update_options": lambda key, seen: _write(key, "options", options={"smallText": True}),
-    "mnote.block.insert": lambda key, seen: _write(
-        key, "insert", blocks=[{"type": "paragraph", "text": f"inserted ({key})"}], position="end"
-    ),
-    "mnote.block.update": lambda key, seen: _write(key, "update", blockId="m_1", text=f"updated ({key})"),
-    "mnote.block.move": lambda key, seen: _write(key, "move", blockId="m_1", position="end"),
-    "mnote.block.delete": lambda key, seen: _write(
-        key, "delete", blockIds=seen["mnote.block.insert"]["result"]["blockIds"]
-    ),
-    "mnote.artifact.create_summary": lambda key, seen: _write(key, "summary", summary=f"Summary ({key})"),
-    "mnote.artifact.create_ai_note": lambda key, seen: _write(key, "note", content=f"AI note ({key})"),
-    "mnote.page.history": lambda key, seen: {**DOC, "limit": 5},
-    "mnote.page.search": lambda key, seen: {"query": f"Weekly sync ({key})", "limit": 3},
-    "mnote.page.revert": lambda key, seen: _write(
-        key, "revert", commandId=seen["mnote.page.update_title"]["audit"]["commandId"]
-    ),
-}
-ORDER = list(RECIPES)
+def every_tool_page(key: str) -> dict[str, Any]:
+    """A page of the demo workspace for one server key's every-tool run (the HTTP and SSE keys share
+    a store, and each run's writes stay on its own page)."""
+    slug = key.replace("-", "_")
+    return {
+        "id": f"doc_tools_{slug}",
+        "title": f"Every tool ({key})",
+        "blocks": [{"id": f"{slug}_{n}", "type": "paragraph", "text": f"Block {n}."} for n in (1, 2, 3)],
+    }
+
+
+def every_tool_target(key: str) -> Target:
+    page = every_tool_page(key)
+    return Target("ws_1", page["id"], tuple(block["id"] for block in page["blocks"]))
 
 
 def test_every_tool_answers_once_through_hermes(hermes: tuple[Connected, str]) -> None:
+    """Every registered tool's first example (tests/tool_calls.py; its prior write first), for real."""
     connected, key = hermes
-    names = [spec.name for spec in advertised()]
-    assert sorted(names) == sorted(RECIPES), "every advertised tool needs a recipe here"
-    seen: dict[str, dict[str, Any]] = {}
-    for tool in sorted(names, key=ORDER.index):
-        text = connected.call(key, tool, **RECIPES[tool](key, seen))
-        envelope = unwrap(text)
-        assert envelope["ok"] is True, envelope
-        assert envelope["toolName"] == tool
-        assert len(text) <= ONE_COPY * len(compact(envelope)) + 64, (tool, len(text), len(compact(envelope)))
-        seen[tool] = envelope
+    page = every_tool_target(key)
+    for spec in advertised():
+        text = ""
+        for name, made in calls(spec, page, f"hermes-{key}"):
+            text = connected.call(key, name, **made)
+            envelope = unwrap(text)
+            assert envelope["ok"] is True, (name, envelope)
+        assert envelope["toolName"] == spec.name
+        assert len(text) <= ONE_COPY * len(compact(envelope)) + 64, (
+            spec.name,
+            len(text),
+            len(compact(envelope)),
+        )
 
 
 def test_a_refusal_reaches_the_model_as_an_envelope(hermes: tuple[Connected, str]) -> None:
@@ -320,7 +315,7 @@ def envelopes_seen(transcript: Transcript) -> list[dict[str, Any]]:
 
 def edit_script(key: str) -> Callable[[Transcript], Turn]:
     """Read doc_1, save with its revision, retry that save, insert a block, write an AI note."""
-    tool = {name: model_name(key, name) for name in RECIPES}
+    tool = {spec.name: model_name(key, spec.name) for spec in ALL_TOOLS}
     page = {"workspaceId": "ws_1", "documentId": "doc_1"}
 
     def next_turn(transcript: Transcript) -> Turn:

@@ -11,8 +11,11 @@ from typing import Any
 import httpx2
 import pytest
 
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.permissions import Caller
 from tests.helpers import RAW_INITIALIZE, SECRETS, call, page_args, write_args
 from tests.http_helpers import http_server, mcp_http, start_failure, write_tokens
+from tests.tool_calls import allowed
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 INIT = RAW_INITIALIZE
@@ -86,7 +89,7 @@ async def test_read_only_server_caps_every_token(db: Path, tokens: Path) -> None
         async with mcp_http(server.url, "tok-editor") as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             write = await call(client, "mnote.page.update_title", **write_args("r", title="x"))
-    assert names == ["mnote.page.get", "mnote.page.search", "mnote.page.history"]
+    assert names == [spec.name for spec in ALL_TOOLS if spec.name in allowed(Caller.READ_ONLY_SERVER)]
     assert write["error"]["code"] == "mnote_tool_permission_denied"
 
 

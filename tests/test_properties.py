@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.contract_schemas import SURFACE
 from tests.helpers import connect, dump, envelope_of, seeded_store
+from tests.tool_calls import TOOLS, target
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
@@ -77,21 +77,25 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
 
 
 def arguments_for(tool: str) -> st.SearchStrategy[dict[str, Any]]:
-    names = [
-        *SURFACE[tool]["properties"],
-        *(["format", "blockIds", "maxBlocks", "cursor"] if tool == "mnote.page.get" else []),
-        "baseRevision",
-        "capabilityScope",
-        "actorId",
-        "sessionId",
-        "traceId",
-    ]
-    known = st.fixed_dictionaries({}, optional={name: PLAUSIBLE[name] | JSON for name in names})
+    """Every property the tool advertises (a new tool's included): plausible values where this file
+    knows the name, the values of the tool's own examples, and any JSON."""
+    spec = TOOLS[tool]
+    examples: dict[str, list[Any]] = {}
+    for example in spec.examples:
+        for name, value in example.resolved(target("doc_1")).items():
+            examples.setdefault(name, []).append(value)
+    names = list(dict.fromkeys([*spec.input_schema(strict=False)["properties"], "baseRevision", "actorId"]))
+
+    def strategy(name: str) -> st.SearchStrategy[Any]:
+        known = PLAUSIBLE.get(name, JSON)
+        return known | st.sampled_from(examples[name]) | JSON if name in examples else known | JSON
+
+    known = st.fixed_dictionaries({}, optional={name: strategy(name) for name in names})
     extra = st.dictionaries(st.text(max_size=6), JSON, max_size=2)
     return st.builds(lambda a, b: {**b, **a}, known, extra)
 
 
-@pytest.mark.parametrize("tool", sorted(SURFACE))
+@pytest.mark.parametrize("tool", list(TOOLS))
 def test_arbitrary_arguments_always_get_an_envelope(tmp_path: Path, tool: str) -> None:
     db = seeded_store(tmp_path / "mnote.db")
 

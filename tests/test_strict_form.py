@@ -6,10 +6,10 @@ tools a strict model can call, and names a model can call back.
   no `$ref`; the strict form (`--schema-form strict`) is strict already: every object closed with every
   property required, optional ones nullable, no `default` or length limits, within OpenAI's nesting
   and size limits. (The frameworks' own converters run on them in tests/test_frameworks.py.)
-- Every tool called the way a strict model must call it (tests/strict_fill.py: every optional field
-  null, or "" / [] where the model leaves it out) does exactly what the plain call does, in the strict
-  form and in the contract form: `page.get`, `block.move` with an anchor and a forced `position`, and
-  `page.revert` of an earlier write included.
+- Every registered tool's example (tests/tool_calls.py) called the way a strict model must call it
+  (tests/strict_fill.py: every optional field null, or "" / [] where the model leaves it out) does
+  exactly what the plain call does, in the strict form and in the contract form: `page.get`, a placing
+  tool with an anchor and a forced `position`, and `page.revert` of the writes before it included.
 - Under `--tool-names underscore` no text the server sends names a dotted tool.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +25,20 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from tests.helpers import call, connect, page_args, write_args
+from mnote_mcp.vocabulary.naming import ToolNames
+from tests.helpers import IDS, call, connect, page_args, write_args
 from tests.strict_fill import PLACEHOLDERS, Placeholder, fill
+from tests.tool_calls import calls, target
 
 pytestmark = pytest.mark.anyio
 
 FORMS = ("contract", "strict")
 STYLES = ("dotted", "underscore")
-DOTTED_TOOL = re.compile(r"mnote\.(page|block|artifact)\.")
+# a dotted tool name of any domain a tool is declared in
+DOTTED_TOOL = re.compile(
+    r"mnote\.(" + "|".join(sorted({spec.name.split(".")[1] for spec in ALL_TOOLS})) + r")\."
+)
+DOC_1 = target("doc_1")
 OPENAI_MAX_DEPTH = 10  # nesting levels of objects in one strict schema (OpenAI's structured outputs)
 OPENAI_MAX_PROPERTIES = 5000
 
@@ -108,45 +113,10 @@ async def test_the_contract_form_is_the_default_and_props_are_declared(db: Path)
 
 # -- every tool, called as a strict model must call it -------------------------------------------
 
-Steps = Callable[[Client, str, str], Awaitable[dict[str, Any]]]
 
-
-async def _prior_title_write(client: Client, tool_name: Callable[[str], str]) -> str:
-    envelope = await call(
-        client, tool_name("mnote.page.update_title"), **write_args("prior-title", title="Renamed")
-    )
-    assert envelope["ok"], envelope
-    command_id: str = envelope["audit"]["commandId"]
-    return command_id
-
-
-def _recipes(command_id: str) -> dict[str, dict[str, Any]]:
-    """The plain call of every tool on tests/fixtures/workspace.json's doc_1, as a model writes it."""
-    return {
-        "mnote.page.revert": {"commandId": command_id},  # first: later writes change the title again
-        "mnote.page.get": {},
-        "mnote.page.save": {"content": [{"type": "paragraph", "text": "strict"}], "mode": "append"},
-        "mnote.page.update_title": {"title": "Strict title"},
-        "mnote.page.update_options": {"options": {"showToc": True}},
-        "mnote.block.insert": {
-            "blocks": [{"type": "heading", "text": "New", "props": {"level": 2}}],
-            "afterBlockId": "p_1",
-        },
-        "mnote.block.update": {"blockId": "p_1", "text": "Updated."},
-        "mnote.block.delete": {"blockIds": ["p_1"]},
-        # an anchor, and a position a strict host forces on the model as well
-        "mnote.block.move": {"blockId": "p_2", "afterBlockId": "heading_1"},
-        "mnote.page.history": {},
-        "mnote.artifact.create_summary": {"summary": "A summary."},
-        "mnote.artifact.create_ai_note": {"content": "A note."},
-        "mnote.page.search": {"query": "plan"},  # no page named: the page ids below are left out
-    }
-
-
-UNBOUND = {"mnote.page.search"}  # tools that name no page
-
-
-FORCED = {"mnote.block.move": {"position": "end"}, "mnote.block.insert": {"position": "start"}}
+def _forced(plain: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """What a strict host makes the model send besides an anchor: a `position` as well (ignored)."""
+    return {"position": "end"} if "afterBlockId" in plain and "position" in schema["properties"] else {}
 
 
 def _comparable(envelope: dict[str, Any]) -> Any:
@@ -159,45 +129,34 @@ def _comparable(envelope: dict[str, Any]) -> Any:
 async def test_every_tool_called_as_a_strict_model_must_does_what_the_plain_call_does(
     tmp_path: Path, db: Path, form: str, placeholder: Placeholder
 ) -> None:
-    style = "underscore" if form == "strict" else "dotted"
+    """Each tool's first example on tests/fixtures/workspace.json's doc_1, in declaration order (its
+    prior write first, for real): the plain dry run, the same call as a strict host fills it, then
+    that filled call for real."""
+    style: ToolNames = "underscore" if form == "strict" else "dotted"
     async with connect(db, schema_form=form, tool_names=style) as client:
         schemas = {
             tool.name: tool.input_schema for tool in (await client.list_tools()).tools
         }  # as advertised
-        strict_schemas = {}
         async with connect(db, schema_form="strict", tool_names=style) as strict_client:
             strict_schemas = {
                 tool.name: tool.input_schema for tool in (await strict_client.list_tools()).tools
             }
-
-        def tool_name(name: str) -> str:
-            return name.replace(".", "_") if style == "underscore" else name
-
-        command_id = await _prior_title_write(client, tool_name)
-        recipes = _recipes(command_id)
-        advertised = {spec.name for spec in ALL_TOOLS}
-        assert advertised <= set(recipes), f"every tool needs a recipe here: {advertised - set(recipes)}"
-        for dotted, plain in recipes.items():
-            if dotted not in advertised:
-                continue
-            name = tool_name(dotted)
-            writes = next(spec for spec in ALL_TOOLS if spec.name == dotted).writes
-            base = write_args(f"{dotted}-plain", dry_run=True) if writes else page_args()
-            if dotted in UNBOUND:
-                base = {key: value for key, value in base.items() if key not in ("workspaceId", "documentId")}
-            plain_call = {**base, **plain}
-            strict_call = fill(strict_schemas[name], {**plain_call, **FORCED.get(dotted, {})}, placeholder)
+        assert set(schemas) == {spec.advertised_name(style) for spec in ALL_TOOLS}
+        for spec in ALL_TOOLS:
+            *before, (name, made) = calls(spec, DOC_1, "strict-plain", dry_run=True, style=style)
+            for prior_name, prior_arguments in before:
+                assert (await call(client, prior_name, **{**IDS, **prior_arguments}))["ok"]
+            plain_call = {**IDS, **made}
+            forced = {**plain_call, **_forced(plain_call, strict_schemas[name])}
+            strict_call = fill(strict_schemas[name], forced, placeholder)
             if form == "strict":
                 errors = [e.message for e in Draft202012Validator(schemas[name]).iter_errors(strict_call)]
                 assert not errors, (name, errors)
             expected = _comparable(await call(client, name, **plain_call))
             got = _comparable(await call(client, name, **strict_call))
-            if dotted == "mnote.page.history":
-                assert got == expected, name
-            else:
-                assert got == expected, (name, strict_call)
-            if writes:  # and the real call, filled the same way, writes
-                real = {**strict_call, "dryRun": False, "idempotencyKey": f"{dotted}-real"}
+            assert got == expected, (name, strict_call)
+            if spec.writes:  # and the real call, filled the same way, writes
+                real = {**strict_call, "dryRun": False, "idempotencyKey": f"{spec.name}-real"}
                 envelope = await call(client, name, **real)
                 assert envelope["ok"] and envelope["audit"]["effect"] == "write", envelope
                 assert envelope["toolName"] == name

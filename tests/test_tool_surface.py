@@ -1,8 +1,10 @@
 """The advertised tool surface: per-tool snapshots, contract exactness, inventory invariants and size.
 
-Snapshots live in tests/snapshots/<tool>.json; regenerate with MNOTE_UPDATE_SNAPSHOTS=1 after a
-deliberate change, and review the diff. A missing snapshot fails. The block tools are held to their
-own declared schemas (tests/contract_schemas.py) exactly as the contract tools are to the contract.
+Every registered tool (`catalog.ALL_TOOLS`) is covered: a snapshot each in tests/snapshots/<tool>.json
+(regenerate with MNOTE_UPDATE_SNAPSHOTS=1 after a deliberate change, and review the diff; a missing
+snapshot fails, and so does one of a tool no longer registered), its advertised schema holding its
+declared `contract_schema` exactly, and its entry within the size budget it declares. The six tools
+of contract v1 are also held to the hand copy of the contract (tests/contract_schemas.py).
 """
 
 from __future__ import annotations
@@ -16,9 +18,14 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.permissions import Caller
+from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
+from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import DEFAULT_MAX_ID_CHARS, ID_FIELDS
-from tests.contract_schemas import BLOCK_TOOLS, CORRELATION, SURFACE
+from tests.contract_schemas import CONTRACT, CORRELATION
 from tests.helpers import MODES, connect
+from tests.tool_calls import TOOLS, allowed
 
 pytestmark = pytest.mark.anyio
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -55,10 +62,15 @@ def _snapshot_view(tool: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_tool_is_advertised(db: Path, mode: str) -> None:
     tools = await _tools(db, mode)
-    assert set(tools) == set(SURFACE)
+    assert list(tools) == list(TOOLS), "every registered tool, in declaration order"
+    assert set(CONTRACT) <= set(tools), "the contract's six tools among them"
 
 
-@pytest.mark.parametrize("name", sorted(SURFACE))
+def test_no_snapshot_is_left_of_a_tool_no_longer_registered() -> None:
+    assert {path.stem for path in SNAPSHOTS.glob("*.json")} == set(TOOLS)
+
+
+@pytest.mark.parametrize("name", list(TOOLS))
 async def test_tool_matches_its_snapshot(db: Path, name: str) -> None:
     tool = _snapshot_view((await _tools(db))[name])
     path = SNAPSHOTS / f"{name}.json"
@@ -88,18 +100,29 @@ def _assert_contains_contract(advertised: dict[str, Any], contract: dict[str, An
             assert advertised.get(keyword) == contract[keyword], f"{where}: {keyword} differs"
 
 
-@pytest.mark.parametrize("name", sorted(SURFACE))
-async def test_input_schema_holds_the_contract_exactly(db: Path, name: str) -> None:
+async def _assert_holds_exactly(db: Path, name: str, contract: dict[str, Any]) -> None:
     default = (await _tools(db))[name]["inputSchema"]
     strict = (await _tools(db, strict_contract=True))[name]["inputSchema"]
     for schema in (default, strict):
-        _assert_contains_contract(schema, SURFACE[name], name)
+        _assert_contains_contract(schema, contract, name)
         Draft202012Validator.check_schema(schema)
         assert "additionalProperties" not in schema, "the contract sets none at the top level"
-    assert strict["required"] == SURFACE[name]["required"], "--strict-contract advertises the contract's list"
-    assert default["required"] == [r for r in SURFACE[name]["required"] if r not in CORRELATION]
+    assert strict["required"] == contract["required"], "--strict-contract advertises the contract's list"
+    assert default["required"] == [r for r in contract["required"] if r not in CORRELATION]
     for field in CORRELATION:
         assert default["properties"][field]["type"] == "string"
+
+
+@pytest.mark.parametrize("name", list(CONTRACT))
+async def test_input_schema_holds_the_contract_exactly(db: Path, name: str) -> None:
+    """The contract's six tools, against the hand copy of the contract (the spec)."""
+    await _assert_holds_exactly(db, name, CONTRACT[name])
+
+
+@pytest.mark.parametrize("name", list(TOOLS))
+async def test_input_schema_holds_the_declared_schema_exactly(db: Path, name: str) -> None:
+    """Every tool, against the schema it declares: extensions only add words and new properties."""
+    await _assert_holds_exactly(db, name, dict(TOOLS[name].contract_schema))
 
 
 async def test_inventory_invariants(db: Path) -> None:
@@ -117,65 +140,60 @@ async def test_inventory_invariants(db: Path) -> None:
         assert tool["outputSchema"]["type"] == "object"
 
 
-async def test_only_the_page_reads_are_read_only(db: Path) -> None:
+async def test_only_the_reads_are_read_only(db: Path) -> None:
+    """readOnlyHint on exactly the tools the declarations allow on a read-only server."""
     tools = await _tools(db)
     read_only = {name for name, tool in tools.items() if tool["annotations"]["readOnlyHint"]}
-    assert read_only == {"mnote.page.get", "mnote.page.search", "mnote.page.history"}
-    assert tools["mnote.page.get"]["annotations"]["destructiveHint"] is False
+    assert read_only == allowed(Caller.READ_ONLY_SERVER)
+    for name in read_only:
+        assert tools[name]["annotations"]["destructiveHint"] is False, name
 
 
 async def test_block_tools_write_pages_and_say_so(db: Path) -> None:
     tools = await _tools(db)
-    for name in BLOCK_TOOLS:
-        annotations = tools[name]["annotations"]
+    for spec in (spec for spec in ALL_TOOLS if spec.toolset is Toolset.BLOCK):
+        annotations = tools[spec.name]["annotations"]
         assert annotations["readOnlyHint"] is False and annotations["openWorldHint"] is False
-    destructive = {name for name in BLOCK_TOOLS if tools[name]["annotations"]["destructiveHint"]}
-    assert destructive == {"mnote.block.update", "mnote.block.delete"}, "insert and move lose nothing"
+    for name in ("mnote.block.insert", "mnote.block.move"):
+        assert tools[name]["annotations"]["destructiveHint"] is False, f"{name} loses nothing"
+    for name in ("mnote.block.update", "mnote.block.delete"):
+        assert tools[name]["annotations"]["destructiveHint"] is True, f"{name} overwrites or removes"
 
 
 async def test_underscore_names_advertise_one_spelling(db: Path) -> None:
     tools = await _tools(db, tool_names="underscore")
-    assert set(tools) == {name.replace(".", "_") for name in SURFACE}
+    assert set(tools) == {name.replace(".", "_") for name in TOOLS}
     assert all(re.match(r"^[A-Za-z0-9_]+$", name) for name in tools)
 
 
 async def test_read_only_hides_every_write_tool(db: Path) -> None:
-    assert set(await _tools(db, read_only=True)) == {
-        "mnote.page.get",
-        "mnote.page.search",
-        "mnote.page.history",
-    }
+    assert set(await _tools(db, read_only=True)) == allowed(Caller.READ_ONLY_SERVER)
+    assert not any(TOOLS[name].writes for name in allowed(Caller.READ_ONLY_SERVER))
 
 
-# The whole tools/list result, compact JSON as it goes on the wire. Tokens are estimated as bytes / 4
-# (the usual rule of thumb for English-and-JSON text with BPE tokenizers); the budget is a tripwire
-# against bloat, set a little above today's figure (README: "Tool surface size").
-TOOLS_LIST_BYTE_BUDGET = 38_000
+# Per-tool budgets (`ToolSpec.budget`): each tool's `tools/list` entry, compact JSON as it goes on the
+# wire (the README's size table is generated from the same measure). Tokens are about bytes / 4 (the
+# usual rule of thumb for English-and-JSON text with BPE tokenizers).
 DESCRIPTION_BUDGET = 400
 
 
+@pytest.mark.parametrize("form", SCHEMA_FORMS)
 @pytest.mark.parametrize("mode", MODES)
-async def test_tools_list_stays_small(db: Path, mode: str) -> None:
-    async with connect(db, mode) as client:
+async def test_every_tool_stays_within_its_size_budget(db: Path, mode: str, form: SchemaForm) -> None:
+    async with connect(db, mode, schema_form=form) as client:
         listing = await client.list_tools()
-    wire = json.dumps(
-        listing.model_dump(by_alias=True, exclude_none=True, mode="json"), separators=(",", ":")
-    ).encode()
-    size, tokens = len(wire), len(wire) // 4
-    print(f"tools/list: {len(listing.tools)} tools, {size} bytes, ~{tokens} tokens")
-    assert size <= TOOLS_LIST_BYTE_BUDGET, f"tools/list grew to {size} bytes (~{tokens} tokens)"
+    total = 0
     for tool in listing.tools:
+        spec = TOOLS[tool.name]
+        entry = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+        size = len(json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode())
+        assert size == spec.entry_bytes(form), f"{tool.name}: the size table measures what is served"
+        assert size <= spec.budget.of(form), f"{tool.name} grew to {size} bytes ({form}): over its budget"
+        total += size
         assert tool.description is not None and len(tool.description) <= DESCRIPTION_BUDGET, tool.name
         for prop, schema in tool.input_schema["properties"].items():
             assert len(schema.get("description", "")) <= 120, f"{tool.name}.{prop}: description too long"
-
-
-def test_the_readme_tool_table_is_generated_from_the_declarations() -> None:
-    from mnote_mcp.tools.catalog import TABLE_BEGIN, TABLE_END, markdown_table
-
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    start, end = readme.index(TABLE_BEGIN), readme.index(TABLE_END) + len(TABLE_END)
-    assert readme[start:end] == markdown_table(), "run: python -m mnote_mcp.tools.catalog, paste into README"
+    print(f"tools/list ({form}): {len(listing.tools)} tools, {total} bytes of entries, ~{total // 4} tokens")
 
 
 def test_the_write_schema_skeleton_is_written_once() -> None:

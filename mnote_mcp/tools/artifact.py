@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.tools.examples import Example
+from mnote_mcp.tools.failures import KEY_OF_ANOTHER_TOOL, STALE_REVISION, WRITE_ERRORS, ErrorCase
+from mnote_mcp.tools.permissions import WRITE_ARTIFACT
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
 from mnote_mcp.tools.schemas import write_schema
+from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 
 CREATE_SUMMARY = ToolSpec(
@@ -16,11 +21,25 @@ CREATE_SUMMARY = ToolSpec(
         "Leaves the page body and revision unchanged."
     ),
     summary="the page's single summary node + reference edge",
+    returns="`artifactId`, `edgeId` of the page's single summary (created or replaced); the revision unchanged",
     toolset=Toolset.ARTIFACT,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema({"summary": {"type": "string"}}, required=["summary"]),
     command=CommandName.ARTIFACT_SUMMARY_UPSERT,
     payload=fields("summary"),
+    permissions=WRITE_ARTIFACT,
+    errors=(
+        STALE_REVISION,
+        ErrorCase(
+            ErrorCode.IDEMPOTENCY_CONFLICT,
+            Reason.SUMMARY,
+            "the `idempotencyKey` was used before with another summary",
+            "a retry repeats the first call exactly; a new summary takes a new key",
+        ),
+        KEY_OF_ANOTHER_TOOL,
+    ),
+    examples=(Example({"summary": "A summary written by an example."}),),
+    budget=SizeBudget(contract=2_520, strict=2_870),
 )
 
 CREATE_AI_NOTE = ToolSpec(
@@ -31,11 +50,16 @@ CREATE_AI_NOTE = ToolSpec(
         "Leaves the page body and revision unchanged."
     ),
     summary="a new ai_note node per idempotency key + reference edge",
+    returns="`artifactId`, `edgeId` of a new AI note (one per idempotency key); the revision unchanged",
     toolset=Toolset.ARTIFACT,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema({"content": {"type": "string"}}, required=["content"]),
     command=CommandName.ARTIFACT_AI_NOTE_CREATE,
     payload=fields("content"),
+    permissions=WRITE_ARTIFACT,
+    errors=WRITE_ERRORS,
+    examples=(Example({"content": "An AI note written by an example."}),),
+    budget=SizeBudget(contract=2_520, strict=2_870),
 )
 
 ARTIFACT_TOOLS = (CREATE_SUMMARY, CREATE_AI_NOTE)

@@ -12,10 +12,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from mnote_mcp.kernel.blocks import SUPPORTED_TYPES
+from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.tools.examples import Example, Ref
+from mnote_mcp.tools.failures import (
+    BLOCK_NOT_FOUND,
+    BLOCK_TYPE,
+    KEY_OF_ANOTHER_TOOL,
+    KEY_REUSED,
+    PAGE_TOO_LARGE,
+    STALE_BLOCKS,
+    STALE_REVISION,
+    ErrorCase,
+)
+from mnote_mcp.tools.permissions import WRITE_PAGE
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import PayloadMap, fields
 from mnote_mcp.tools.schemas import BLOCK_ITEM, PROPS, write_schema
+from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 
 _ID: dict[str, Any] = {"type": "string"}  # ids come from mnote.page.get; the kernel checks their form
@@ -31,6 +45,17 @@ _PLACEMENT: dict[str, Any] = {
 
 
 _PLACEMENT_EMPTY = frozenset({"afterBlockId", "parentId", "position"})
+
+# A block edit's stale baseRevision is a conflict only where its blocks changed since (every seeded
+# block changed at revision 1, after 0); a baseRevision the page has not reached is always one.
+_BLOCK_WRITE_ERRORS = (
+    STALE_BLOCKS.given({"baseRevision": 0}),
+    STALE_REVISION.given({"baseRevision": 1_000_000}),
+    KEY_REUSED,
+    KEY_OF_ANOTHER_TOOL,
+)
+_NO_SUCH_BLOCK = BLOCK_NOT_FOUND.given({"blockId": "no_such_block"})  # the tools that take one blockId
+_RETURNS = "`commandName`, `revision`, `changed`, `diff`, `blockIds` of every block {}"
 
 
 def _placed(*names: str) -> PayloadMap:
@@ -55,6 +80,7 @@ BLOCK_INSERT = ToolSpec(
         "Omit ids for new blocks; the result gives their ids."
     ),
     summary="insert blocks after a block, or at the start/end of the page or of a parent's children",
+    returns=_RETURNS.format("inserted"),
     toolset=Toolset.BLOCK,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema(
@@ -66,6 +92,25 @@ BLOCK_INSERT = ToolSpec(
     empty_means_absent=_PLACEMENT_EMPTY,
     command=CommandName.PAGE_BLOCK_INSERT,
     payload=_placed("blocks", "afterBlockId", "parentId", "position"),
+    permissions=WRITE_PAGE,
+    errors=(
+        *_BLOCK_WRITE_ERRORS,
+        BLOCK_NOT_FOUND.given({"afterBlockId": "no_such_block"}),
+        BLOCK_TYPE.given({"blocks": [{"type": "video", "text": "x"}]}),
+        PAGE_TOO_LARGE,
+    ),
+    examples=(
+        Example(
+            {
+                "blocks": [{"type": "paragraph", "text": "Inserted by an example."}],
+                "afterBlockId": Ref.BLOCK_2,
+            }
+        ),
+        Example(
+            {"blocks": [{"type": "todo", "text": "A task", "props": {"checked": False}}], "position": "end"}
+        ),
+    ),
+    budget=SizeBudget(contract=4_650, strict=5_480),
 )
 
 BLOCK_UPDATE = ToolSpec(
@@ -76,6 +121,7 @@ BLOCK_UPDATE = ToolSpec(
         "(null resets one); a type change drops props the new type lacks."
     ),
     summary="change one block's type, text or props (props merge)",
+    returns=_RETURNS.format("updated"),
     toolset=Toolset.BLOCK,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema(
@@ -90,6 +136,21 @@ BLOCK_UPDATE = ToolSpec(
     empty_means_absent=frozenset({"type"}),  # "" is no type; text "" is a value (clears the text)
     command=CommandName.PAGE_BLOCK_UPDATE,
     payload=fields("blockId", "type", "text", "props"),
+    permissions=WRITE_PAGE,
+    errors=(
+        *_BLOCK_WRITE_ERRORS,
+        _NO_SUCH_BLOCK,
+        ErrorCase(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.SCHEMA,
+            "nothing to change: no `type`, `text` or `props` given",
+            "give what should change",
+            example={"text": None},
+        ),
+        PAGE_TOO_LARGE,
+    ),
+    examples=(Example({"blockId": Ref.BLOCK_2, "text": "Updated by an example."}),),
+    budget=SizeBudget(contract=3_180, strict=3_700),
 )
 
 BLOCK_DELETE = ToolSpec(
@@ -97,11 +158,16 @@ BLOCK_DELETE = ToolSpec(
     title="Delete blocks",
     description="Delete blocks by id, each with its children.",
     summary="delete blocks by id, with their children",
+    returns=_RETURNS.format("deleted"),
     toolset=Toolset.BLOCK,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema({"blockIds": {"type": "array", "items": _ID}}, required=["blockIds"]),
     command=CommandName.PAGE_BLOCK_DELETE,
     payload=fields("blockIds"),
+    permissions=WRITE_PAGE,
+    errors=(*_BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
+    examples=(Example({"blockIds": [Ref.BLOCK_3]}),),
+    budget=SizeBudget(contract=2_450, strict=2_800),
 )
 
 BLOCK_MOVE = ToolSpec(
@@ -112,12 +178,30 @@ BLOCK_MOVE = ToolSpec(
         "parentId's children."
     ),
     summary="move a block, with its children, after a block or under a parent",
+    returns=_RETURNS.format("moved"),
     toolset=Toolset.BLOCK,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema({"blockId": _ID} | _PLACEMENT, required=["blockId"]),
     empty_means_absent=_PLACEMENT_EMPTY,
     command=CommandName.PAGE_BLOCK_MOVE,
     payload=_placed("blockId", "afterBlockId", "parentId", "position"),
+    permissions=WRITE_PAGE,
+    errors=(
+        *_BLOCK_WRITE_ERRORS,
+        _NO_SUCH_BLOCK,
+        ErrorCase(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.SCHEMA,
+            "the anchor (`afterBlockId` or `parentId`) is the moved block or inside it",
+            "anchor the block outside its own subtree",
+            example={"afterBlockId": Ref.BLOCK_1},
+        ),
+    ),
+    examples=(
+        Example({"blockId": Ref.BLOCK_1, "afterBlockId": Ref.BLOCK_2}),
+        Example({"blockId": Ref.BLOCK_2, "position": "end"}, note="to the end of the page"),
+    ),
+    budget=SizeBudget(contract=2_830, strict=3_310),
 )
 
 BLOCK_TOOLS = (BLOCK_INSERT, BLOCK_UPDATE, BLOCK_DELETE, BLOCK_MOVE)

@@ -12,9 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import CommandName, HistoryQuery, Kernel
+from mnote_mcp.tools.examples import Example, Ref
+from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
+from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.schemas import page_schema, write_schema
+from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
 
@@ -53,6 +58,7 @@ PAGE_HISTORY = ToolSpec(
         "the page's writes, newest first: revision, command, actor, correlation ids, time, compact diff; "
         "filter by run, session, actor, `sinceRevision`; paged"
     ),
+    returns="`revision`, `historyFrom`, `entries` (newest first: revision, command, actor, ids, time, diff), `nextCursor`",
     toolset=Toolset.HISTORY,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=page_schema(
@@ -75,6 +81,13 @@ PAGE_HISTORY = ToolSpec(
     ),
     read=_history,
     empty_means_absent=frozenset({"cursor"}),
+    permissions=READ_PAGE,
+    errors=(PAGE_NOT_FOUND, BAD_CURSOR),
+    examples=(
+        Example({}, note="the latest writes"),
+        Example({"filter": {"runId": "run_example"}, "limit": 5}, note="what one run wrote"),
+    ),
+    budget=SizeBudget(contract=2_620, strict=3_230),
 )
 
 
@@ -98,6 +111,7 @@ PAGE_REVERT = ToolSpec(
         "undo one run's writes (`undoRunId`), one write (`commandId`) or everything since a revision "
         "(`toRevision`), as a new revision; refuses where later writes touched the same blocks"
     ),
+    returns="`commandName`, `revision`, `changed`, `diff`, `revertedRevisions`, `blockIds`",
     toolset=Toolset.HISTORY,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema(
@@ -111,6 +125,39 @@ PAGE_REVERT = ToolSpec(
     empty_means_absent=frozenset({"undoRunId", "commandId"}),
     command=CommandName.PAGE_REVERT,
     payload=_revert_payload,
+    permissions=WRITE_PAGE,
+    errors=(
+        *WRITE_ERRORS,
+        ErrorCase(
+            ErrorCode.CONFLICT,
+            Reason.REVERT,
+            "a later write changed what the revert would undo (`details.conflicts`)",
+            "see the later writes with mnote.page.history; `toRevision` undoes them too",
+        ),
+        ErrorCase(
+            ErrorCode.NOT_FOUND,
+            Reason.COMMAND,
+            "`commandId` names no write of this page",
+            "find the write in mnote.page.history",
+            example={"toRevision": None, "commandId": "page_head_update_title_no_such_write"},
+        ),
+        ErrorCase(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.SCHEMA,
+            "`toRevision` is before the page's history (`details.historyFrom`) or after its revision",
+            "pick a revision from mnote.page.history",
+            example={"toRevision": 0},
+        ),
+        PAGE_TOO_LARGE,
+    ),
+    examples=(
+        Example(
+            {"toRevision": Ref.SEEDED_REVISION},
+            prior="mnote.page.update_title",
+            note="undo everything since the page was seeded, after a write",
+        ),
+    ),
+    budget=SizeBudget(contract=2_900, strict=3_380),
 )
 
 HISTORY_TOOLS = (PAGE_HISTORY, PAGE_REVERT)

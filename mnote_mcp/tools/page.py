@@ -5,11 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, SUPPORTED_TYPES
+from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import CommandName, Kernel
+from mnote_mcp.tools.examples import Example, Ref
+from mnote_mcp.tools.failures import (
+    BAD_CURSOR,
+    BLOCK_NOT_FOUND,
+    BLOCK_TYPE,
+    PAGE_NOT_FOUND,
+    PAGE_TOO_LARGE,
+    STALE_CURSOR,
+    WRITE_ERRORS,
+    ErrorCase,
+)
+from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.pieces import fit_piece, page_query
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
 from mnote_mcp.tools.schemas import BLOCK_ITEM, page_schema, write_schema
+from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
 
@@ -31,6 +45,7 @@ PAGE_GET = ToolSpec(
         "title, revision, body summary, options, blocks — or the body as Markdown with block ids "
         "(`format`), a subset (`blockIds`), in pieces (`maxBlocks`, `cursor`)"
     ),
+    returns="`title`, `revision`, `bodySummary`, `pageOptions`, `blocks` (or `markdown`), `nextCursor`",
     toolset=Toolset.PAGE,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=page_schema(
@@ -65,6 +80,18 @@ PAGE_GET = ToolSpec(
     read=_get_page,
     fit=fit_piece,
     empty_means_absent=frozenset({"cursor", "blockIds", "format"}),
+    permissions=READ_PAGE,
+    errors=(
+        PAGE_NOT_FOUND,
+        BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]}),
+        STALE_CURSOR,
+        BAD_CURSOR,
+    ),
+    examples=(
+        Example({}, note="the whole page"),
+        Example({"format": "markdown", "blockIds": [Ref.BLOCK_2]}, note="one block, as Markdown"),
+    ),
+    budget=SizeBudget(contract=2_950, strict=3_600),
 )
 
 PAGE_SAVE = ToolSpec(
@@ -76,6 +103,7 @@ PAGE_SAVE = ToolSpec(
         f"types: {', '.join(SUPPORTED_TYPES)}. The result lists every inserted, updated, moved and deleted block."
     ),
     summary="replace (default) or append the body, blocks matched by id",
+    returns="`commandName`, `revision`, `changed`, `diff`, and `blockIds` of appended blocks",
     toolset=Toolset.PAGE,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema(
@@ -91,6 +119,12 @@ PAGE_SAVE = ToolSpec(
     empty_means_absent=frozenset({"mode"}),
     command=CommandName.PAGE_BODY_SAVE,
     payload=lambda args: {"content": args["content"], "mode": args.get("mode", "replace")},
+    permissions=WRITE_PAGE,
+    errors=(*WRITE_ERRORS, BLOCK_TYPE.given({"content": [{"type": "video", "text": "x"}]}), PAGE_TOO_LARGE),
+    examples=(
+        Example({"content": [{"type": "paragraph", "text": "Appended by an example."}], "mode": "append"}),
+    ),
+    budget=SizeBudget(contract=4_600, strict=5_350),
 )
 
 PAGE_UPDATE_TITLE = ToolSpec(
@@ -98,11 +132,16 @@ PAGE_UPDATE_TITLE = ToolSpec(
     title="Rename page",
     description="Change a page's title.",
     summary="rename a page",
+    returns="`commandName`, `revision`, `changed`, `diff`",
     toolset=Toolset.PAGE,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema({"title": {"type": "string", "minLength": 1}}, required=["title"]),
     command=CommandName.PAGE_HEAD_UPDATE_TITLE,
     payload=fields("title"),
+    permissions=WRITE_PAGE,
+    errors=WRITE_ERRORS,
+    examples=(Example({"title": "Renamed by an example"}),),
+    budget=SizeBudget(contract=2_400, strict=2_780),
 )
 
 _OPTIONS_SCHEMA: dict[str, Any] = {
@@ -124,11 +163,25 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
         "refused on a real call and reported as a warning on a dry run."
     ),
     summary="layout options; non-wired ones refused / warned",
+    returns="`commandName`, `revision`, `changed`, `diff`; a dry run warns of an option not wired",
     toolset=Toolset.PAGE,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema({"options": _OPTIONS_SCHEMA}, required=["options"]),
     command=CommandName.PAGE_LAYOUT_UPDATE_OPTIONS,
     payload=fields("options"),
+    permissions=WRITE_PAGE,
+    errors=(
+        *WRITE_ERRORS,
+        ErrorCase(
+            ErrorCode.OPTION_NOT_WIRED,
+            Reason.OPTION,
+            "an option the runtime has not wired yet (`protectEditing` by default), on a real call",
+            "leave the option out; a dry run shows it as a warning",
+            example={"options": {"protectEditing": True}},
+        ),
+    ),
+    examples=(Example({"options": {"showToc": True}}),),
+    budget=SizeBudget(contract=2_720, strict=3_250),
 )
 
 PAGE_TOOLS = (PAGE_GET, PAGE_SAVE, PAGE_UPDATE_TITLE, PAGE_UPDATE_OPTIONS)

@@ -1,5 +1,12 @@
 """The generic tool inventory: a tool is one `ToolSpec`; the registry advertises and finds them.
 
+A spec is the tool, whole: what the model reads (name, title, description, annotations, schemas),
+what runs (a read handler, or the kernel command a write issues), and what the tool promises, stated
+apart from the code that keeps it: who may call it (`permissions`), what can go wrong (`errors`), at
+least one example call (`examples`) and how large its definition may be (`budget`). The README's
+table, docs/contract.md's tool list, docs/errors.md's per-tool errors and every per-tool test table are
+made from these (docs/architecture.md, "Adding a tool").
+
 A spec carries the contract's input schema verbatim (`contract_schema`) and only *adds* to it
 (`extensions`: descriptions, item schemas, optional properties such as `baseRevision`); an extension
 that would change a keyword the contract already sets is refused at import time, so the advertised
@@ -17,11 +24,16 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
+import orjson
 
 from mnote_mcp.kernel.policy import COMMAND_SCOPES
 from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.tools.examples import Example, Target, Value
+from mnote_mcp.tools.failures import ErrorCase
+from mnote_mcp.tools.permissions import Permissions
 from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS, SchemaForm, strict_form
+from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, DEFAULT_MAX_ID_CHARS, ID_FIELDS, OUTPUT_SCHEMA
 from mnote_mcp.vocabulary.naming import ToolNames, respell, respell_all, spell
@@ -56,17 +68,26 @@ class Annotations:
     open_world: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ToolSpec:
     """One tool, whole: a read tool gives its `read` handler, a write tool its `command` and `payload`."""
 
     name: str
     title: str
-    description: str
-    summary: str  # one line for the README's tool table
+    description: str  # what the model reads: what the tool does and when to use it
+    summary: str  # one line for the README's tool table: what it does
+    returns: str  # one line for docs/contract.md's tool list: what the result holds
     toolset: Toolset
     annotations: Annotations
     contract_schema: Mapping[str, Any]
+    # Who may call it and what everyone else hears (every `Caller`, checked at import).
+    permissions: Permissions
+    # What can go wrong for a caller who may call it (at least one), besides `failures.EVERY_TOOL`.
+    errors: tuple[ErrorCase, ...]
+    # At least one call, aimed at no page in particular (`examples.Ref`); the first is the one every
+    # per-tool test makes.
+    examples: tuple[Example, ...]
+    budget: SizeBudget
     command: CommandName | None = None
     payload: PayloadMap | None = None
     read: Handler | None = None
@@ -85,6 +106,8 @@ class ToolSpec:
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):
             raise ValueError(f"{self.name}: give either read, or command and payload")
+        if not self.examples or not self.errors:
+            raise ValueError(f"{self.name}: declare at least one example call and the errors it can answer")
         contract_props = self.contract_schema.get("properties", {})
         for prop, extra in self.all_extensions.items():
             if prop in contract_props and not set(extra) <= _ANNOTATING_KEYWORDS - set(contract_props[prop]):
@@ -110,6 +133,19 @@ class ToolSpec:
     @property
     def all_extensions(self) -> Mapping[str, Mapping[str, Any]]:
         return {**self.extensions, **WRITE_EXTENSIONS} if self.writes else self.extensions
+
+    @property
+    def example(self) -> Example:
+        """The example every per-tool test makes."""
+        return self.examples[0]
+
+    def arguments_for(self, target: Target, example: Example | None = None) -> dict[str, Value]:
+        """`example` (the first by default) aimed at `target`: the page's ids where the tool names a
+        page, then the example's own arguments (which may name another page)."""
+        page: dict[str, Value] = (
+            {"workspaceId": target.workspace_id, "documentId": target.document_id} if self.page_bound else {}
+        )
+        return {**page, **(example or self.example).resolved(target)}
 
     @property
     def underscore_name(self) -> str:
@@ -187,6 +223,12 @@ class ToolSpec:
             output_schema=OUTPUT_SCHEMA if output_schema else None,
             annotations=self.mcp_annotations(),
         )
+
+    def entry_bytes(self, form: SchemaForm) -> int:
+        """The size of this tool's `tools/list` entry (what `budget` bounds), as a server with default
+        settings but `form` sends it: compact JSON, UTF-8."""
+        tool = self.to_mcp(style="dotted", strict=False, form=form)
+        return len(orjson.dumps(tool.model_dump(by_alias=True, exclude_none=True, mode="json")))
 
 
 class Registry:

@@ -4,9 +4,14 @@ is optional. Ranking, tokens, snippets and cursors: docs/search.md."""
 
 from __future__ import annotations
 
+from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import Kernel, SearchQuery
 from mnote_mcp.kernel.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
+from mnote_mcp.tools.examples import Example
+from mnote_mcp.tools.failures import BAD_CURSOR, ErrorCase
+from mnote_mcp.tools.permissions import FIND_PAGES
 from mnote_mcp.tools.registry import Annotations, ToolSpec
+from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
 
@@ -41,6 +46,7 @@ PAGE_SEARCH = ToolSpec(
         "find readable pages by title and block text (Chinese and Japanese by substring, words by word or "
         "prefix), title matches first, with marked snippets; no query: most recently changed; paged"
     ),
+    returns="`hits`: `workspaceId`, `documentId`, `title`, `revision`, `updatedAt`, `snippets`; `nextCursor`",
     toolset=Toolset.PAGE,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema={
@@ -61,6 +67,29 @@ PAGE_SEARCH = ToolSpec(
     page_bound=False,
     # a strict host fills every field: "" is no query (the listing), no workspace, no cursor
     empty_means_absent=frozenset({"query", "workspaceId", "cursor"}),
+    permissions=FIND_PAGES,
+    errors=(
+        ErrorCase(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.SCHEMA,
+            "`query` has nothing to search for (no letter, digit or CJK character) or too many words",
+            "search for words, or leave `query` out to list the pages",
+            example={"query": "!!"},
+        ),
+        ErrorCase(
+            ErrorCode.PERMISSION_DENIED,
+            Reason.NOT_MEMBER,
+            "`workspaceId` names a workspace the caller is not a member of",
+            "leave `workspaceId` out to search every workspace the caller belongs to",
+            example={"workspaceId": "ws_that_does_not_exist"},
+        ),
+        BAD_CURSOR,
+    ),
+    examples=(
+        Example({"query": "plan"}, note="pages about a word"),
+        Example({}, note="the caller's pages, most recently changed first"),
+    ),
+    budget=SizeBudget(contract=2_480, strict=2_970),
 )
 
 SEARCH_TOOLS = (PAGE_SEARCH,)

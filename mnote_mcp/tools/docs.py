@@ -1,0 +1,225 @@
+"""The documentation made from the tool declarations, never typed by hand.
+
+Each `Section` is a block of a Markdown page between two markers, rendered from `catalog.ALL_TOOLS`:
+the README's tool table and size table, docs/contract.md's tool list, docs/errors.md's errors per
+tool (and the error catalogue, from `vocabulary/messages.py`). `python -m mnote_mcp.tools.docs`
+rewrites every section in place; `--check` only says which differ (exit 1). tests/test_declarations.py
+fails when a page is stale, so a new tool's rows appear once the command is run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.examples import Example
+from mnote_mcp.tools.failures import EVERY_TOOL, ErrorCase
+from mnote_mcp.tools.permissions import Caller, Refusal
+from mnote_mcp.tools.registry import ToolSpec
+from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
+from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
+from mnote_mcp.vocabulary.messages import CATALOGUE_BEGIN, CATALOGUE_END, catalogue_markdown
+
+COMMAND = "python -m mnote_mcp.tools.docs"
+
+
+@dataclass(frozen=True)
+class Section:
+    """A generated block of `path` (relative to the repository root), markers included."""
+
+    name: str
+    path: str
+    render: Callable[[], str]
+    begin: str = ""
+    end: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.begin:
+            object.__setattr__(self, "begin", f"<!-- generated: {self.name}, by `{COMMAND}`; do not edit -->")
+            object.__setattr__(self, "end", f"<!-- end of generated: {self.name} -->")
+
+    def block(self) -> str:
+        rendered = self.render()
+        return rendered if rendered.startswith(self.begin) else f"{self.begin}\n{rendered}\n{self.end}"
+
+    def span(self, text: str) -> tuple[int, int]:
+        """Where the section stands in `text`; ValueError where its markers are missing or repeated."""
+        if text.count(self.begin) != 1 or text.count(self.end) != 1:
+            raise ValueError(f"{self.path}: the markers of '{self.name}' must appear once each")
+        return text.index(self.begin), text.index(self.end) + len(self.end)
+
+    def apply(self, text: str) -> str:
+        start, end = self.span(text)
+        return text[:start] + self.block() + text[end:]
+
+
+def _mark(flag: bool) -> str:
+    return "✓" if flag else "–"
+
+
+def tool_table(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
+    """The README's table: what each tool does, its toolset, scope, hints and kernel command."""
+    lines = [
+        "| tool | what it does | toolset | scope | readOnly | destructive | idempotent | kernel command |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for spec in specs:
+        command = f"`{spec.command.value}`" if spec.command is not None else "(query)"
+        lines.append(
+            f"| `{spec.name}` | {spec.summary} | {spec.toolset.value} | {spec.scope.value} "
+            f"| {_mark(not spec.writes)} | {_mark(spec.annotations.destructive)} "
+            f"| {_mark(spec.annotations.idempotent)} | {command} |"
+        )
+    return "\n".join(lines)
+
+
+def size_table(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
+    """Each tool's `tools/list` entry in bytes of compact JSON, in both schema forms, and its budget."""
+    lines = [
+        "| tool | bytes | budget | `--schema-form strict` | budget |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    totals = [0, 0, 0, 0]
+    for spec in specs:
+        row = [
+            spec.entry_bytes("contract"),
+            spec.budget.contract,
+            spec.entry_bytes("strict"),
+            spec.budget.strict,
+        ]
+        totals = [total + value for total, value in zip(totals, row, strict=True)]
+        lines.append(f"| `{spec.name}` | " + " | ".join(f"{value:,}" for value in row) + " |")
+    lines.append("| all | " + " | ".join(f"{value:,}" for value in totals) + " |")
+    return "\n".join(lines)
+
+
+# Arguments every tool (or every write tool) takes, said once above the tool list, not per tool.
+_COMMON = frozenset({*CORRELATION_FIELDS, *WRITE_EXTENSIONS, "capabilityScope", "dryRun"})
+
+
+def _argument(name: str, schema: Mapping[str, Any], required: bool) -> str:
+    notes: list[str] = []
+    if "enum" in schema:
+        values = [f"`{value}`" for value in schema["enum"]]
+        notes.append(" or ".join(values) if len(values) <= 2 else "one of " + ", ".join(values))
+    if schema.get("type") == "object" and "properties" in schema:
+        notes.append(", ".join(f"`{key}`" for key in schema["properties"]))
+    if "minimum" in schema and "maximum" in schema:
+        notes.append(f"{schema['minimum']}–{schema['maximum']}")
+    if "default" in schema:
+        notes.append(f"default `{str(schema['default']).lower()}`")
+    label = f"`{name}`" + ("*" if required else "")
+    return f"{label} ({', '.join(notes)})" if notes else label
+
+
+def arguments_of(spec: ToolSpec) -> str:
+    """A tool's own arguments, from its advertised schema: required ones starred, enums, ranges, defaults."""
+    schema = spec.input_schema(strict=False)
+    page = {"workspaceId", "documentId"} if spec.page_bound else set()
+    own = [name for name in schema["properties"] if name not in _COMMON | page]
+    required = set(schema["required"])
+    return ", ".join(_argument(name, schema["properties"][name], name in required) for name in own) or "–"
+
+
+def _example(example: Example) -> str:
+    shown = json.dumps(dict(example.arguments), ensure_ascii=False).replace("|", "\\|")
+    after = f" (after a real `{example.prior}`)" if example.prior else ""
+    return f"`{shown}`{after}" + (f": {example.note}" if example.note else "")
+
+
+def tool_list(specs: Sequence[ToolSpec] = ALL_TOOLS) -> str:
+    """docs/contract.md's list: each tool's own arguments and what its result holds, then the example
+    calls it declares (the ones the tests make of it)."""
+    lines = [
+        "| tool | toolset | arguments (* required) | result |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{spec.name}` | {spec.toolset.value} | {arguments_of(spec)} | {spec.returns} |" for spec in specs
+    ]
+    lines += [
+        "",
+        "Example calls, as each tool declares them (the page and ids left out; `<block n>` is the n-th",
+        "top-level block of the page, `<seeded revision>` its revision before the test wrote to it):",
+        "",
+        "| tool | example |",
+        "|---|---|",
+    ]
+    lines += [f"| `{spec.name}` | {'<br>'.join(_example(e) for e in spec.examples)} |" for spec in specs]
+    return "\n".join(lines)
+
+
+def _error_rows(cases: Sequence[tuple[str, str, str, str]]) -> list[str]:
+    return [
+        "| code | reason | when | what to do |",
+        "|---|---|---|---|",
+        *(f"| `{code}` | {reason} | {when} | {recovery} |" for code, reason, when, recovery in cases),
+    ]
+
+
+def _declared(case: ErrorCase) -> tuple[str, str, str, str]:
+    return case.code.value, case.reason.value, case.when, case.recovery
+
+
+def _refused(refusal: Refusal, callers: Iterable[Caller]) -> tuple[str, str, str, str]:
+    who = ", ".join(caller.value for caller in callers)
+    return refusal.code.value, refusal.reason.value, f"refused to: {who}", refusal.recovery
+
+
+def errors_of(spec: ToolSpec) -> list[tuple[str, str, str, str]]:
+    """Who the tool refuses (from its permission cases), then what else it declares it can answer."""
+    refused = [
+        _refused(refusal, [caller for caller, said in spec.permissions.refused.items() if said == refusal])
+        for refusal in spec.permissions.refusals()
+    ]
+    return refused + [_declared(case) for case in spec.errors]
+
+
+def errors_per_tool(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
+    """docs/errors.md's errors per tool: what any tool can answer, then each tool's own."""
+    lines = ["Any tool can also answer:", "", *_error_rows([_declared(case) for case in EVERY_TOOL])]
+    for spec in specs:
+        lines += ["", f"### `{spec.name}`", "", *_error_rows(errors_of(spec))]
+    return "\n".join(lines)
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("tool table", "README.md", tool_table),
+    Section("tool sizes", "README.md", size_table),
+    Section("tool list", "docs/contract.md", tool_list),
+    Section("errors per tool", "docs/errors.md", errors_per_tool),
+    Section("error catalogue", "docs/errors.md", catalogue_markdown, CATALOGUE_BEGIN, CATALOGUE_END),
+)
+
+
+def stale(root: Path, sections: Iterable[Section] = SECTIONS) -> dict[Path, str]:
+    """The pages under `root` whose generated sections differ from the declarations: their new text."""
+    pages: dict[Path, str] = {}
+    for section in sections:
+        path = root / section.path
+        text = pages.get(path) or path.read_text(encoding="utf-8")
+        pages[path] = section.apply(text)
+    return {path: text for path, text in pages.items() if text != path.read_text(encoding="utf-8")}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository (default: here)")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page is stale")
+    options = parser.parse_args(argv)
+    changed = stale(options.root)
+    for path, text in changed.items():
+        if not options.check:
+            path.write_text(text, encoding="utf-8")
+        print(f"{'stale' if options.check else 'rewrote'}: {path.relative_to(options.root)}")
+    return 1 if options.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The errors a tool declares: what can go wrong for a caller who may call it, when, and what to do.
+
+Each `ErrorCase` is a code and the reason that picks its words (the catalogue in
+`vocabulary/messages.py` says them), when it happens and the recovery, as cyanheads'
+obsidian-mcp-server declares each tool's errors. Where one call shows it, the case carries that call
+(`example`: changes to the tool's first example), and tests/test_declarations.py makes it and holds the
+answer to the case. The refusals of callers who may not call the tool are the tool's `Permissions`;
+what any tool can answer (`EVERY_TOOL`) is listed once. docs/errors.md's per-tool list is generated
+from all three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from mnote_mcp.kernel.errors import ErrorCode, Reason
+from mnote_mcp.tools.examples import Arg
+
+
+@dataclass(frozen=True)
+class ErrorCase:
+    code: ErrorCode
+    reason: Reason
+    when: str
+    recovery: str
+    # Changes to the tool's first example that make this error (None: leave that argument out), or
+    # None where one call cannot (a reused key, a store at its size limit, a runtime outage).
+    example: Mapping[str, Arg] | None = None
+
+    def given(self, example: Mapping[str, Arg]) -> ErrorCase:
+        """This case, shown by these changes to the tool's first example."""
+        return replace(self, example=example)
+
+
+_C, _R = ErrorCode, Reason
+
+# -- what any tool can answer (docs only: every tool has them) ----------------------------------------
+EVERY_TOOL: tuple[ErrorCase, ...] = (
+    ErrorCase(
+        _C.INVALID_ARGUMENT,
+        _R.SCHEMA,
+        "the arguments do not match the input schema or the block model",
+        "fix the argument at `details.pointer` (`details.reason` says what is wrong)",
+    ),
+    ErrorCase(
+        _C.PERMISSION_DENIED,
+        _R.ACTOR_MISMATCH,
+        "`actorId` is given and is not the connection's actor",
+        "leave `actorId` out: the actor is the connection's",
+    ),
+    ErrorCase(
+        _C.RUNTIME_UNAVAILABLE,
+        _R.GENERIC,
+        "the runtime cannot be reached, answered badly or too slowly (`details.cause`)",
+        "retry later with the same `idempotencyKey`: a write is never made twice",
+    ),
+    ErrorCase(
+        _C.RUNTIME_UNAVAILABLE,
+        _R.STORE_BUSY,
+        "the embedded store stayed locked by another writer past its busy timeout",
+        "retry with the same `idempotencyKey`",
+    ),
+    ErrorCase(
+        _C.INTERNAL,
+        _R.UNEXPECTED,
+        "a bug; logged on stderr with the trace id, nothing leaked",
+        "report the `traceId`",
+    ),
+)
+
+# -- shared by the tools they apply to --------------------------------------------------------------
+PAGE_NOT_FOUND = ErrorCase(
+    _C.NOT_FOUND,
+    _R.PAGE,
+    "the page does not exist (said to members of the workspace only)",
+    "check `documentId`; mnote.page.search finds pages by title and text",
+    example={"documentId": "doc_that_does_not_exist"},
+)
+BLOCK_NOT_FOUND = ErrorCase(
+    _C.NOT_FOUND,
+    _R.BLOCK,
+    "a block id the call names is not on the page (`details.blockId`, `details.pointer`)",
+    "read the page again (mnote.page.get) for its current block ids",
+)
+STALE_REVISION = ErrorCase(
+    _C.CONFLICT,
+    _R.REVISION,
+    "`baseRevision` is not the page's revision: another write came first",
+    "read the page again, then retry with `baseRevision` = `details.currentRevision`",
+    example={"baseRevision": 0},
+)
+STALE_BLOCKS = ErrorCase(
+    _C.CONFLICT,
+    _R.BLOCKS,
+    "`baseRevision` is stale and a block the edit relies on changed since (`details.conflicts`)",
+    "read those blocks again, then retry with `baseRevision` = `details.currentRevision`",
+)
+STALE_CURSOR = ErrorCase(
+    _C.CONFLICT,
+    _R.CURSOR,
+    "the page changed between two pieces of one read: the cursor is of an older revision",
+    "read again from the start, without `cursor`",
+)
+KEY_REUSED = ErrorCase(
+    _C.IDEMPOTENCY_CONFLICT,
+    _R.GENERIC,
+    "the `idempotencyKey` was used before, by this tool, with other arguments",
+    "a retry repeats the first call exactly; a new change takes a new key",
+)
+KEY_OF_ANOTHER_TOOL = ErrorCase(
+    _C.IDEMPOTENCY_CONFLICT,
+    _R.OTHER_COMMAND,
+    "the `idempotencyKey` was used before by another tool (`details.usedBy`)",
+    "use a new key for this change",
+)
+PAGE_TOO_LARGE = ErrorCase(
+    _C.INVALID_ARGUMENT,
+    _R.PAGE_TOO_LARGE,
+    "the page would grow past `--max-page-blocks` or `--max-page-bytes`; nothing was written",
+    "write less, or split the content over several pages",
+)
+BLOCK_TYPE = ErrorCase(
+    _C.INVALID_ARGUMENT,
+    _R.BLOCK_TYPE,
+    "a block's `type` is not one of the supported types (`details.supportedTypes`)",
+    "use a supported type",
+)
+BAD_CURSOR = ErrorCase(
+    _C.INVALID_ARGUMENT,
+    _R.SCHEMA,
+    "`cursor` is not one this tool returned for the same arguments",
+    "leave `cursor` out to start again",
+    example={"cursor": "not-a-cursor"},
+)
+
+# Every write: a stale revision, a key used before.
+WRITE_ERRORS: tuple[ErrorCase, ...] = (STALE_REVISION, KEY_REUSED, KEY_OF_ANOTHER_TOOL)
