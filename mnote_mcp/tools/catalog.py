@@ -1,6 +1,6 @@
 """Every tool the server can expose, in the order `tools/list` shows them, and the README's table of them.
 
-`python -m mnote_mcp.tools.catalog` prints the table; tests/test_tool_surface.py fails when the
+`python -m mnote_mcp.tools.catalog` prints the table; tests/unit/tools/test_catalog.py fails when the
 README's copy differs, so the README cannot drift from the declarations.
 """
 

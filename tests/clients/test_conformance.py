@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
-from tests.http_helpers import http_server
+from tests.support.helpers import ROOT
+from tests.support.http_helpers import http_server
 
 pytestmark = pytest.mark.e2e
 NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import INSPECTOR, ROOT
-from tests.http_helpers import http_server
+from tests.support.helpers import INSPECTOR, ROOT
+from tests.support.http_helpers import http_server
 
 pytestmark = pytest.mark.inspector
 PACKAGE = "@modelcontextprotocol/inspector"

@@ -29,12 +29,19 @@ from jsonschema import Draft202012Validator
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
-from tests.frameworks.harness import NODE, NODE_MODULES, framework_python, require_ts_sdk, run_in, run_ts
-from tests.frameworks.stub_model import FINAL, conversations, strict_model, tool_results
-from tests.helpers import FIXTURE, ROOT, connect, seeded_store, store_with_pages
-from tests.hermes.fake_model import Transcript, scripted_model
-from tests.hermes.harness import BIG_PAGE, big_page
-from tests.http_helpers import RunningServer, http_server, write_tokens
+from tests.clients.frameworks.harness import (
+    NODE,
+    NODE_MODULES,
+    framework_python,
+    require_ts_sdk,
+    run_in,
+    run_ts,
+)
+from tests.clients.frameworks.stub_model import FINAL, conversations, strict_model, tool_results
+from tests.clients.hermes.fake_model import Transcript, scripted_model
+from tests.clients.hermes.harness import BIG_PAGE, big_page
+from tests.support.helpers import FIXTURE, ROOT, connect, seeded_store, store_with_pages
+from tests.support.http_helpers import RunningServer, http_server, write_tokens
 
 pytestmark = [pytest.mark.frameworks]
 

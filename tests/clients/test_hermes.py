@@ -23,9 +23,8 @@ import pytest
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.registry import ToolSpec
-from tests.helpers import ROOT
-from tests.hermes.fake_model import ToolCall, Transcript, Turn, scripted_model
-from tests.hermes.harness import (
+from tests.clients.hermes.fake_model import ToolCall, Transcript, Turn, scripted_model
+from tests.clients.hermes.harness import (
     ADDRESS_PLACEHOLDER,
     BIG_PAGE,
     BIG_PAGE_BLOCKS,
@@ -47,7 +46,8 @@ from tests.hermes.harness import (
     unwrap,
     write_home,
 )
-from tests.http_helpers import RunningServer, http_server, write_tokens
+from tests.support.helpers import ROOT
+from tests.support.http_helpers import RunningServer, http_server, write_tokens
 
 pytestmark = [pytest.mark.hermes, pytest.mark.e2e]
 
@@ -438,7 +438,7 @@ def test_the_agent_loop_reads_saves_retries_inserts_and_notes(tmp_path: Path, st
 def _blocks(db: Path, document_id: str) -> list[dict[str, Any]]:
     import anyio
 
-    from tests.helpers import call, connect
+    from tests.support.helpers import call, connect
 
     async def read() -> list[dict[str, Any]]:
         async with connect(db, actor="user_1") as client:

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.helpers import envelope_of, page_args, stdio_params, write_args
+from tests.support.helpers import envelope_of, page_args, stdio_params, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TIMEOUT = 60

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 
 from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import MODES, call, make_app, stdio_params
-from tests.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
+from tests.support.helpers import MODES, call, make_app, stdio_params
+from tests.support.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
 
 pytestmark = pytest.mark.anyio
 

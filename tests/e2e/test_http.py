@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import (
+from tests.support.helpers import (
     basic_path,
     call,
     comparable,
@@ -23,7 +23,7 @@ from tests.helpers import (
     seeded_store,
     write_args,
 )
-from tests.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
+from tests.support.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TOKENS: dict[str, dict[str, Any]] = {

@@ -12,8 +12,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.helpers import RAW_INITIALIZE, page_args
-from tests.http_helpers import http_server, write_tokens
+from tests.support.helpers import RAW_INITIALIZE, page_args
+from tests.support.http_helpers import http_server, write_tokens
 
 pytestmark = [pytest.mark.e2e]
 HEADERS = {

@@ -15,8 +15,8 @@ import httpx2
 import pytest
 from mcp import MCPError
 
-from tests.helpers import RAW_INITIALIZE, call, page_args
-from tests.http_helpers import (
+from tests.support.helpers import RAW_INITIALIZE, call, page_args
+from tests.support.http_helpers import (
     address,
     cut_off,
     http_server,

@@ -11,8 +11,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.helpers import RAW_INITIALIZE, SECRETS, call, page_args, write_args
-from tests.http_helpers import http_server, mcp_http, start_failure, write_tokens
+from tests.support.helpers import RAW_INITIALIZE, SECRETS, call, page_args, write_args
+from tests.support.http_helpers import http_server, mcp_http, start_failure, write_tokens
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 INIT = RAW_INITIALIZE
@@ -181,7 +181,7 @@ async def test_minted_tokens_are_stored_hashed_and_work(db: Path, tmp_path: Path
 
     import anyio
 
-    from tests.helpers import ROOT
+    from tests.support.helpers import ROOT
 
     auth = tmp_path / "minted.json"
     minted = await anyio.run_process(

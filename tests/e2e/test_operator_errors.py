@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURE, ROOT
+from tests.support.helpers import FIXTURE, ROOT
 
 STORE_UNAVAILABLE = 3  # README, "Exit status"
 USAGE = 2
@@ -97,7 +97,7 @@ def test_a_file_that_is_not_a_store(tmp_path: Path, command: str) -> None:
     assert corrupt.read_bytes() == before, "nothing was written to it"
 
 
-# `serve --read-only` and `audit` read such a store: tests/test_read_only_store.py
+# `serve --read-only` and `audit` read such a store: tests/e2e/test_read_only_store.py
 @pytest.mark.parametrize("command", ["serve", "seed", "runtime serve"])
 def test_a_store_on_a_read_only_file_system(tmp_path: Path, command: str) -> None:
     db = seeded(tmp_path / "ro")

@@ -33,8 +33,8 @@ from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
 from mnote_mcp.runtime.faults import CRASH_AFTER_COMMIT_ENV, CRASH_EXIT_STATUS
 from mnote_mcp.tracecontext import trace_id_of
-from tests.helpers import ROOT, envelope_of, write_args
-from tests.runtimes import (
+from tests.support.helpers import ROOT, envelope_of, write_args
+from tests.support.runtimes import (
     FaultProxy,
     RuntimeProcess,
     fake_runtime,

@@ -20,8 +20,8 @@ from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local import LocalStore
-from tests.http_helpers import cut_off, raw_connection, read_until_closed, trickle
-from tests.runtimes import RuntimeProcess, note_command, reference_runtime, runtime_cli_command
+from tests.support.http_helpers import cut_off, raw_connection, read_until_closed, trickle
+from tests.support.runtimes import RuntimeProcess, note_command, reference_runtime, runtime_cli_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TOKEN = "runtime-service-token"

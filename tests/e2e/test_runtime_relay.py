@@ -24,8 +24,8 @@ from mnote_mcp.demo import tour
 from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.protocol import decode_key
 from mnote_mcp.tracecontext import trace_id_of, w3c_trace_id
-from tests.helpers import RAW_INITIALIZE, ROOT
-from tests.runtimes import free_port, mnote_command, reference_runtime
+from tests.support.helpers import RAW_INITIALIZE, ROOT
+from tests.support.runtimes import free_port, mnote_command, reference_runtime
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TIMEOUT = 60

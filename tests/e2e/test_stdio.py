@@ -15,7 +15,7 @@ from mcp import Client
 
 from mnote_mcp.demo import tour
 from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import RAW_INITIALIZE, ROOT, envelope_of, inspector, stdio_params, write_args
+from tests.support.helpers import RAW_INITIALIZE, ROOT, envelope_of, inspector, stdio_params, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TIMEOUT = 30

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import RAW_INITIALIZE, ROOT, write_args
+from tests.support.helpers import RAW_INITIALIZE, ROOT, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TIMEOUT = 30

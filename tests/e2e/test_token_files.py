@@ -15,8 +15,8 @@ import pytest
 from mnote_mcp.app import service_token
 from mnote_mcp.secretfiles import SecretFileError
 from mnote_mcp.transports.auth import TokenStore
-from tests.helpers import ROOT
-from tests.runtimes import RuntimeProcess
+from tests.support.helpers import ROOT
+from tests.support.runtimes import RuntimeProcess
 
 pytestmark = pytest.mark.anyio
 RUNS = 8
@@ -120,7 +120,7 @@ def test_the_relay_reads_its_token_file_and_refuses_a_loose_one(tmp_path: Path) 
 def _status(url: str, token: str) -> int:
     import httpx2
 
-    from tests.helpers import RAW_INITIALIZE
+    from tests.support.helpers import RAW_INITIALIZE
 
     headers = {
         "Content-Type": "application/json",
@@ -136,7 +136,7 @@ async def test_the_tokens_file_is_reloaded_and_fails_closed(db: Path, tmp_path: 
     or garbled: every token refused until the file is fixed. No restart."""
     import httpx2
 
-    from tests.http_helpers import http_server, mcp_http, wait_until, write_tokens
+    from tests.support.http_helpers import http_server, mcp_http, wait_until, write_tokens
 
     auth = write_tokens(
         tmp_path / "tokens.json", {"tok-a": {"actorId": "user_editor"}, "tok-b": {"actorId": "user_editor"}}

@@ -4,7 +4,7 @@ and two replicas (two server processes, one database): exactly one write for twe
 calls, a stale write refused, a key racing on two pages answered once, and a subscriber on one
 replica told of a write made on the other (LISTEN/NOTIFY, not its poll).
 
-The kernel contract suite runs on PostgreSQL too (`tests/test_kernel_contract.py`, adapter
+The kernel contract suite runs on PostgreSQL too (`tests/unit/kernel/test_port_contract.py`, adapter
 `postgres`), and so do the permission and idempotency suites (`db` parametrized over both stores).
 """
 
@@ -34,7 +34,7 @@ from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlat
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel, PostgresStore
 from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
-from tests.helpers import (
+from tests.support.helpers import (
     FIXTURE,
     IDS,
     ROOT,
@@ -50,9 +50,9 @@ from tests.helpers import (
     store_with_pages,
     write_args,
 )
-from tests.http_helpers import http_server, mcp_http, write_tokens
-from tests.postgres import PgServer, seeded_database
-from tests.runtimes import reference_runtime, runtime_cli_command
+from tests.support.http_helpers import http_server, mcp_http, write_tokens
+from tests.support.postgres import PgServer, seeded_database
+from tests.support.runtimes import reference_runtime, runtime_cli_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TOKENS: dict[str, dict[str, Any]] = {"tok-editor": {"actorId": "user_editor"}}
@@ -678,7 +678,7 @@ async def test_search_on_postgresql_answers_as_on_sqlite(
 ) -> None:
     """The same pages, in the same order, with the same snippets, for CJK, Japanese, mixed and Latin
     queries, prefixes, titles, a page written just before, and the next page of hits."""
-    from tests.test_search import PAGES
+    from tests.unit.tools.test_search import PAGES
 
     sqlite_db = store_with_pages(tmp_path / "search.db", FIXTURE, *PAGES)
     data = read_fixture(FIXTURE)

@@ -24,8 +24,9 @@ from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import open_kernel, open_store
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "workspace.json"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURE = FIXTURES / "workspace.json"
 SECRETS = ("SECRET-TITLE-7f3a", "SECRET-BODY-91c2", "OTHER-SECRET-TITLE-c0de", "OTHER-SECRET-BODY-beef")
 MODES = ("legacy", "auto")
 _ENVELOPE = Draft202012Validator(OUTPUT_SCHEMA)

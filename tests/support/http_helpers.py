@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 _LISTENING = re.compile(r"listening on (http://\S+) ")
 

@@ -80,7 +80,7 @@ def store_fixture(request: pytest.FixtureRequest, tmp_path: Path, fixture: Path)
     """For a `db` fixture parametrized over `STORES`: a seeded SQLite file or PostgreSQL database."""
     if request.param == "postgres":
         return seeded_database(request.getfixturevalue("pg_server"), fixture)
-    from tests.helpers import seeded_store
+    from tests.support.helpers import seeded_store
 
     return seeded_store(tmp_path / "mnote.db")
 

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from mnote_mcp.kernel.port import Command, CommandName, Correlation
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 START_TIMEOUT = 30.0
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 DOC = ROOT / "docs" / "architecture.md"
 PACKAGE = "mnote_mcp"

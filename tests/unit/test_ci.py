@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.report import table
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 NODE_PACKAGE = ROOT / ".ci" / "node" / "node-package"
 

@@ -11,7 +11,7 @@ from mcp import Client
 from mnote_mcp.cli import main, parse
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.helpers import FIXTURE, dump, envelope_of, page_args, run_cli, stdio_params, write_args
+from tests.support.helpers import FIXTURE, dump, envelope_of, page_args, run_cli, stdio_params, write_args
 
 pytestmark = pytest.mark.anyio
 

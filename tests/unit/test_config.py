@@ -16,7 +16,7 @@ from mcp import Client
 
 from mnote_mcp.cli import COMMANDS, RUNTIME_COMMANDS, parse
 from mnote_mcp.config import Option, ServerConfig, SettingError, from_sources, options
-from tests.helpers import FIXTURE, envelope_of, run_cli, stdio_params, write_args
+from tests.support.helpers import FIXTURE, envelope_of, run_cli, stdio_params, write_args
 
 pytestmark = pytest.mark.anyio
 CONFIGS = [config for config, _ in (*COMMANDS.values(), *RUNTIME_COMMANDS.values())]

@@ -17,7 +17,7 @@ import pytest
 
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture
-from tests.helpers import MODES, ROOT, connect, envelope_of
+from tests.support.helpers import MODES, ROOT, connect, envelope_of
 
 pytestmark = pytest.mark.anyio
 DOC = ROOT / "docs" / "contract.md"

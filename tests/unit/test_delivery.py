@@ -14,7 +14,7 @@ from mcp.types import TextContent
 
 from mnote_mcp.delivery import CALLER_REFUSALS
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from tests.helpers import MODES, connect, page_args, write_args
+from tests.support.helpers import MODES, connect, page_args, write_args
 
 pytestmark = pytest.mark.anyio
 
@@ -110,7 +110,7 @@ class _Failing:
 async def test_real_failures_keep_is_error(
     db: Path, mode: str, failure: BaseException, code: ErrorCode
 ) -> None:
-    from tests.helpers import make_app
+    from tests.support.helpers import make_app
 
     app = make_app(db, refusals="result")
     app.dispatcher.kernel = _Failing(app.dispatcher.kernel, failure)
@@ -125,7 +125,7 @@ async def test_real_failures_keep_is_error(
 async def test_a_timeout_keeps_is_error(db: Path, mode: str) -> None:
     import anyio
 
-    from tests.helpers import make_app
+    from tests.support.helpers import make_app
 
     class _Slow(_Failing):
         async def get_page(self, query: Any) -> dict[str, Any]:

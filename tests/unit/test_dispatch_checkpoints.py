@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.helpers import MODES, call, connect, page_args, seeded_store, write_args
+from tests.support.helpers import MODES, call, connect, page_args, seeded_store, write_args
 
 pytestmark = pytest.mark.anyio
 BAD_BLOCK = [{"type": "video", "text": "x"}]
@@ -126,7 +126,7 @@ class CountingKernel(LocalKernel):
 async def test_a_valid_call_asks_the_kernel_nothing_more(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The order costs a valid call nothing: the kernel checks permissions before it does anything, so
     the extra question is asked only when validation has something to refuse."""
-    monkeypatch.setattr("tests.helpers.LocalKernel", CountingKernel)
+    monkeypatch.setattr("tests.support.helpers.LocalKernel", CountingKernel)
     CountingKernel.questions = 0
     async with connect(db, actor="user_editor") as client:
         await call(client, "mnote.page.get", **page_args())

@@ -26,8 +26,8 @@ from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.logs import configure_logging
 from mnote_mcp.runtime.http_app import create_app
-from tests.helpers import call, connect, dump, page_args, write_args
-from tests.runtimes import serve_app
+from tests.support.helpers import call, connect, dump, page_args, write_args
+from tests.support.runtimes import serve_app
 
 pytestmark = pytest.mark.anyio
 INVALID = "mnote_tool_invalid_argument"

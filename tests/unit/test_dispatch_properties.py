@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.contract_schemas import SURFACE
-from tests.helpers import connect, dump, envelope_of, seeded_store
+from tests.support.contract_schemas import SURFACE
+from tests.support.helpers import connect, dump, envelope_of, seeded_store
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mnote_mcp.vocabulary.messages import HINTS, MESSAGES
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 
 def test_readme_opens_with_the_two_setup_commands() -> None:

@@ -12,7 +12,7 @@ from mnote_mcp.mapping import correlate
 from mnote_mcp.tracecontext import trace_id_of
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, Scope
-from tests.helpers import MODES, call, connect, write_args
+from tests.support.helpers import MODES, call, connect, write_args
 
 pytestmark = pytest.mark.anyio
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -23,7 +23,7 @@ from opentelemetry import trace
 import mnote_mcp.server as mnote_server
 from mnote_mcp.delivery import RESULT_FORMS, Delivery
 from mnote_mcp.server import SpansWhenTraced, serialize_result
-from tests.helpers import MODES, call, connect, make_app, page_args, write_args
+from tests.support.helpers import MODES, call, connect, make_app, page_args, write_args
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 ENVS = ROOT / ".ci" / "frameworks"
 HERE = Path(__file__).resolve().parent
@@ -53,7 +53,7 @@ def _require(present: bool, why: str) -> None:
 
 
 def run_in(name: str, script: str, *args: str, stdin: Any = None, timeout: float = 180) -> Any:
-    """Run `tests/frameworks/<script>` with the framework's interpreter; its stdout is one JSON value."""
+    """Run `tests/clients/frameworks/<script>` with the framework's interpreter; its stdout is one JSON value."""
     completed = subprocess.run(
         [str(framework_python(name)), str(HERE / script), *args],
         input=json.dumps(stdin) if stdin is not None else None,
@@ -68,7 +68,7 @@ def run_in(name: str, script: str, *args: str, stdin: Any = None, timeout: float
 
 
 def run_ts(script: str, *, stdin: Any, timeout: float = 180) -> Any:
-    """Run `tests/frameworks/<script>` under Node 22 with the TypeScript SDK; stdout is one JSON value."""
+    """Run `tests/clients/frameworks/<script>` under Node 22 with the TypeScript SDK; stdout is one JSON value."""
     require_ts_sdk()
     completed = subprocess.run(
         [str(NODE), str(HERE / script), str(TS_SDK)],

@@ -1,11 +1,11 @@
-"""The model of the framework runs: a scripted OpenAI-compatible endpoint (tests/hermes/fake_model.py)
+"""The model of the framework runs: a scripted OpenAI-compatible endpoint (tests/clients/hermes/fake_model.py)
 that plays a strict model.
 
 Every framework run is one conversation, named by its first user message (`run <label>`). Its script
 reads the conversation so far, as the framework sent it, and takes the next step: read the page, dry
 run an append with the revision it read, make a refusal (a stale `baseRevision`), append for real,
 retry the same call (a replay), then answer. Tools are found by name in what the framework offered,
-and each call's arguments are filled the way a strict model must fill them (`tests/strict_fill.py`,
+and each call's arguments are filled the way a strict model must fill them (`tests/support/strict_fill.py`,
 nulls) when the framework marked the tool strict. What the framework sent (tool definitions, tool
 messages) stays in the transcript for the test to check.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.hermes.fake_model import ToolCall, Transcript, Turn, _text
-from tests.strict_fill import fill
+from tests.clients.hermes.fake_model import ToolCall, Transcript, Turn, _text
+from tests.support.strict_fill import fill
 
 STEPS = ("read", "dry_run", "refusal", "write", "replay")
 FINAL = "finished"

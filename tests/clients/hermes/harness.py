@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import pytest
 
-from tests.helpers import ROOT, store_with_pages
+from tests.support.helpers import ROOT, store_with_pages
 
 HERMES_ENV = ROOT / ".ci" / "hermes"
 HERMES_PYTHON = HERMES_ENV / "bin" / "python"

@@ -15,7 +15,7 @@ import pytest
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
 from mnote_mcp.kernel.port import Correlation, PageQuery
-from tests.helpers import call, connect, dump, page_args, write_args
+from tests.support.helpers import call, connect, dump, page_args, write_args
 
 pytestmark = pytest.mark.anyio
 
@@ -111,7 +111,7 @@ async def test_reading_a_page_at_the_limit_costs_a_small_multiple_of_the_page(tm
     count = DEFAULT_MAX_PAGE_BLOCKS
     size = DEFAULT_MAX_PAGE_BYTES // count - 40
     db = tmp_path / "big.db"
-    from tests.helpers import seeded_store
+    from tests.support.helpers import seeded_store
 
     seeded_store(db)
     async with connect(db) as client:

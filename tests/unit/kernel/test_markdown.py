@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH, assign_ids, normalize_blocks, walk
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.markdown import parse_markdown, render_markdown
-from tests.helpers import MODES, call, connect, page_args, write_args
+from tests.support.helpers import MODES, call, connect, page_args, write_args
 
 # Text that is nasty for Markdown: markers, fences, our own id comment, entities, escapes, blank lines.
 TRICKY = [

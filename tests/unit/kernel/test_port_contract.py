@@ -43,8 +43,8 @@ from mnote_mcp.kernel.port import (
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.stores import StoreLocation, open_store
-from tests.helpers import FIXTURE
-from tests.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
+from tests.support.helpers import FIXTURE
+from tests.support.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
 
 pytestmark = pytest.mark.anyio
 ADAPTERS = ("local", "postgres", "http", "cli")

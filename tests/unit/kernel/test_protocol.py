@@ -32,8 +32,8 @@ from mnote_mcp.kernel.protocol import OPERATIONS, STATUS_OF, decode_key, encode_
 from mnote_mcp.tracecontext import trace_id_of, traceparent, w3c_trace_id
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
-from tests.helpers import FIXTURE, ROOT, page_args
-from tests.runtimes import RuntimeProcess, mnote_command, note_command, reference_runtime
+from tests.support.helpers import FIXTURE, ROOT, page_args
+from tests.support.runtimes import RuntimeProcess, mnote_command, note_command, reference_runtime
 
 pytestmark = pytest.mark.anyio
 HEX_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -19,7 +19,7 @@ from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.resources import page_uri
 from mnote_mcp.resources import pages as resource_pages
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.helpers import MODES, SECRETS, call, connect, page_args, stdio_params, write_args
+from tests.support.helpers import MODES, SECRETS, call, connect, page_args, stdio_params, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 DOC_1 = page_uri(PageKey("ws_1", "doc_1"))

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import MODES, call, connect, dump, page_args, write_args
+from tests.support.helpers import MODES, call, connect, dump, page_args, write_args
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import MODES, call, connect, page_args, seeded_store, write_args
-from tests.test_block_tools import TREE
+from tests.support.helpers import MODES, call, connect, page_args, seeded_store, write_args
+from tests.unit.tools.test_block import TREE
 
 MAX_DEPTH = 8
 PROPS = {"heading": {"level"}, "todo": {"checked"}, "code": {"language"}, "callout": {"icon"}}

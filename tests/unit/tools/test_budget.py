@@ -15,8 +15,17 @@ from hypothesis import strategies as st
 
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
 from mnote_mcp.vocabulary.identity import Identity
-from tests.helpers import FIXTURE, MODES, call, connect, make_app, page_args, store_with_pages, write_args
-from tests.hermes.harness import BIG_PAGE, big_page, compact
+from tests.clients.hermes.harness import BIG_PAGE, big_page, compact
+from tests.support.helpers import (
+    FIXTURE,
+    MODES,
+    call,
+    connect,
+    make_app,
+    page_args,
+    store_with_pages,
+    write_args,
+)
 
 pytestmark = pytest.mark.anyio
 

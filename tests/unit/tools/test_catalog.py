@@ -2,7 +2,7 @@
 
 Snapshots live in tests/snapshots/<tool>.json; regenerate with MNOTE_UPDATE_SNAPSHOTS=1 after a
 deliberate change, and review the diff. A missing snapshot fails. The block tools are held to their
-own declared schemas (tests/contract_schemas.py) exactly as the contract tools are to the contract.
+own declared schemas (tests/support/contract_schemas.py) exactly as the contract tools are to the contract.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from mnote_mcp.vocabulary.envelope import DEFAULT_MAX_ID_CHARS, ID_FIELDS
-from tests.contract_schemas import BLOCK_TOOLS, CORRELATION, SURFACE
-from tests.helpers import MODES, connect
+from tests.support.contract_schemas import BLOCK_TOOLS, CORRELATION, SURFACE
+from tests.support.helpers import MODES, ROOT, connect
 
 pytestmark = pytest.mark.anyio
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = ROOT / "tests" / "snapshots"
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 CONTRACT_KEYWORDS = (
     "anyOf",
@@ -173,14 +173,14 @@ async def test_tools_list_stays_small(db: Path, mode: str) -> None:
 def test_the_readme_tool_table_is_generated_from_the_declarations() -> None:
     from mnote_mcp.tools.catalog import TABLE_BEGIN, TABLE_END, markdown_table
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     start, end = readme.index(TABLE_BEGIN), readme.index(TABLE_END) + len(TABLE_END)
     assert readme[start:end] == markdown_table(), "run: python -m mnote_mcp.tools.catalog, paste into README"
 
 
 def test_the_write_schema_skeleton_is_written_once() -> None:
     """Every write tool's schema comes from tools/schemas.write_schema; no copy of its skeleton remains."""
-    tools = Path(__file__).parent.parent / "mnote_mcp" / "tools"
+    tools = ROOT / "mnote_mcp" / "tools"
     copies = {
         path.name: text.count('"dryRun": {"type": "boolean"}')
         + text.count('"documentId": {"type": "string"}')

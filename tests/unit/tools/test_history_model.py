@@ -26,9 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import MODES, call, connect, page_args, seeded_store, write_args
-from tests.test_block_model import MAX_DEPTH, NESTING, Model, operation, predict
-from tests.test_block_tools import TREE
+from tests.support.helpers import MODES, call, connect, page_args, seeded_store, write_args
+from tests.unit.tools.test_block import TREE
+from tests.unit.tools.test_block_model import MAX_DEPTH, NESTING, Model, operation, predict
 
 RUNS = ("run_a", "run_b", "run_c")
 FIXTURE_BLOCKS: list[dict[str, Any]] = [

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from mnote_mcp.kernel.markdown import parse_markdown
-from tests.helpers import MODES, call, connect, page_args, write_args
-from tests.test_block_tools import TREE, ids, seed_tree
+from tests.support.helpers import MODES, call, connect, page_args, write_args
+from tests.unit.tools.test_block import TREE, ids, seed_tree
 
 pytestmark = pytest.mark.anyio
 BIG = 10_000
@@ -51,7 +51,7 @@ async def read_in_pieces(client: Client, max_blocks: int, **extra: Any) -> list[
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_10000_block_page_reads_in_pieces_with_nothing_lost_or_repeated(db: Path, mode: str) -> None:
     body = big_body()
-    # The whole page in one answer needs a budget larger than the default (test_result_budget.py
+    # The whole page in one answer needs a budget larger than the default (test_budget.py
     # covers the default: a long page read comes in pieces by itself).
     async with connect(db, mode, max_result_chars=10**9) as client:
         saved = await call(client, "mnote.page.save", **write_args("big", content=body))

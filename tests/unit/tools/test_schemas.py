@@ -5,8 +5,8 @@ tools a strict model can call, and names a model can call back.
   `properties` is closed to `{}` by Hermes and refused by the OpenAI Agents SDK), every array typed,
   no `$ref`; the strict form (`--schema-form strict`) is strict already: every object closed with every
   property required, optional ones nullable, no `default` or length limits, within OpenAI's nesting
-  and size limits. (The frameworks' own converters run on them in tests/test_frameworks.py.)
-- Every tool called the way a strict model must call it (tests/strict_fill.py: every optional field
+  and size limits. (The frameworks' own converters run on them in tests/clients/test_frameworks.py.)
+- Every tool called the way a strict model must call it (tests/support/strict_fill.py: every optional field
   null, or "" / [] where the model leaves it out) does exactly what the plain call does, in the strict
   form and in the contract form: `page.get`, `block.move` with an anchor and a forced `position`, and
   `page.revert` of an earlier write included.
@@ -26,8 +26,8 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from tests.helpers import call, connect, page_args, write_args
-from tests.strict_fill import PLACEHOLDERS, Placeholder, fill
+from tests.support.helpers import call, connect, page_args, write_args
+from tests.support.strict_fill import PLACEHOLDERS, Placeholder, fill
 
 pytestmark = pytest.mark.anyio
 

@@ -21,8 +21,8 @@ from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
 from mnote_mcp.kernel.search import fold, index_tokens, parse_query, query_tag, snippet
 from mnote_mcp.stores import open_store
-from tests.helpers import FIXTURE, IDS, MODES, SECRETS, call, connect, store_with_pages, write_args
-from tests.test_migration import v1_store
+from tests.support.helpers import FIXTURE, IDS, MODES, SECRETS, call, connect, store_with_pages, write_args
+from tests.unit.kernel.local.test_migrate import v1_store
 
 pytestmark = pytest.mark.anyio
 SEARCH = "mnote.page.search"

@@ -14,8 +14,8 @@ from mnote_mcp.cli import main, parse
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.selection import ToolSelection
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.helpers import MODES, call, connect, page_args, write_args
-from tests.http_helpers import http_server, mcp_http, write_tokens
+from tests.support.helpers import MODES, call, connect, page_args, write_args
+from tests.support.http_helpers import http_server, mcp_http, write_tokens
 
 pytestmark = pytest.mark.anyio
 PAGE = {

@@ -21,8 +21,8 @@ from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.transports.auth import AuthSetup
 from mnote_mcp.transports.http import build_http_app
 from mnote_mcp.transports.server import make_server
-from tests.helpers import call, connect, dump, write_args
-from tests.http_helpers import mcp_http
+from tests.support.helpers import call, connect, dump, write_args
+from tests.support.http_helpers import mcp_http
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 """The project's stdio transport (`mnote_mcp.transports.stdio`): its framing function under arbitrary
 input, the stdio it claims, the pipes it cannot watch (regular files), and the SDK fallback flag.
-The exact answers to malformed lines over a real pipe are in `tests/test_stdio_framing.py`."""
+The exact answers to malformed lines over a real pipe are in `tests/e2e/test_stdio_framing.py`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from mnote_mcp.transports.stdio import INVALID_REQUEST, PARSE_ERROR, encode, frame
-from tests.helpers import RAW_INITIALIZE, ROOT
+from tests.support.helpers import RAW_INITIALIZE, ROOT
 
 TIMEOUT = 30
 JSON = st.recursive(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import MODES, call, connect, page_args, write_args
+from tests.support.helpers import MODES, call, connect, page_args, write_args
 
 pytestmark = pytest.mark.anyio
 

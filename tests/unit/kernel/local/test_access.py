@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import FIXTURE, MODES, SECRETS, call, connect, dump, page_args, write_args
-from tests.postgres import STORES, store_fixture
+from tests.support.helpers import FIXTURE, MODES, SECRETS, call, connect, dump, page_args, write_args
+from tests.support.postgres import STORES, store_fixture
 
 pytestmark = pytest.mark.anyio
 

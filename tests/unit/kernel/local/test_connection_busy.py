@@ -12,7 +12,7 @@ from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from tests.helpers import call, write_args
+from tests.support.helpers import call, write_args
 
 pytestmark = pytest.mark.anyio
 

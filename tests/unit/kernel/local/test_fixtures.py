@@ -13,7 +13,7 @@ import pytest
 
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
-from tests.helpers import ROOT, run_cli
+from tests.support.helpers import ROOT, run_cli
 
 DEMO = ROOT / "examples" / "workspace.json"
 CORRELATION = Correlation("sess", "run", "call", "trace")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from mnote_mcp.stores import open_store
-from tests.helpers import FIXTURE, MODES, call, connect, dump, write_args
-from tests.postgres import STORES, store_fixture
+from tests.support.helpers import FIXTURE, MODES, call, connect, dump, write_args
+from tests.support.postgres import STORES, store_fixture
 
 pytestmark = pytest.mark.anyio
 

@@ -23,10 +23,10 @@ from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.local import LocalStore, migrate
 from mnote_mcp.kernel.local.rows import read_tree
 from mnote_mcp.kernel.local.schema import SCHEMA_VERSION
-from tests.helpers import ROOT, call, connect, page_args, write_args
+from tests.support.helpers import FIXTURES, ROOT, call, connect, page_args, write_args
 
 pytestmark = pytest.mark.anyio
-V1_DUMP = Path(__file__).resolve().parent / "fixtures" / "store_v1.sql"
+V1_DUMP = FIXTURES / "store_v1.sql"
 TABLES = ("workspaces", "members", "page_access", "option_registry", "artifacts", "edges")
 
 

@@ -21,8 +21,8 @@ from mnote_mcp.kernel.local import LocalStore, rows
 from mnote_mcp.kernel.local.pagecache import PageCache
 from mnote_mcp.kernel.port import Command, Correlation, PageQuery
 from mnote_mcp.stores import open_store
-from tests.helpers import FIXTURE, SECRETS, call, connect, page_args, seeded_store, write_args
-from tests.postgres import STORES, store_fixture
+from tests.support.helpers import FIXTURE, SECRETS, call, connect, page_args, seeded_store, write_args
+from tests.support.postgres import STORES, store_fixture
 
 pytestmark = pytest.mark.anyio
 IDS = Correlation("sess_t", "run_t", "call_t", "trace_t")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mnote_mcp.kernel.local import LocalStore
-from tests.helpers import IDS, MODES, call, connect, dump, page_args, write_args
+from tests.support.helpers import IDS, MODES, call, connect, dump, page_args, write_args
 
 pytestmark = pytest.mark.anyio
 PARA = [{"type": "paragraph", "text": "new"}]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT, call, connect, write_args
+from tests.support.helpers import ROOT, call, connect, write_args
 
 pytestmark = pytest.mark.anyio
 LOCAL = ROOT / "mnote_mcp" / "kernel" / "local"
