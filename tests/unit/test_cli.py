@@ -52,6 +52,7 @@ def test_unknown_scope_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     assert "unknown scope 'page.admin'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_seed_is_idempotent(tmp_path: Path) -> None:
     db = tmp_path / "seeded.db"
     first = run_cli("seed", "--db", str(db), str(FIXTURE))
@@ -72,6 +73,7 @@ def test_seed_is_idempotent(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_seed_refuses_a_bad_fixture(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"workspaces": [{"id": "w", "members": [{"actorId": "a", "role": "god"}]}]}))
@@ -88,6 +90,7 @@ def test_seed_refuses_a_bad_fixture(tmp_path: Path) -> None:
     assert result.returncode == 2 and "/workspaces/0/pages/0/blocks/0/type" in result.stderr
 
 
+@pytest.mark.slow
 async def test_serve_seed_and_audit_lookup(tmp_path: Path) -> None:
     db = tmp_path / "served.db"
     params = stdio_params(db, "--seed", str(FIXTURE), "--actor", "user_editor")
@@ -107,6 +110,7 @@ async def test_serve_seed_and_audit_lookup(tmp_path: Path) -> None:
     assert missing.returncode == 1 and missing.stdout == ""
 
 
+@pytest.mark.slow
 async def test_environment_twin_sets_the_actor(tmp_path: Path) -> None:
     db = tmp_path / "env.db"
     params = stdio_params(db, "--seed", str(FIXTURE), env={"MNOTE_ACTOR": "user_viewer"})
@@ -115,6 +119,7 @@ async def test_environment_twin_sets_the_actor(tmp_path: Path) -> None:
     assert envelope["error"]["message"] == "no page write permission"
 
 
+@pytest.mark.slow
 def test_demo_runs_every_tool() -> None:
     result = run_cli("demo")
     assert result.returncode == 0, result.stderr
@@ -140,6 +145,7 @@ def test_version() -> None:
     assert result.returncode == 0 and result.stdout.startswith("mnote-mcp 0.1.0")
 
 
+@pytest.mark.slow
 def test_audit_says_on_stderr_when_nothing_matches(tmp_path: Path) -> None:
     """Issue 11 item 5: exit 1 with a word on stderr, not silently."""
     db = tmp_path / "audited.db"
@@ -151,6 +157,7 @@ def test_audit_says_on_stderr_when_nothing_matches(tmp_path: Path) -> None:
     assert by_trace.returncode == 1 and "no audit record with traceId no_such_trace" in by_trace.stderr
 
 
+@pytest.mark.slow
 def test_demo_and_serve_share_one_default_locale() -> None:
     """Issue 11 item 10: one default, the contract's language (docs/decisions.md)."""
     assert parse(["demo"], {})[1].locale == parse(["serve"], {})[1].locale == "zh-CN"
@@ -159,6 +166,7 @@ def test_demo_and_serve_share_one_default_locale() -> None:
     assert "页面版本冲突" in result.stdout, "the demo speaks the default locale"
 
 
+@pytest.mark.slow
 def test_the_demo_shows_what_it_sends() -> None:
     """Issue 11 item 14: every call's arguments, before its envelope, so a reader learns the calls."""
     result = run_cli("demo", "--locale", "en")

@@ -89,6 +89,7 @@ def test_a_yes_variable_makes_the_server_read_only() -> None:
         assert not parse(["serve"], {"MNOTE_READ_ONLY": value})[1].read_only
 
 
+@pytest.mark.slow
 async def test_a_server_started_with_zh_cn_speaks_chinese(tmp_path: Any) -> None:
     """Today's main: every failure of such a server was `{"code": 0, "message": "'zh_CN'"}`."""
     params = stdio_params(

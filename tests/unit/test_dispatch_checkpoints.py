@@ -142,6 +142,7 @@ VALUES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("actor", ["user_viewer", "user_stranger"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(

@@ -91,6 +91,7 @@ def arguments_for(tool: str) -> st.SearchStrategy[dict[str, Any]]:
     return st.builds(lambda a, b: {**b, **a}, known, extra)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", sorted(SURFACE))
 def test_arbitrary_arguments_always_get_an_envelope(tmp_path: Path, tool: str) -> None:
     db = seeded_store(tmp_path / "mnote.db")

@@ -126,6 +126,7 @@ _JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(result=_JSON, ok=st.booleans(), extra=st.dictionaries(st.text(max_size=6), _JSON, max_size=3))
 def test_any_json_envelope_comes_out_as_the_sdk_makes_it(
@@ -161,6 +162,7 @@ def _quoted_as_before(text: str) -> bool:
     return not text or any(char.isspace() or char in '"=' for char in text)
 
 
+@pytest.mark.slow
 def test_every_whitespace_character_still_quotes_a_log_value() -> None:
     from mnote_mcp.logs import _value
 

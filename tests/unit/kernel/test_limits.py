@@ -24,6 +24,7 @@ def _blocks(count: int, text_bytes: int, prefix: str = "b") -> list[dict[str, An
     return [{"id": f"{prefix}{n}", "type": "paragraph", "text": "x" * text_bytes} for n in range(count)]
 
 
+@pytest.mark.slow
 async def test_appends_cannot_grow_a_page_past_the_default_byte_limit(db: Path) -> None:
     """The attack: a page built by repeated large appends (each one within every per-request limit)."""
     chunk = 2_000_000
@@ -78,6 +79,7 @@ async def test_an_update_cannot_grow_the_page_past_the_byte_limit(db: Path) -> N
     assert dump(db) == before
 
 
+@pytest.mark.slow
 async def test_a_ping_is_answered_while_a_page_at_the_limit_is_saved(db: Path) -> None:
     count = DEFAULT_MAX_PAGE_BLOCKS
     size = DEFAULT_MAX_PAGE_BYTES // count - 40  # ids, types and text: just under the byte limit
@@ -107,6 +109,7 @@ async def test_a_ping_is_answered_while_a_page_at_the_limit_is_saved(db: Path) -
     assert max(gaps) < max(0.25 * duration, 0.2), (max(gaps), duration)
 
 
+@pytest.mark.slow
 async def test_reading_a_page_at_the_limit_costs_a_small_multiple_of_the_page(tmp_path: Path) -> None:
     count = DEFAULT_MAX_PAGE_BLOCKS
     size = DEFAULT_MAX_PAGE_BYTES // count - 40

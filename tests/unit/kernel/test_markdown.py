@@ -107,6 +107,7 @@ def canonical(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return assign_ids(normalize_blocks(raw), "markdown-test", set())
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(st.lists(block(1), max_size=6))
 def test_render_then_parse_gives_the_same_blocks(raw: list[dict[str, Any]]) -> None:

@@ -47,7 +47,8 @@ from tests.support.helpers import FIXTURE
 from tests.support.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
 
 pytestmark = pytest.mark.anyio
-ADAPTERS = ("local", "postgres", "http", "cli")
+# the cli adapter starts a process per call: its run of the suite is slow (tests/conftest.py, docs/testing.md)
+ADAPTERS = ("local", "postgres", "http", pytest.param("cli", marks=pytest.mark.slow))
 PARA = [{"type": "paragraph", "text": "new"}]
 _TAGS = itertools.count()
 _NONCE = re.compile(r"^((?:page|artifact)_[a-z_]+_.+)_[0-9a-f]{8}$")

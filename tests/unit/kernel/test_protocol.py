@@ -91,6 +91,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeProcess
         yield process
 
 
+@pytest.mark.slow
 async def test_the_runtime_receives_the_envelope_trace_and_key(runtime: RuntimeProcess) -> None:
     kernel = HttpKernel(runtime.url, token="s3cret-token")
     cases = [(HEX_TRACE, "k_hex"), ("trace_plain", "k_plain"), ("trace_key", "幂等 键")]
@@ -202,6 +203,7 @@ def test_refusals_carry_their_status_and_body(runtime: RuntimeProcess) -> None:
     }
 
 
+@pytest.mark.slow
 def test_the_runtime_will_not_listen_beyond_loopback_without_a_token(tmp_path: Path) -> None:
     result = subprocess.run(
         mnote_command("runtime", "serve", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0"),
@@ -320,6 +322,7 @@ def test_the_cli_adapter_reads_at_most_max_body_bytes_from_stdin(tmp_path: Path,
     assert answered.returncode == 0 and json.loads(answered.stdout) == {"ok": True, "value": []}
 
 
+@pytest.mark.slow
 def test_the_cli_adapter_reads_at_most_32_mib_by_default(tmp_path: Path) -> None:
     """The default is `runtime serve`'s body limit (32 MiB: a whole page of content, JSON-escaped)."""
     db = tmp_path / "new.db"

@@ -199,6 +199,7 @@ async def _writer_process(db: Path, write: Callable[[Client], Any]) -> None:
         await write(client)
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_write_from_another_process_reaches_the_subscriber(db: Path, mode: str) -> None:

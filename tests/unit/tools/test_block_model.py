@@ -303,6 +303,7 @@ async def run(db: Path, mode: str, data: st.DataObject) -> None:
             assert page["result"]["revision"] == revision
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_tools_agree_with_a_plain_model_of_the_block_tree(tmp_path: Path, mode: str) -> None:
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -186,6 +186,7 @@ def pages(draw: st.DrawFn) -> list[dict[str, Any]]:
     return blocks
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(blocks=pages(), budget=st.integers(4_000, 12_000), markdown=st.booleans())
 def test_pieces_cover_the_page_once_within_the_budget(

@@ -206,6 +206,7 @@ async def run(db: Path, mode: str, data: st.DataObject) -> None:
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_history_and_revert_agree_with_the_model(tmp_path: Path, mode: str) -> None:
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -48,6 +48,7 @@ async def read_in_pieces(client: Client, max_blocks: int, **extra: Any) -> list[
             return pieces
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_10000_block_page_reads_in_pieces_with_nothing_lost_or_repeated(db: Path, mode: str) -> None:
     body = big_body()

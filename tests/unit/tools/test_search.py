@@ -461,6 +461,7 @@ async def test_paging_keeps_the_first_pages_order_across_writes_that_reorder_hit
             assert after != whole, "the writes did reorder a new search"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("mode", MODES)
 async def test_pages_written_meanwhile_never_bring_in_a_forbidden_page(
@@ -538,6 +539,7 @@ KEY_PARTS = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     after=st.lists(KEY_PARTS, min_size=3, max_size=3),
@@ -673,6 +675,7 @@ CJK_ALPHABET = "项目计划风险预算会议ミーティングかな한국"
 TEXTS = st.text(alphabet=CJK_ALPHABET + "ab ,。", min_size=0, max_size=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     texts=st.lists(TEXTS, min_size=1, max_size=6),

@@ -148,6 +148,7 @@ async def test_a_tool_outside_the_scope_is_still_refused_with_an_envelope(db: Pa
     assert envelope["error"]["details"] == {"scope": "page.write"}
 
 
+@pytest.mark.slow
 async def test_over_http_each_token_lists_the_tools_of_its_own_scopes(db: Path, tmp_path: Path) -> None:
     tokens = write_tokens(
         tmp_path / "tokens.json",

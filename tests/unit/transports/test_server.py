@@ -62,6 +62,7 @@ def _slow_app(db: Path, delay: float, **config: Any) -> App:
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 
 
+@pytest.mark.slow
 async def test_shutdown_lets_calls_in_flight_answer(db: Path) -> None:
     port = _free_port()
     app = _slow_app(db, delay=1.5, port=port)
@@ -94,6 +95,7 @@ async def test_shutdown_lets_calls_in_flight_answer(db: Path) -> None:
     await app.kernel.aclose()
 
 
+@pytest.mark.slow
 async def test_a_call_past_its_timeout_is_retryable_and_its_retry_writes_once(db: Path) -> None:
     app = _slow_app(db, delay=0.5, call_timeout=0.2)
     from mcp import Client

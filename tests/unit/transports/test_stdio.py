@@ -75,6 +75,7 @@ def test_arbitrary_bytes_are_a_message_or_an_answer_never_an_exception(line: byt
     check(line)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JSON | MESSAGE_LIKE | st.lists(MESSAGE_LIKE, max_size=3))
 def test_arbitrary_json_is_a_valid_message_or_its_json_rpc_error(value: Any) -> None:
@@ -90,6 +91,7 @@ def test_arbitrary_json_is_a_valid_message_or_its_json_rpc_error(value: Any) -> 
             assert answer["id"] == value["id"]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(
     st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8),
@@ -134,6 +136,7 @@ print("restored")
 """
 
 
+@pytest.mark.slow
 def test_stdout_is_the_wire_alone_while_serving() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", CLAIM], input=b"input", capture_output=True, timeout=TIMEOUT, cwd=ROOT
@@ -165,6 +168,7 @@ def serve_files(tmp_path: Path, data: bytes, *args: str) -> list[Any]:
     return [json.loads(line) for line in (tmp_path / "out").read_bytes().splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_stdin_and_stdout_as_regular_files(tmp_path: Path) -> None:
     answers = serve_files(tmp_path, requests(b"{oops", b'{"jsonrpc":"2.0","id":null,"method":"ping"}'))
@@ -174,12 +178,14 @@ def test_stdin_and_stdout_as_regular_files(tmp_path: Path) -> None:
     assert next(a for a in answers if a["id"] == 2)["result"]["tools"]
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_the_sdk_transport_remains_as_a_fallback(tmp_path: Path) -> None:
     answers = serve_files(tmp_path, requests(), "--stdio-transport", "sdk")
     assert [a["id"] for a in answers] == [1, 2] and answers[-1]["result"]["tools"]
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.parametrize("flags", [(), ("--no-uvloop",), ("--transport", "http", "--port", "0")])
 def test_uvloop_when_installed_unless_turned_off(tmp_path: Path, flags: tuple[str, ...]) -> None:

@@ -9,6 +9,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.local.connection import CHECKPOINT_ROWS
 from mnote_mcp.kernel.port import Command, Correlation
@@ -73,6 +75,7 @@ def test_writes_on_the_loop_wake_the_checkpointer_and_the_log_starts_over(db: Pa
     assert checkpointer.runs >= 1
 
 
+@pytest.mark.slow
 def test_the_log_stays_bounded_under_sustained_writes_and_nothing_is_lost(db: Path) -> None:
     store = LocalStore(db)
     total = CHECKPOINT_ROWS * 2

@@ -57,6 +57,7 @@ def _doc_2(db: Path) -> dict[str, object]:
     return anyio.run(read)
 
 
+@pytest.mark.slow
 def test_seed_command_keeps_pages_edited_since_and_says_so(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     first = run_cli("seed", "--db", str(db), str(DEMO))
@@ -93,6 +94,7 @@ def test_serve_seed_creates_what_is_missing_and_never_replaces(
     assert "kept" in said and "ws_1/doc_2" in said
 
 
+@pytest.mark.slow
 def test_replace_is_explicit_names_its_pages_and_is_a_new_revision(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     assert run_cli("seed", "--db", str(db), str(DEMO)).returncode == 0

@@ -345,6 +345,7 @@ def _command_id_before(name: str, trace_id: str) -> str:
     return f"{snake}_{trace}_"
 
 
+@pytest.mark.slow
 @given(st.sampled_from(sorted(COMMANDS)), st.text(max_size=100))
 @settings(max_examples=500, deadline=None)
 def test_command_ids_are_spelt_as_before(name: str, trace: str) -> None:
@@ -352,6 +353,7 @@ def test_command_ids_are_spelt_as_before(name: str, trace: str) -> None:
     assert made[:-8] == _command_id_before(name, trace) and len(made) - len(made[:-8]) == 8
 
 
+@pytest.mark.slow
 def test_command_ids_keep_every_alphanumeric_character_and_replace_the_rest() -> None:
     for code in range(0x30000):
         ch = chr(code)

@@ -169,6 +169,7 @@ def test_a_failed_upgrade_leaves_the_old_store_untouched(
     assert rows_of(db, "PRAGMA user_version") == [(1,)]
 
 
+@pytest.mark.slow
 def test_two_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path: Path) -> None:
     v1_blocks = sum(
         1

@@ -230,6 +230,7 @@ _TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 _BLOCK = st.fixed_dictionaries({"type": st.just("paragraph"), "text": _TEXT})
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     bodies=st.lists(st.lists(_BLOCK, min_size=1, max_size=6), min_size=1, max_size=4),
