@@ -39,8 +39,8 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 
-from tests.helpers import RAW_INITIALIZE, seeded_store
-from tests.http_helpers import http_server, write_tokens
+from tests.support.helpers import RAW_INITIALIZE, seeded_store
+from tests.support.http_helpers import http_server, write_tokens
 
 TOKENS: dict[str, dict[str, Any]] = {
     "tok-a": {"actorId": "user_editor"},
@@ -307,7 +307,7 @@ async def large_bodies(url: str, pid: int, count: int = 8, size: int = 64 * 1024
 
 async def runtime_attacks() -> dict[str, Any]:
     """The reference runtime's own server under the same attacks (default limits, a service token)."""
-    from tests.runtimes import reference_runtime
+    from tests.support.runtimes import reference_runtime
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:
