@@ -33,6 +33,7 @@ from mnote_mcp.kernel.local.pool import (
     ConnectionPool,
     cannot_open,
     cannot_open_file,
+    interrupt,
     store_busy,
     store_closing,
 )
@@ -357,5 +358,5 @@ class Database:
                     self._inline = None
             finally:
                 self._inline_lock.release()
-        elif self._inline is not None:
-            self._inline.interrupt()  # in use on another thread, which closes it when done
+        elif (inline := self._inline) is not None:
+            interrupt(inline)  # in use on another thread, which closes it when done

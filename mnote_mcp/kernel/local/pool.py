@@ -21,6 +21,7 @@ so a stopping server never waits for another process's lock.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -151,7 +152,7 @@ class ConnectionPool:
             lent = list(self._lent)
             self._changed.notify_all()
         for conn in lent:
-            conn.interrupt()  # a running statement stops; the thread closes it when it gives it back
+            interrupt(conn)  # a running statement stops; the thread closes it when it gives it back
         for conn in idle:
             conn.close()
 
@@ -163,6 +164,12 @@ class ConnectionPool:
             logger.warning(
                 "cannot open a connection to the store (%s): out of file descriptors? (ulimit -n)", exc
             )
+
+
+def interrupt(conn: sqlite3.Connection) -> None:
+    """Stop what `conn` runs on another thread (which may have closed it just now)."""
+    with contextlib.suppress(sqlite3.ProgrammingError):
+        conn.interrupt()
 
 
 def _rolled_back(conn: sqlite3.Connection) -> bool:
