@@ -121,6 +121,14 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "页面存储正被其他写入锁定，请稍后重试",
         "en": "the page store is locked by another writer; retry later",
     },
+    (_C.RUNTIME_UNAVAILABLE, _R.STORE_UNAVAILABLE): {
+        "zh-CN": "服务器暂时无法打开页面存储（例如文件描述符已用尽），请稍后重试",
+        "en": "the server cannot open the page store right now (for instance, out of file descriptors); retry later",
+    },
+    (_C.RUNTIME_UNAVAILABLE, _R.SHUTTING_DOWN): {
+        "zh-CN": "服务器正在关闭，请稍后重试",
+        "en": "the server is shutting down; retry later",
+    },
     (_C.RUNTIME_UNAVAILABLE, _R.SERVICE_TOKEN): {
         "zh-CN": "mnote 运行时拒绝了本服务器的服务令牌：这是服务器的配置错误，重试无法解决",
         "en": "the mnote runtime refused this server's service token: a configuration error that retrying will not fix",
