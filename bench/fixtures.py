@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mnote_mcp.kernel.local import LocalStore
-from mnote_mcp.kernel.local.fixtures import load_fixture
+from mnote_mcp.kernel.store.fixtures import load_fixture
 
 WORKSPACE, ACTOR = "ws_bench", "bench_user"
 PAGE = "doc_50"

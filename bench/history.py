@@ -21,8 +21,8 @@ from typing import Any
 from bench.fixtures import blocks
 from bench.measure import median
 from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, HistoryQuery, PageQuery
+from mnote_mcp.kernel.store.fixtures import load_fixture
 
 WS, ACTOR = "ws_history", "history_user"
 _keys = itertools.count()

@@ -31,9 +31,9 @@ from bench.measure import cpu_seconds, median
 from bench.rawclient import HttpPeer
 from bench.run import _free_port, _wait_for_port
 from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, Kernel, PageQuery
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel
+from mnote_mcp.kernel.store.fixtures import load_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 WS, ACTOR, TOKEN = "ws_bench", "bench_user", "bench-token"

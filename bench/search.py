@@ -37,9 +37,9 @@ from bench.rawclient import StdioPeer
 from bench.report import search_lines
 from bench.targets import mnote
 from mnote_mcp.kernel.local import LocalStore
-from mnote_mcp.kernel.local.migrate import statements
-from mnote_mcp.kernel.local.search import SEARCH_DDL, TRIGGERS, build
 from mnote_mcp.kernel.search import index_tokens
+from mnote_mcp.kernel.sqlite.migrate import statements
+from mnote_mcp.kernel.sqlite.search import SEARCH_DDL, TRIGGERS, build
 
 WORKSPACES = 10
 _EN_TOP = [
@@ -412,7 +412,7 @@ def cached_store(db: Path, pages: int) -> dict[str, Any]:
     """`make_store` into `db`, through a cache (`$XDG_CACHE_HOME/mnote-bench`, or `MNOTE_BENCH_CACHE`):
     the full dataset takes minutes to make on a shared machine. The cache key covers the schema, the
     index's DDL, the tokenizer and the generator's code, so a change to any of them makes a new dataset."""
-    from mnote_mcp.kernel.local.schema import SCHEMA_VERSION
+    from mnote_mcp.kernel.sqlite.schema import SCHEMA_VERSION
 
     made_by = (make_store, Text, vocabularies, _vocabulary, build, index_tokens)
     source = "".join(inspect.getsource(part) for part in made_by) + SEARCH_DDL + str(SCHEMA_VERSION)

@@ -291,7 +291,7 @@ def _migrate(config: MigrateConfig) -> int:
 
 
 def _seed(config: SeedConfig) -> int:
-    from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+    from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 
     store = _open_store(config.db)
     try:

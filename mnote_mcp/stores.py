@@ -12,7 +12,7 @@ from typing import Any
 
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
+from mnote_mcp.kernel.sqlite.connection import DEFAULT_BUSY_TIMEOUT
 
 StoreLocation = Path | str
 
@@ -55,7 +55,7 @@ def open_kernel(
             db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout, **options
         )
     if read_only:
-        from mnote_mcp.kernel.local.opening import open_store as open_sqlite
+        from mnote_mcp.kernel.sqlite.opening import open_store as open_sqlite
 
         return LocalKernel(open_sqlite(db, read_only=True, limits=limits, busy_timeout=busy_timeout))
     return LocalKernel.open_seeded(db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout)
@@ -70,6 +70,6 @@ def open_store(db: StoreLocation, *, read_only: bool = False, **options: Any) ->
         from mnote_mcp.kernel.postgres.kernel import open_postgres_store
 
         return open_postgres_store(str(db), read_only=read_only, **options)
-    from mnote_mcp.kernel.local.opening import open_store as open_sqlite
+    from mnote_mcp.kernel.sqlite.opening import open_store as open_sqlite
 
     return open_sqlite(db, read_only=read_only, **options)

@@ -7,7 +7,7 @@ digits) becomes one token. So a CJK query of two or more characters is the phras
 substring match, wherever it sits in a sentence), a single CJK character is a prefix of a token (every
 occurrence of a character starts a bigram or is a run's last character), and a Latin word matches
 whole, or as a prefix when written with a trailing `*`. The embedded kernel indexes these tokens with
-SQLite FTS5 (`kernel/local/search.py`); another store can index the same tokens (docs/search.md).
+SQLite FTS5 (`kernel/sqlite/search.py`); another store can index the same tokens (docs/search.md).
 
 `SearchQuery` (`kernel/port.py`) is the kernel port's question (`Kernel.search_pages`); the answer is
 `{"hits": [...], "nextCursor"?}` (docs/search.md states both).

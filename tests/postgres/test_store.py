@@ -29,9 +29,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey, PageQuery
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel, PostgresStore
+from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
 from tests.support.helpers import (
@@ -145,9 +145,9 @@ def database_at(url: str, schema_version: int) -> str:
     """That database with mnote's schema as this release's migration steps leave it at `schema_version`."""
     import psycopg
 
-    from mnote_mcp.kernel.local.encoding import now
     from mnote_mcp.kernel.postgres.database import PgConnection
     from mnote_mcp.kernel.postgres.schema import MIGRATIONS
+    from mnote_mcp.kernel.store.encoding import now
 
     with psycopg.connect(url) as raw:  # one transaction, committed on leaving
         conn = PgConnection(raw)

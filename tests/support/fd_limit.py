@@ -1,4 +1,4 @@
-"""Searches in a process short of file descriptors (run by tests/unit/kernel/local/test_pool.py as
+"""Searches in a process short of file descriptors (run by tests/unit/kernel/sqlite/test_pool.py as
 `python -m tests.support.fd_limit DB ROUNDS` under a low `RLIMIT_NOFILE`).
 
 Prints one JSON line per phase, `[phase, [answer, ...]]`, an answer being `ok` or `code:retryable|final`:

@@ -20,7 +20,7 @@ from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import open_kernel, open_store
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 

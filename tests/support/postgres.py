@@ -64,7 +64,7 @@ def start_server() -> Iterator[PgServer]:
 
 def seeded_database(server: PgServer, fixture: Path) -> str:
     """A fresh database seeded with a fixture file: its URL."""
-    from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+    from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
     from mnote_mcp.stores import open_store
 
     url = server.database()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture
+from mnote_mcp.kernel.store.fixtures import demo_fixture, load_fixture
 from tests.support.helpers import MODES, ROOT, connect, envelope_of
 
 pytestmark = pytest.mark.anyio

@@ -20,9 +20,9 @@ import orjson
 
 from mnote_mcp.kernel.blocks import Block, block_not_found
 from mnote_mcp.kernel.limits import block_bytes
-from mnote_mcp.kernel.local.encoding import dumps
-from mnote_mcp.kernel.local.orderkeys import keys_between, too_long
-from mnote_mcp.kernel.local.sql import Connection
+from mnote_mcp.kernel.store.encoding import dumps
+from mnote_mcp.kernel.store.orderkeys import keys_between, too_long
+from mnote_mcp.kernel.store.sql import Connection
 
 TOP = ""  # the parent of top-level blocks
 _COLUMNS = "id, parent_id, position, type, text, props, revision"

@@ -41,7 +41,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local.sql import Cursor
+from mnote_mcp.kernel.store.sql import Cursor
 
 DEFAULT_POOL_SIZE = 8
 _TOKENS = re.compile(r"'(?:[^']|'')*'|\?|%|(?<![:\w]):([A-Za-z_]\w*)")

@@ -19,8 +19,8 @@ from collections.abc import Callable
 import psycopg
 
 from mnote_mcp.kernel.local.rows import PageChange
-from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.port import PageChangeListener, PageKey
+from mnote_mcp.kernel.store.sql import Connection
 
 CHANNEL = "mnote_pages"
 ALL = PageKey("", "")  # "notifications may have been missed": every page may have changed

@@ -1,6 +1,6 @@
 """The store's tables on PostgreSQL, and migrations applied on start by one replica at a time.
 
-The tables are the embedded store's (`kernel/local/schema.py`, same names, columns and keys), so
+The tables are the embedded store's (`kernel/sqlite/schema.py`, same names, columns and keys), so
 the same command code reads and writes them. What differs: every text column compares bytewise
 (`COLLATE "C"`: order keys and ids sort as in SQLite, whatever the database's locale), the sequence
 columns are identity columns, and the audit log's append-only rule is a trigger function.
@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnote_mcp.kernel.local.encoding import now
-from mnote_mcp.kernel.local.migrate import SchemaNotCurrentError
-from mnote_mcp.kernel.local.schema import DEFAULT_OPTION_REGISTRY
 from mnote_mcp.kernel.postgres.database import PgConnection, PgDatabase
 from mnote_mcp.kernel.postgres.search import v3_search, v4_search_cursors
+from mnote_mcp.kernel.sqlite.migrate import SchemaNotCurrentError
+from mnote_mcp.kernel.sqlite.schema import DEFAULT_OPTION_REGISTRY
+from mnote_mcp.kernel.store.encoding import now
 
 SCHEMA_VERSION = 4
 # pg_advisory_xact_lock key of migrations: b"mnote" as an integer.

@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mnote_mcp.kernel.local.pool import (
+from mnote_mcp.kernel.search import index_tokens
+from mnote_mcp.kernel.sqlite.pool import (
     POOL_SIZE,
     ConnectionPool,
     cannot_open,
@@ -37,8 +38,7 @@ from mnote_mcp.kernel.local.pool import (
     store_busy,
     store_closing,
 )
-from mnote_mcp.kernel.local.sql import Connection
-from mnote_mcp.kernel.search import index_tokens
+from mnote_mcp.kernel.store.sql import Connection
 
 logger = logging.getLogger(__name__)
 

@@ -21,12 +21,12 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.limits import block_bytes
-from mnote_mcp.kernel.local import search
-from mnote_mcp.kernel.local.connection import Database
-from mnote_mcp.kernel.local.encoding import dumps, now
-from mnote_mcp.kernel.local.orderkeys import keys_between
-from mnote_mcp.kernel.local.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
-from mnote_mcp.kernel.local.search import SEARCH_DDL
+from mnote_mcp.kernel.sqlite import search
+from mnote_mcp.kernel.sqlite.connection import Database
+from mnote_mcp.kernel.sqlite.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
+from mnote_mcp.kernel.sqlite.search import SEARCH_DDL
+from mnote_mcp.kernel.store.encoding import dumps, now
+from mnote_mcp.kernel.store.orderkeys import keys_between
 
 Step = Callable[[sqlite3.Connection], str]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.policy import DENIAL_REASON, Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import PageKey, PageRef
+from mnote_mcp.kernel.store.sql import Connection
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,6 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
-from mnote_mcp.kernel.local.group import GroupCommit
-from mnote_mcp.kernel.local.pool import POOL_SIZE
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import (
     Command,
@@ -39,6 +36,9 @@ from mnote_mcp.kernel.port import (
     SearchQuery,
 )
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.sqlite.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
+from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
+from mnote_mcp.kernel.store.group import GroupCommit
 
 T = TypeVar("T")
 
@@ -58,7 +58,7 @@ class LocalKernel:
         cls, path: str | Path, *, limits: PageLimits | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     ) -> LocalKernel:
         """Raises `StoreUnavailableError` (one line: the file and the cause) if it cannot be opened."""
-        from mnote_mcp.kernel.local.opening import open_store
+        from mnote_mcp.kernel.sqlite.opening import open_store
 
         return cls(open_store(path, limits=limits, busy_timeout=busy_timeout))
 
@@ -82,7 +82,7 @@ class LocalKernel:
         try:
             if seed is not None or (kernel.store.created and demo):
                 # only then: the fixture loader and its schema validator are no part of serving
-                from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture, read_fixture
+                from mnote_mcp.kernel.store.fixtures import demo_fixture, load_fixture, read_fixture
             if seed is not None:
                 load_fixture(kernel.store, read_fixture(seed))
             elif kernel.store.created and demo:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local.encoding import dumps, now
-from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.port import Command, CommandOutcome
+from mnote_mcp.kernel.store.encoding import dumps, now
+from mnote_mcp.kernel.store.sql import Connection
 
 REPLAY_WARNING = "idempotent_replay"
 

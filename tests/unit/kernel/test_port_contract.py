@@ -27,7 +27,6 @@ from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import (
     Command,
     CommandName,
@@ -42,6 +41,7 @@ from mnote_mcp.kernel.port import (
 )
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import StoreLocation, open_store
 from tests.support.helpers import FIXTURE
 from tests.support.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command

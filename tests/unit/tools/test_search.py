@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
 from mnote_mcp.kernel.search import fold, index_tokens, parse_query, query_tag, snippet
+from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, IDS, MODES, SECRETS, call, connect, store_with_pages, write_args
-from tests.unit.kernel.local.test_migrate import v1_store
+from tests.unit.kernel.sqlite.test_migrate import v1_store
 
 pytestmark = pytest.mark.anyio
 SEARCH = "mnote.page.search"
@@ -595,7 +595,7 @@ def test_a_postgresql_watermark_is_checked_before_the_database_sees_it() -> None
 async def test_more_pages_written_meanwhile_than_a_cursor_reranks_restart_the_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnote_mcp.kernel.local import search as local_search
+    from mnote_mcp.kernel.sqlite import search as local_search
 
     monkeypatch.setattr(local_search, "MAX_CHANGED_PAGES", 2)
     db = store_with_pages(tmp_path / "many.db", FIXTURE, *_contract_pages(6))

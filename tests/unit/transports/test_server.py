@@ -22,8 +22,8 @@ from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.connection import StoreBusyError
 from mnote_mcp.kernel.port import Command, CommandOutcome
+from mnote_mcp.kernel.sqlite.connection import StoreBusyError
 from mnote_mcp.transports.auth import AuthSetup
 from mnote_mcp.transports.http import build_http_app
 from mnote_mcp.transports.server import make_server

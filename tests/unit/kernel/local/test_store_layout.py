@@ -29,12 +29,12 @@ def _imports(path: Path) -> Iterator[str]:
 
 def test_the_store_is_split_by_job() -> None:
     for module, job in [
-        ("connection", "connections and transactions"),
-        ("migrate", "schema creation and migration"),
-        ("access", "permission checkpoints"),
-        ("ledger", "idempotency ledger and audit"),
+        ("sqlite.connection", "connections and transactions"),
+        ("sqlite.migrate", "schema creation and migration"),
+        ("store.access", "permission checkpoints"),
+        ("store.ledger", "idempotency ledger and audit"),
     ]:
-        assert importlib.import_module(f"mnote_mcp.kernel.local.{module}").__doc__, job
+        assert importlib.import_module(f"mnote_mcp.kernel.{module}").__doc__, job
     assert len((LOCAL / "store.py").read_text(encoding="utf-8").splitlines()) < 300
 
 

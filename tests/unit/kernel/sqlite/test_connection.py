@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mnote_mcp.kernel.local import LocalStore
-from mnote_mcp.kernel.local.connection import CHECKPOINT_ROWS
 from mnote_mcp.kernel.port import Command, Correlation
+from mnote_mcp.kernel.sqlite.connection import CHECKPOINT_ROWS
 
 IDS = Correlation("sess_t", "run_t", "call_t", "trace_t")
 

@@ -1,4 +1,4 @@
-"""The page cache (`kernel/local/pagecache.py`): a whole-page read is answered from the tree kept for
+"""The page cache (`kernel/store/pagecache.py`): a whole-page read is answered from the tree kept for
 that very revision of the page, and that never changes what a reader sees or who may see it.
 
 Every test compares with what the store reads without a cache, or checks a refusal, after the cache
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.local import LocalStore, rows
-from mnote_mcp.kernel.local.pagecache import PageCache
 from mnote_mcp.kernel.port import Command, Correlation, PageQuery
+from mnote_mcp.kernel.store.pagecache import PageCache
 from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, SECRETS, call, connect, page_args, seeded_store, write_args
 from tests.support.postgres import STORES, store_fixture
