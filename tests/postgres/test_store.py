@@ -555,8 +555,8 @@ def test_a_page_read_is_statements_of_their_own_and_never_mixes_two_revisions(
     the answer is one revision, never the old rows under the new page row or the reverse."""
     import psycopg
 
-    from mnote_mcp.kernel.local import rows
-    from mnote_mcp.kernel.local.rows import read_tree
+    from mnote_mcp.kernel.store import rows
+    from mnote_mcp.kernel.store.rows import read_tree
 
     sent: list[str] = []
     real_execute = psycopg.Connection.execute

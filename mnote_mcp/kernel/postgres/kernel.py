@@ -21,9 +21,6 @@ from anyio import CapacityLimiter
 from mnote_mcp.kernel.blocks import body_summary
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.local import rows
-from mnote_mcp.kernel.local.rows import WriteHook
-from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.policy import Scope
 from mnote_mcp.kernel.port import PageChangeListener, PageQuery, SearchQuery
 from mnote_mcp.kernel.postgres import search as pg_search
@@ -34,9 +31,11 @@ from mnote_mcp.kernel.postgres.search import index_hook
 from mnote_mcp.kernel.sqlite import search as local_search
 from mnote_mcp.kernel.sqlite.connection import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.sqlite.migrate import SchemaNotCurrentError
-from mnote_mcp.kernel.store import access
+from mnote_mcp.kernel.store import access, rows
 from mnote_mcp.kernel.store.kernel import LocalKernel
 from mnote_mcp.kernel.store.pagecache import PageCache, stamp_of
+from mnote_mcp.kernel.store.rows import WriteHook
+from mnote_mcp.kernel.store.store import LocalStore
 from mnote_mcp.kernel.view import check_query, page_view
 
 T = TypeVar("T")

@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import psycopg
 
-from mnote_mcp.kernel.local.rows import PageChange
 from mnote_mcp.kernel.port import PageChangeListener, PageKey
+from mnote_mcp.kernel.store.rows import PageChange
 from mnote_mcp.kernel.store.sql import Connection
 
 CHANNEL = "mnote_pages"

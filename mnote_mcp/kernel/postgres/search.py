@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local.rows import PageChange
 from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchQuery
 from mnote_mcp.kernel.postgres.database import PgConnection
@@ -43,6 +42,7 @@ from mnote_mcp.kernel.search import (
     _find as find,
 )
 from mnote_mcp.kernel.sqlite import search as local_search
+from mnote_mcp.kernel.store.rows import PageChange
 from mnote_mcp.kernel.store.sql import Connection
 
 TITLE = ""  # the block_id of a page's title row

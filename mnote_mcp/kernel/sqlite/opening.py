@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
-from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.sqlite.migrate import SchemaNotCurrentError
+from mnote_mcp.kernel.store.store import LocalStore
 
 logger = logging.getLogger(__name__)
 

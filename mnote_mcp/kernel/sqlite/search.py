@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local import history
 from mnote_mcp.kernel.policy import ROLES, Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchQuery
 from mnote_mcp.kernel.search import (
@@ -49,7 +48,7 @@ from mnote_mcp.kernel.search import (
     too_many_changes,
 )
 from mnote_mcp.kernel.sqlite.connection import Database
-from mnote_mcp.kernel.store import sql
+from mnote_mcp.kernel.store import history, sql
 
 WORKSPACE_SHIFT = 40  # a key: workspace number << 40 | (chunk number << 6 | slot), or | page number
 SLOT_BITS = 6  # 64 keys per chunk; slot 0 is never used, so a page's next key with slot 0 means "no chunk"

@@ -31,10 +31,14 @@ from mnote_mcp.kernel.blocks import (
 )
 from mnote_mcp.kernel.diff import append_diff, placed, replace_diff
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
-from mnote_mcp.kernel.local.history import HeadChange
-from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx, body_plan
-from mnote_mcp.kernel.local.revert import plan_revert, validate_revert
-from mnote_mcp.kernel.local.rows import (
+from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.kernel.store.access import PageHead, option_registry
+from mnote_mcp.kernel.store.encoding import now
+from mnote_mcp.kernel.store.history import HeadChange
+from mnote_mcp.kernel.store.orderkeys import keys_between, too_long
+from mnote_mcp.kernel.store.plan import CommandSpec, Plan, Tx, body_plan
+from mnote_mcp.kernel.store.revert import plan_revert, validate_revert
+from mnote_mcp.kernel.store.rows import (
     TOP,
     BlockChange,
     BlockRow,
@@ -43,10 +47,6 @@ from mnote_mcp.kernel.local.rows import (
     replace_rows,
     tree_of,
 )
-from mnote_mcp.kernel.port import CommandName
-from mnote_mcp.kernel.store.access import PageHead, option_registry
-from mnote_mcp.kernel.store.encoding import now
-from mnote_mcp.kernel.store.orderkeys import keys_between, too_long
 from mnote_mcp.kernel.store.sql import Connection
 
 MAX_TITLE_LENGTH = 500

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local import history
-from mnote_mcp.kernel.local.plan import CommandSpec, Tx
+from mnote_mcp.kernel.store import history
+from mnote_mcp.kernel.store.plan import CommandSpec, Tx
 
 
 def check_base(tx: Tx, spec: CommandSpec, payload: dict[str, Any]) -> int | None:

@@ -23,15 +23,15 @@ from jsonschema_rs import Draft202012Validator
 from mnote_mcp.kernel.blocks import Block, assign_ids, ids_in, normalize_blocks
 from mnote_mcp.kernel.diff import replace_diff
 from mnote_mcp.kernel.errors import MnoteError
-from mnote_mcp.kernel.local import history, rows
-from mnote_mcp.kernel.local.history import HeadChange
-from mnote_mcp.kernel.local.rows import TOP, BlockChange, PageBlocks, PageChange
-from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.policy import ROLES
 from mnote_mcp.kernel.port import Correlation
+from mnote_mcp.kernel.store import history, rows
 from mnote_mcp.kernel.store.encoding import dumps, now
+from mnote_mcp.kernel.store.history import HeadChange
 from mnote_mcp.kernel.store.orderkeys import keys_between
+from mnote_mcp.kernel.store.rows import TOP, BlockChange, PageBlocks, PageChange
 from mnote_mcp.kernel.store.sql import Connection
+from mnote_mcp.kernel.store.store import LocalStore
 
 logger = logging.getLogger(__name__)
 SEED_CORRELATION = Correlation("seed", "seed", "seed", "seed")

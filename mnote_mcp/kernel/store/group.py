@@ -28,11 +28,11 @@ import anyio
 import anyio.lowlevel
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local.commands import COMMANDS
-from mnote_mcp.kernel.local.plan import CommandSpec, payload_blocks
 from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.kernel.sqlite.connection import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.store import ledger
+from mnote_mcp.kernel.store.commands import COMMANDS
+from mnote_mcp.kernel.store.plan import CommandSpec, payload_blocks
 from mnote_mcp.kernel.store.sql import Connection
 
 # The most writes one transaction takes (a bound of the server's, not of a client's).

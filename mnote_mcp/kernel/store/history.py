@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
-from mnote_mcp.kernel.local.rows import BlockChange, BlockRow
 from mnote_mcp.kernel.port import Correlation
 from mnote_mcp.kernel.store.encoding import dumps, now
+from mnote_mcp.kernel.store.rows import BlockChange, BlockRow
 from mnote_mcp.kernel.store.sql import Connection
 
 SUMMARY_OPS = 20

@@ -25,7 +25,6 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import (
     Command,
     CommandOutcome,
@@ -39,6 +38,7 @@ from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.sqlite.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
 from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
 from mnote_mcp.kernel.store.group import GroupCommit
+from mnote_mcp.kernel.store.store import LocalStore
 
 T = TypeVar("T")
 

@@ -25,8 +25,8 @@ from typing import Final
 import orjson
 
 from mnote_mcp.kernel.blocks import Block, body_summary
-from mnote_mcp.kernel.local.rows import PageBlocks
 from mnote_mcp.kernel.store.access import PageHead
+from mnote_mcp.kernel.store.rows import PageBlocks
 
 DEFAULT_PAGE_CACHE_BYTES: Final = 16 * 1024 * 1024
 

@@ -13,12 +13,12 @@ from typing import Any
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.diff import text_diff
 from mnote_mcp.kernel.errors import Reason
-from mnote_mcp.kernel.local.history import HeadChange
-from mnote_mcp.kernel.local.rows import BlockChange, PageBlocks, tree_of
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import Command
 from mnote_mcp.kernel.sqlite.connection import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.store.access import PageHead
+from mnote_mcp.kernel.store.history import HeadChange
+from mnote_mcp.kernel.store.rows import BlockChange, PageBlocks, tree_of
 from mnote_mcp.kernel.store.sql import Connection
 
 Apply = Callable[[Connection, str], int]

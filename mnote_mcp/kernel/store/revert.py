@@ -17,11 +17,11 @@ from typing import Any
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH
 from mnote_mcp.kernel.diff import replace_diff
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
-from mnote_mcp.kernel.local import history
-from mnote_mcp.kernel.local.history import HeadChange, PageState, Revision
-from mnote_mcp.kernel.local.plan import Plan, Tx, text_diff_of
-from mnote_mcp.kernel.local.rows import TOP, BlockChange, BlockRow, tree_of
+from mnote_mcp.kernel.store import history
+from mnote_mcp.kernel.store.history import HeadChange, PageState, Revision
 from mnote_mcp.kernel.store.orderkeys import key_between
+from mnote_mcp.kernel.store.plan import Plan, Tx, text_diff_of
+from mnote_mcp.kernel.store.rows import TOP, BlockChange, BlockRow, tree_of
 
 MAX_ID_LENGTH = 256
 TARGETS = ("toRevision", "commandId", "runId")

@@ -20,11 +20,6 @@ from typing import Any
 from mnote_mcp.kernel.blocks import Block, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.local import history, rows
-from mnote_mcp.kernel.local.commands import COMMANDS
-from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
-from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx, payload_blocks
-from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
 from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
 from mnote_mcp.kernel.port import (
     Command,
@@ -39,10 +34,14 @@ from mnote_mcp.kernel.port import (
 from mnote_mcp.kernel.sqlite import search
 from mnote_mcp.kernel.sqlite.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCKS, Database, MoveToThread
 from mnote_mcp.kernel.sqlite.migrate import check_schema, open_schema
-from mnote_mcp.kernel.store import access, ledger, sql
+from mnote_mcp.kernel.store import access, history, ledger, rows, sql
+from mnote_mcp.kernel.store.commands import COMMANDS
 from mnote_mcp.kernel.store.concurrency import check_base
 from mnote_mcp.kernel.store.encoding import dumps, now
+from mnote_mcp.kernel.store.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.store.pagecache import PageCache, whole_body
+from mnote_mcp.kernel.store.plan import CommandSpec, Plan, Tx, payload_blocks
+from mnote_mcp.kernel.store.rows import PageBlocks, PageChange, WriteHook
 from mnote_mcp.kernel.store.sql import WRITE_ATTEMPTS, Connection
 from mnote_mcp.kernel.view import check_query, page_view
 

@@ -21,9 +21,9 @@ import pytest
 from mnote_mcp.kernel.blocks import walk
 from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.local import LocalStore
-from mnote_mcp.kernel.local.rows import read_tree
 from mnote_mcp.kernel.sqlite import migrate
 from mnote_mcp.kernel.sqlite.schema import SCHEMA_VERSION
+from mnote_mcp.kernel.store.rows import read_tree
 from tests.support.helpers import FIXTURES, ROOT, call, connect, page_args, write_args
 
 pytestmark = pytest.mark.anyio

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.commands import COMMANDS
 from mnote_mcp.kernel.port import Command, CommandOutcome, Correlation
 from mnote_mcp.kernel.store import group as group_module
 from mnote_mcp.kernel.store import ledger
+from mnote_mcp.kernel.store.commands import COMMANDS
 
 pytestmark = pytest.mark.anyio
 
@@ -273,7 +273,7 @@ async def test_a_failed_commit_fails_every_caller_and_writes_nothing(
 async def test_a_heavy_command_in_a_group_moves_to_a_thread_and_the_others_commit(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("mnote_mcp.kernel.local.store.INLINE_BLOCKS", 2)
+    monkeypatch.setattr("mnote_mcp.kernel.store.store.INLINE_BLOCKS", 2)
     monkeypatch.setattr("mnote_mcp.kernel.store.group.INLINE_BLOCKS", 2)
     kernel = LocalKernel(LocalStore(db))
     groups = Groups(kernel.store, monkeypatch)

@@ -15,7 +15,7 @@ import pytest
 from tests.support.helpers import ROOT, call, connect, write_args
 
 pytestmark = pytest.mark.anyio
-LOCAL = ROOT / "mnote_mcp" / "kernel" / "local"
+LOCAL = ROOT / "mnote_mcp" / "kernel" / "store"
 
 
 def _imports(path: Path) -> Iterator[str]:
@@ -43,7 +43,7 @@ def test_no_module_of_the_local_kernel_imports_the_store_back() -> None:
         path.name
         for path in LOCAL.glob("*.py")
         if path.name not in ("store.py", "__init__.py", "kernel.py", "fixtures.py", "opening.py")
-        and "mnote_mcp.kernel.local.store" in set(_imports(path))
+        and "mnote_mcp.kernel.store.store" in set(_imports(path))
     }
     assert importers == set(), "the store sits on top: commands, rows, ledger and access never import it"
 
