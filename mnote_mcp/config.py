@@ -454,8 +454,9 @@ class ServerConfig(StoreSettings, LogSettings):
         env="MNOTE_SCOPE",
     )
     read_only: bool = switch(
-        "grant page.read alone, hide every write tool, and open an existing SQLite store read-only"
-        " (never created nor migrated: a snapshot on a read-only mount or a backup can be served)"
+        "grant page.read alone, hide every write tool, and open an existing store read-only (never"
+        " created nor migrated: a SQLite snapshot on a read-only mount or a backup can be served; a"
+        " PostgreSQL store over READ ONLY connections)"
     )
     toolsets: frozenset[Toolset] = setting(
         frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)})", shown="all"
