@@ -375,8 +375,8 @@ class StoreSettings:
     db_searches_per_actor: int = setting(
         DEFAULT_SEARCHES_PER_ACTOR,
         positive_int,
-        "searches one actor may have in flight, running or waiting; one more is refused at once"
-        " (search_busy, retryable; --db postgresql://…)",
+        "searches one actor may have in flight (they run one at a time, the others wait); one more is"
+        " refused at once (search_busy, retryable; --db postgresql://…)",
         group=STORE,
     )
     db_search_timeout: float = setting(

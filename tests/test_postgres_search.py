@@ -8,8 +8,9 @@ and the matching done in SQL answers exactly what the matching rule says.
 - Restricted pages the actor may not read are left out in the query: none of their rows comes back.
 - Places: searches hold at most `--db-search-connections` of the pool, so with every search place
   taken by searches that do not end, another actor's page read is answered (on 65cea2d it waited for
-  a thread behind them), an actor's search beyond `--db-searches-per-actor` is refused at once
-  (`search_busy`, retryable) and another actor's search waits for a place.
+  a thread behind them); an actor's searches take turns (one runs, the others wait), so another
+  actor's search runs beside them, not behind them; one beyond `--db-searches-per-actor` is refused
+  at once (`search_busy`, retryable).
 - Under real load (24 broad `w*` searches kept in flight over 20,000 blocks), another actor's page
   read stays within a generous bound of its idle time (65cea2d: seconds).
 - A search statement past `--db-search-timeout` is stopped: `search_timeout`, retryable, through the
@@ -172,11 +173,11 @@ def test_search_places_are_fewer_than_the_pool() -> None:
 
 
 async def test_an_actor_over_its_searches_in_flight_is_refused_at_once() -> None:
-    gate = SearchGate(SearchBounds(connections=1, per_actor=2), pool_size=4)
+    gate = SearchGate(SearchBounds(connections=2, per_actor=2), pool_size=4)
     entered = anyio.Event()
 
     async def second() -> None:
-        async with gate.admit("a"):  # waits for the one place
+        async with gate.admit("a"):  # waits for its turn, though a place is free
             entered.set()
 
     async with anyio.create_task_group() as tasks, gate.admit("a"):
@@ -193,8 +194,37 @@ async def test_an_actor_over_its_searches_in_flight_is_refused_at_once() -> None
             True,
         )
         assert error.details == {"adapter": "postgres", "cause": "search_busy", "searchesPerActor": 2}
-        assert gate.in_flight("b") == 0, "another actor's count is its own"
-    assert entered.is_set() and gate.in_flight("a") == 0
+        other = anyio.Event()
+
+        async def another_actor() -> None:
+            async with gate.admit("b"):  # takes the free place at once
+                other.set()
+
+        tasks.start_soon(another_actor)
+        with anyio.fail_after(5):
+            await other.wait()
+    assert entered.is_set() and gate.in_flight("a") == gate.in_flight("b") == 0
+
+
+async def test_one_actors_waiting_searches_do_not_queue_another_actors_search() -> None:
+    gate = SearchGate(SearchBounds(connections=2, per_actor=16), pool_size=8)
+    release = anyio.Event()
+    order: list[str] = []
+
+    async def search(actor: str) -> None:
+        async with gate.admit(actor):
+            order.append(actor)
+            await release.wait()
+
+    async with anyio.create_task_group() as tasks:
+        for _ in range(10):
+            tasks.start_soon(search, "a")
+        await anyio.wait_all_tasks_blocked()
+        tasks.start_soon(search, "b")
+        await anyio.wait_all_tasks_blocked()
+        assert order == ["a", "b"], "b ran beside a's first search, not behind its nine others"
+        release.set()
+    assert order == ["a", "b", *["a"] * 9]
 
 
 # -- a replica under broad searches ------------------------------------------------------------
@@ -317,7 +347,7 @@ async def test_searches_that_never_end_leave_the_other_calls_a_connection(big: s
             with anyio.fail_after(30):  # 65cea2d: every thread held by a search, this never answered
                 page = await kernel.get_page(_small_read())
             assert page["documentId"] == "small"
-            assert len(stall.started) == 2
+            assert stall.started == ["attacker", "other"], "the attacker's second search waits its turn"
             stall.release.set()
         assert len(stall.started) == 3, "the waiting search ran once a place was free"
         assert kernel.searches.places == 2
