@@ -3,13 +3,15 @@
 `search_text` holds one row per page title (`block_id` '') and per block: the text folded as the
 search folds it (`kernel/search.py`: NFKC, case folding), kept by a write hook in the writing
 transaction (a search after a write sees it; a rolled-back write leaves no trace). A search finds
-candidate rows with one `LIKE '%segment%'` per segment of the query (a `pg_trgm` GIN index serves
-them where the extension can be created, for CJK and Latin text alike; without it they scan the
-rows of the workspaces searched), then keeps the rows where every segment really matches, with the
-matching rule the embedded index implements (`kernel/search.py`: a CJK run anywhere, a word whole or
-as a prefix with `*`), so both stores answer the same pages, in the same order, with the same
-snippets: pages ranked by (title match, matching rows, creation order: the workspace's first page,
-then the page), snippets from the first and last matching blocks in the order they were written.
+candidate rows of the pages the actor may read with one `LIKE '%segment%'` per segment of the query
+(a `pg_trgm` GIN index serves them where the extension can be created, for CJK and Latin text alike;
+without it they scan the rows of the workspaces searched), then keeps the rows where every segment
+really matches, with the matching rule the embedded index implements (`kernel/search.py`: a CJK run
+anywhere, a word whole or as a prefix with `*`): decided and counted in SQL where PostgreSQL can
+(`_found`), in Python for the few rows it cannot. So both stores answer the same pages, in the same
+order, with the same snippets: pages ranked by (title match, matching rows, creation order: the
+workspace's first page, then the page), snippets from the first and last matching blocks in the
+order they were written.
 
 Not PostgreSQL's `to_tsvector`: its parser and stemming would decide matches differently from the
 embedded kernel, and the contract says every adapter answers alike (docs/decisions.md).
