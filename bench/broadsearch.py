@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -43,7 +42,7 @@ from bench.run import _free_port, _wait_for_port
 from bench.search import Text
 from mnote_mcp.kernel.local.fixtures import load_fixture
 from mnote_mcp.stores import open_store
-from tests.http_helpers import write_tokens
+from tests.http_helpers import serve_argv, write_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENS: dict[str, dict[str, Any]] = {
@@ -120,22 +119,9 @@ def fixture(pages: int = 1000, restricted: int = 300) -> dict[str, Any]:
 async def server(root: Path, db: str, tokens: Path) -> AsyncIterator[str]:
     """`serve --transport http --stateless` from the checkout at `root`: its URL."""
     port = _free_port()
+    argv = serve_argv(db, "--stateless", "--auth-file", str(tokens), "--locale", "en", "--port", str(port))
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "mnote_mcp",
-        "serve",
-        "--transport",
-        "http",
-        "--stateless",
-        "--db",
-        db,
-        "--auth-file",
-        str(tokens),
-        "--port",
-        str(port),
-        "--locale",
-        "en",
+        *argv,  # (the last --port wins over serve_argv's 0: this one is waited for)
         cwd=root,
         env={**os.environ, "PYTHONPATH": str(root), "MNOTE_LOG_LEVEL": "warning"},
         stdout=asyncio.subprocess.DEVNULL,
