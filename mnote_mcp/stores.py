@@ -57,7 +57,7 @@ def open_kernel(
         from mnote_mcp.kernel.postgres.kernel import PostgresKernel
 
         kernel = PostgresKernel
-        options = {"search": search} if pool_size is None else {"pool_size": pool_size, "search": search}
+        options = {"search": search} if pool_size is None else {"search": search, "pool_size": pool_size}
     if read_only:
         return kernel(open_store(db, read_only=True, limits=limits, busy_timeout=busy_timeout, **options))
     return kernel.open_seeded(db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout, **options)

@@ -166,8 +166,8 @@ class PostgresKernel(LocalKernel):
         self.searches = SearchGate(store.search, store.pool_size)
 
     async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
-        """A search holds a search place (fewer than the pool) besides its thread and connection;
-        an actor with too many searches in flight is refused at once (`gate.py`)."""
+        """A search holds a search place (fewer than the pool) besides its thread and connection,
+        and waits for its actor's turn; one over the actor's bound is refused at once (`gate.py`)."""
         async with self.searches.admit(query.actor_id):
             return await super().search_pages(query)
 
