@@ -15,7 +15,8 @@
 - the reference runtime (`runtime serve`, a service token): the same unauthenticated bodies and
   half-sent requests, and authenticated 64 MiB bodies (`--max-body-bytes` 32 MiB).
 
-`python -m bench.attacks runtime` runs the runtime's part alone.
+`python -m bench.attacks runtime` runs the runtime's part alone; `python -m bench.attacks postgres
+[--before DIR]` the broad-search attack on a PostgreSQL replica (`bench/broadsearch.py`).
 
 Figures for docs/security.md. The machine these run on may be shared: the times are noisy, the counts
 are not.
@@ -353,4 +354,9 @@ async def main() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(anyio.run(main), indent=2))
+    if sys.argv[1:2] == ["postgres"]:
+        from bench.broadsearch import main as broad_search
+
+        print(json.dumps(broad_search(sys.argv[2:]), indent=2))
+    else:
+        print(json.dumps(anyio.run(main), indent=2))
