@@ -14,7 +14,7 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
-from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE
 
 WS, DOC = "ws_1", "doc_1"
@@ -175,7 +175,7 @@ async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
     )
     seen.append(envelope)
 
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         trail = store.audit_trail(trace_id=TRACE)
     finally:

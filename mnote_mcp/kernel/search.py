@@ -128,7 +128,7 @@ def snippet(text: str, segments: Sequence[Segment]) -> str | None:
     folded, origin = _folded_with_origin(text)
     spans: list[tuple[int, int]] = []
     for segment in segments:
-        spans += _find(folded, segment)
+        spans += find(folded, segment)
     if not spans:
         return None
     # back to the original text's positions, merged where they overlap
@@ -172,7 +172,9 @@ def _folded_with_origin(text: str) -> tuple[str, list[int]]:
     return "".join(parts), origin
 
 
-def _find(folded: str, segment: Segment) -> list[tuple[int, int]]:
+def find(folded: str, segment: Segment) -> list[tuple[int, int]]:
+    """Where `segment` matches in a folded text (start, end): a CJK run anywhere, a word whole (or as a
+    prefix) between two characters that are not word characters."""
     spans: list[tuple[int, int]] = []
     needle = segment.text
     at = folded.find(needle)
@@ -206,7 +208,7 @@ def matches(text: str, segments: Sequence[Segment]) -> bool:
     """Whether a title or block text holds every segment: the index's matching rule, on a text the
     index no longer holds (a page as it was at a cursor's moment)."""
     folded = fold(text)
-    return all(_find(folded, segment) for segment in segments)
+    return all(find(folded, segment) for segment in segments)
 
 
 def query_tag(query: SearchQuery) -> str:

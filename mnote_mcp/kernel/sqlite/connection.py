@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mnote_mcp.kernel.search import index_tokens
 from mnote_mcp.kernel.sqlite.pool import (
     POOL_SIZE,
     ConnectionPool,
@@ -38,13 +37,10 @@ from mnote_mcp.kernel.sqlite.pool import (
     store_busy,
     store_closing,
 )
-from mnote_mcp.kernel.store.sql import Connection
+from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, MoveToThread
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BUSY_TIMEOUT = 30.0
-# Above this many blocks, whole-page work (reading, rendering, diffing, replacing) moves off the event loop.
-INLINE_BLOCKS = 2_000
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 # Rows the event loop's writes change between two wakings of the checkpointer: a small write changes
 # four to ten rows and adds about ten pages to the log, a bulk one more rows than pages, so the log
@@ -59,10 +55,6 @@ _AUTOCHECKPOINT = 1_000  # SQLite's default, for connections of worker threads
 # How long a transaction on a worker thread lets SQLite wait for a lock before it looks whether the
 # store is closing (then waits again, up to the busy timeout).
 BUSY_SLICE = 0.1
-
-
-class MoveToThread(Exception):  # noqa: N818 - a signal to the caller, not a failure
-    """An inline call would have to wait for a lock, or has heavy work to do: run it on a thread."""
 
 
 class StoreBusyError(MoveToThread):
@@ -173,10 +165,8 @@ class Checkpointer:
 
 
 class Database:
-    """The store file: connections (WAL, `synchronous=NORMAL`) and transactions.
-
-    One implementation of the `sql.Database` seam: a write transaction (`BEGIN IMMEDIATE`) holds the
-    whole file, so page locks and seeding locks are already taken and nothing needs a retry.
+    """The store file: connections (WAL, `synchronous=NORMAL`) and transactions (`dialect.py` makes
+    it the SQLite dialect: a write transaction, `BEGIN IMMEDIATE`, holds the whole file).
 
     A transaction on the event loop (`inline`) uses the loop's own connection: it never waits for a
     lock (`busy_timeout = 0`) nor checkpoints (see the module's text). One on a worker thread borrows a
@@ -184,8 +174,6 @@ class Database:
     to the busy timeout, a slice at a time (`BUSY_SLICE`, SQLite's own wait in between), so that
     closing the store ends the wait at once: SQLite's busy wait cannot be interrupted.
     """
-
-    dialect = "sqlite"
 
     def __init__(
         self,
@@ -203,9 +191,6 @@ class Database:
         self._inline: sqlite3.Connection | None = None
         self._inline_lock = threading.Lock()
         self._woken_at = 0  # the inline connection's total_changes when it last woke the checkpointer
-        # The search index's chunk -> page map, filled as searches meet chunks: a chunk never changes
-        # page (chunk numbers only grow), so what is known stays true, whichever process wrote it.
-        self.chunk_pages: dict[int, int] = {}
         self.checkpointer = Checkpointer(path, busy_timeout)
 
     def _connect(self, inline: bool = False) -> sqlite3.Connection:
@@ -224,8 +209,6 @@ class Database:
         except sqlite3.Error:
             conn.close()
             raise
-        # the search index's triggers tokenize every title and block text they index
-        conn.create_function("mnote_search_tokens", 1, index_tokens, deterministic=True)
         return conn
 
     @contextmanager
@@ -319,15 +302,6 @@ class Database:
                 if changed - self._woken_at >= CHECKPOINT_ROWS:
                     self._woken_at = changed
                     self.checkpointer.wake()
-
-    def lock_page(self, conn: Connection, workspace_id: str, page_id: str) -> None:
-        """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
-
-    def serialize(self, conn: Connection, name: str) -> None:
-        """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
-
-    def retryable(self, exc: BaseException) -> bool:
-        return False
 
     def dump(self) -> str:
         with self.transaction(write=False) as conn:

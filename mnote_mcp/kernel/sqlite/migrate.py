@@ -7,8 +7,10 @@ nothing, and two processes opening an old store at once serialise on the write l
 reads the version again inside its own transaction, finds it current, and does nothing.
 
 A step is a function of the connection. To add one (the search index, for instance): write it, add it
-under the next version number, raise `SCHEMA_VERSION`. A step that builds an index from existing data
-reads the `blocks` rows itself; migrations never call write hooks.
+under the next version number, raise `SCHEMA_VERSION`. A step that builds an index from the rows
+there are sends each page down the page-change path (`changes.publish`) into the index, as a new page
+(`search.rebuild`); nothing listens while a store is being opened, and the store's write hooks are
+not called.
 """
 
 from __future__ import annotations
@@ -21,23 +23,16 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.limits import block_bytes
-from mnote_mcp.kernel.sqlite import search
 from mnote_mcp.kernel.sqlite.connection import Database
-from mnote_mcp.kernel.sqlite.schema import DDL, DEFAULT_OPTION_REGISTRY, SCHEMA_VERSION
-from mnote_mcp.kernel.sqlite.search import SEARCH_DDL
+from mnote_mcp.kernel.sqlite.schema import DDL, SCHEMA_VERSION
+from mnote_mcp.kernel.sqlite.search import OLD_TRIGGERS, SEARCH_DDL, Fts5Index, build
+from mnote_mcp.kernel.store.changes import publish
+from mnote_mcp.kernel.store.dialect import SchemaNotCurrentError, SchemaTooNewError
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.orderkeys import keys_between
+from mnote_mcp.kernel.store.tables import DEFAULT_OPTION_REGISTRY
 
 Step = Callable[[sqlite3.Connection], str]
-
-
-class SchemaTooNewError(RuntimeError):
-    """The store was written by a newer mnote-mcp; opening it could lose what that version added."""
-
-
-class SchemaNotCurrentError(RuntimeError):
-    """A store opened read-only has another schema than this release's: it can be neither created nor
-    upgraded (the message says what to do; it does not name the file, the caller does)."""
 
 
 def check_schema(db: Database) -> bool:
@@ -165,21 +160,38 @@ def _rows(blocks: list[Block], parent: str) -> Iterator[tuple[Any, ...]]:
 
 
 def _v3_search_index(tx: sqlite3.Connection) -> str:
-    """Version 3 adds the search index (`search.py`): its tables and triggers, built from the rows."""
+    """Version 3 adds the search index (`search.py`): its tables, built from the rows through the
+    page-change path."""
     for statement in statements(SEARCH_DDL):
         tx.execute(statement)
-    return search.build(tx)
+    index = Fts5Index()
+    return build(tx, lambda change: publish(tx, change, (index.apply,)))
 
 
 def _v4_search_cursors(tx: sqlite3.Connection) -> str:
-    """Version 4 numbers page writes (`page_changes`, kept by a trigger on `page_history`), the clock a
-    search cursor pins its results to; writes before the upgrade need no number (no cursor predates it)."""
-    for statement in statements(SEARCH_DDL):  # the new table and trigger; the rest exists already
+    """Version 4 numbers page writes (`page_changes`), the clock a search cursor pins its results to;
+    writes before the upgrade need no number (no cursor predates it)."""
+    for statement in statements(SEARCH_DDL):  # the new table; the rest exists already
         tx.execute(statement)
     return "search cursors: page_changes"
 
 
-MIGRATIONS: dict[int, Step] = {2: _v2_blocks_as_rows, 3: _v3_search_index, 4: _v4_search_cursors}
+def _v5_one_page_change_path(tx: sqlite3.Connection) -> str:
+    """Version 5 keeps the search index and the page-change clock from the page-change path
+    (`changes.publish`), as PostgreSQL does, instead of triggers: the triggers go. (A version of its
+    own, so that an older mnote-mcp, which relies on the triggers, refuses the store rather than
+    write to it unindexed.)"""
+    for trigger in OLD_TRIGGERS:
+        tx.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    return "search index kept by the page-change path, not triggers"
+
+
+MIGRATIONS: dict[int, Step] = {
+    2: _v2_blocks_as_rows,
+    3: _v3_search_index,
+    4: _v4_search_cursors,
+    5: _v5_one_page_change_path,
+}
 
 
 def statements(script: str) -> Iterator[str]:

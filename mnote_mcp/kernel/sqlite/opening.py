@@ -1,5 +1,8 @@
 """Opening the store file, and saying in one sentence why it cannot be opened.
 
+`open_store(path)` is the store on that file (created or upgraded, or with `read_only` only read),
+`open_kernel(path)` the kernel port over it.
+
 SQLite reports most failures as "unable to open database file"; an operator needs to know which of the
 usual causes it is (a directory given as the file, a read-only file system, a directory they may not
 write, a file that is not a store), so the cause is worked out here from the file system.
@@ -19,32 +22,54 @@ import errno
 import logging
 import os
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
-from mnote_mcp.kernel.sqlite.migrate import SchemaNotCurrentError
-from mnote_mcp.kernel.store.store import LocalStore
+from mnote_mcp.kernel.limits import PageLimits
+from mnote_mcp.kernel.sqlite.dialect import SqliteDialect
+from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
+from mnote_mcp.kernel.store.changes import WriteHook
+from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, SchemaNotCurrentError
+from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.kernel.store.store import Store
 
 logger = logging.getLogger(__name__)
 
 
-def open_store(path: str | Path, *, read_only: bool = False, **options: Any) -> LocalStore:
+def open_store(
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    limits: PageLimits | None = None,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    hooks: Iterable[WriteHook] = (),
+    pool_size: int = POOL_SIZE,
+) -> Store:
     """The store at `path`, created if missing (unless `read_only`: see the module's text); raises
-    `StoreUnavailableError` naming the cause.
-
-    `options` are `LocalStore`'s (`limits`, `busy_timeout`, `hooks`)."""
+    `StoreUnavailableError` naming the cause."""
     path = Path(path)
     if path.is_dir():
         raise StoreUnavailableError(path, "it is a directory, not a store file")
     try:
-        if read_only:
-            return LocalStore(path, uri=read_only_uri(path), **options)
-        return LocalStore(path, **options)
+        uri = read_only_uri(path) if read_only else None
+        dialect = SqliteDialect(path, busy_timeout=busy_timeout, uri=uri, pool_size=pool_size)
+        return Store(dialect, limits=limits, hooks=hooks)
     except SchemaNotCurrentError as exc:
         raise StoreUnavailableError(path, str(exc)) from None
     except (sqlite3.Error, OSError) as exc:
         raise StoreUnavailableError(path, cause(path, exc)) from None
+
+
+def open_kernel(
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    limits: PageLimits | None = None,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+) -> StoreKernel:
+    """The kernel port on the store at `path` (see `open_store`)."""
+    return StoreKernel(open_store(path, read_only=read_only, limits=limits, busy_timeout=busy_timeout))
 
 
 def read_only_uri(path: Path) -> str:

@@ -32,7 +32,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 
 logger = logging.getLogger(__name__)
 
-# Connections open at most: as many as the async kernel's worker threads (`LocalKernel`).
+# Connections open at most: as many as the async kernel's worker threads (`StoreKernel`).
 POOL_SIZE = 8
 # At most one warning this often when connections cannot be opened (an attack must not flood the log).
 _WARN_EVERY = 10.0

@@ -1,19 +1,26 @@
-"""The embedded search index: FTS5 over the tokens of `kernel/search.py`, kept up by triggers.
+"""The SQLite search index: FTS5 over the tokens of `kernel/search.py`, kept by the page-change path.
 
-One contentless FTS5 table, `search_index (title, body)`, holds a row per page title and per block.
-Its rowid is a *key* that says whose row it is: `workspace number << 47 | page number << 27 | block
-number` (block number 0 is the title). So a workspace's rows are one rowid range (a search reads only
-the ranges of the workspaces the actor may read: other workspaces cost nothing, not even time), a page's
-rows are one range (its snippets are found without touching other pages), and a hit's page is its
-rowid shifted right: ranking pages needs no join, however many blocks match.
+Two contentless FTS5 tables hold the tokens (`index_tokens`): `search_titles` a row per page, keyed by
+the page's number, and `search_index` a row per block, keyed by the block's *key*. A page's number is
+`workspace number << 40 | n` (its workspace's n-th page); a block's key is `chunk << 6 | slot`, where
+a chunk (`workspace number << 34 | m`, its workspace's m-th chunk) holds 63 consecutive keys of one
+page. So a workspace's rows are one rowid range (a search reads only the ranges of the workspaces the
+actor may read: other workspaces cost nothing, not even time), a matching key's page is its chunk's
+(`search_chunks`, cached in `Fts5Index.chunk_pages`: a chunk never changes page), and ranking pages
+needs no join, however many blocks match.
 
-Numbers are handed out by `search_workspaces` (one per workspace, up to 2^16), `search_pages` (one per
-page within its workspace, up to 2^20; `base` is the page's key) and `search_blocks` (one per block row
-within its page, up to 2^27 inserts over the page's life; `seq` is the block's rowid). Triggers on
-`pages` and `blocks` write the index in the writing transaction, so a search after a write sees it, and
-a rolled-back write leaves no trace. They call `mnote_search_tokens(text)` (registered on every
-connection, `connection.py`); deleting a row recomputes its tokens, so the tokenizer must never change
-without a migration that rebuilds the index.
+Numbers are handed out by `search_workspaces` (its next page and next chunk), `search_pages` (a page's
+next key) and `search_blocks` (a block row's key, by the row's `seq`). The index follows the writes
+through the one page-change path (`Fts5Index.apply`, fed by `kernel/store/changes.py` in the writing
+transaction, after the rows are written): a new page gets its number and its title's tokens, a renamed
+one its new tokens, each new block row the next key of its page (in the order the rows were written),
+a deleted or edited row's old tokens go (FTS5's contentless delete is given the tokens it indexed, so
+the tokenizer must never change without a migration that rebuilds the index) and an edited row's new
+ones come. A search after a write sees it; a rolled-back write leaves no trace. Until schema version 5
+triggers on `pages` and `blocks` did this (`OLD_TRIGGERS`, dropped by that migration).
+
+`page_changes` numbers every recorded write (the page-change clock a search cursor pins its results
+to, `SqliteClock`); the same path writes it.
 """
 
 from __future__ import annotations
@@ -23,45 +30,43 @@ import heapq
 import itertools
 import json
 import operator
-import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from collections.abc import Callable, Iterable, Sequence
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.policy import ROLES, Scope, effective_role, grants_of
+from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchQuery
 from mnote_mcp.kernel.search import (
     MAX_CHANGED_PAGES,
     SNIPPETS_PER_HIT,
-    Cursor,
     Segment,
     Watermark,
     decode_cursor,
     encode_cursor,
+    index_tokens,
     match_expression,
-    matches,
-    not_a_cursor,
-    segments_of,
     snippet,
     too_many_changes,
 )
-from mnote_mcp.kernel.sqlite.connection import Database
-from mnote_mcp.kernel.store import history, sql
+from mnote_mcp.kernel.store.changes import PageChange
+from mnote_mcp.kernel.store.rows import BlockChange, BlockRow, ids_in_chunks
+from mnote_mcp.kernel.store.search import (
+    SearchHit,
+    SearchView,
+    as_it_was,
+    hit,
+    listing,
+    moment,
+    readable_workspaces,
+    rebuild,
+)
+from mnote_mcp.kernel.store.sql import Connection
 
 WORKSPACE_SHIFT = 40  # a key: workspace number << 40 | (chunk number << 6 | slot), or | page number
 SLOT_BITS = 6  # 64 keys per chunk; slot 0 is never used, so a page's next key with slot 0 means "no chunk"
 SLOTS = (1 << SLOT_BITS) - 1
 MAX_WORKSPACES = (1 << (63 - WORKSPACE_SHIFT)) - 1
-_ROLES = ", ".join(
-    f"'{role}'" for role in ROLES
-)  # a restricted page's access row grants read with any of them
-_WS = "workspace_id = NEW.workspace_id"
-_PAGE = "workspace_id = NEW.workspace_id AND page_id = NEW.id"
-_BLOCK_PAGE = "workspace_id = NEW.workspace_id AND page_id = NEW.page_id"
 
-SEARCH_DDL = f"""
+SEARCH_DDL = """
 CREATE TABLE IF NOT EXISTS search_workspaces (
     num          INTEGER PRIMARY KEY,
     workspace_id TEXT NOT NULL UNIQUE,
@@ -92,74 +97,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search_titles USING fts5(
 );
 CREATE INDEX IF NOT EXISTS pages_restricted ON pages (workspace_id) WHERE restricted = 1;
 CREATE INDEX IF NOT EXISTS pages_by_change ON pages (workspace_id, updated_at, id);
-CREATE TRIGGER IF NOT EXISTS search_page_added AFTER INSERT ON pages BEGIN
-    INSERT OR IGNORE INTO search_workspaces (workspace_id) VALUES (NEW.workspace_id);
-    SELECT RAISE(ABORT, 'search index: too many workspaces')
-        FROM search_workspaces WHERE {_WS} AND num > {MAX_WORKSPACES};
-    INSERT INTO search_pages (num, workspace_id, page_id)
-        SELECT (num << {WORKSPACE_SHIFT}) | next_page, NEW.workspace_id, NEW.id
-        FROM search_workspaces WHERE {_WS};
-    UPDATE search_workspaces SET next_page = next_page + 1 WHERE {_WS};
-    INSERT INTO search_titles (rowid, title)
-        SELECT num, mnote_search_tokens(NEW.title) FROM search_pages WHERE {_PAGE};
-END;
-CREATE TRIGGER IF NOT EXISTS search_page_renamed AFTER UPDATE OF title ON pages
-WHEN OLD.title IS NOT NEW.title BEGIN
-    INSERT INTO search_titles (search_titles, rowid, title)
-        SELECT 'delete', num, mnote_search_tokens(OLD.title) FROM search_pages WHERE {_PAGE};
-    INSERT INTO search_titles (rowid, title)
-        SELECT num, mnote_search_tokens(NEW.title) FROM search_pages WHERE {_PAGE};
-END;
-CREATE TRIGGER IF NOT EXISTS search_page_removed AFTER DELETE ON pages BEGIN
-    INSERT INTO search_titles (search_titles, rowid, title)
-        SELECT 'delete', num, mnote_search_tokens(OLD.title) FROM search_pages
-        WHERE workspace_id = OLD.workspace_id AND page_id = OLD.id;
-    DELETE FROM search_chunks WHERE page = (
-        SELECT num FROM search_pages WHERE workspace_id = OLD.workspace_id AND page_id = OLD.id);
-    DELETE FROM search_pages WHERE workspace_id = OLD.workspace_id AND page_id = OLD.id;
-END;
-CREATE TRIGGER IF NOT EXISTS search_block_added AFTER INSERT ON blocks BEGIN
-    INSERT INTO search_chunks (num, page)
-        SELECT (w.num << {WORKSPACE_SHIFT - SLOT_BITS}) | w.next_chunk, p.num
-        FROM search_pages p JOIN search_workspaces w ON w.workspace_id = p.workspace_id
-        WHERE p.workspace_id = NEW.workspace_id AND p.page_id = NEW.page_id AND (p.next_key & {SLOTS}) = 0;
-    UPDATE search_pages SET next_key = (
-        SELECT (((num << {WORKSPACE_SHIFT - SLOT_BITS}) | next_chunk) << {SLOT_BITS}) | 1
-        FROM search_workspaces WHERE {_WS}) WHERE {_BLOCK_PAGE} AND (next_key & {SLOTS}) = 0;
-    UPDATE search_workspaces SET next_chunk = next_chunk + 1 WHERE {_WS} AND EXISTS (
-        SELECT 1 FROM search_chunks WHERE num = (search_workspaces.num << {WORKSPACE_SHIFT - SLOT_BITS})
-        | search_workspaces.next_chunk);
-    INSERT INTO search_blocks (key, seq)
-        SELECT next_key, NEW.seq FROM search_pages WHERE {_BLOCK_PAGE};
-    UPDATE search_pages SET next_key = next_key + 1 WHERE {_BLOCK_PAGE};
-    INSERT INTO search_index (rowid, body)
-        SELECT key, mnote_search_tokens(NEW.text) FROM search_blocks WHERE seq = NEW.seq;
-END;
-CREATE TRIGGER IF NOT EXISTS search_block_changed AFTER UPDATE OF text ON blocks
-WHEN OLD.text IS NOT NEW.text BEGIN
-    INSERT INTO search_index (search_index, rowid, body)
-        SELECT 'delete', key, mnote_search_tokens(OLD.text) FROM search_blocks WHERE seq = OLD.seq;
-    INSERT INTO search_index (rowid, body)
-        SELECT key, mnote_search_tokens(NEW.text) FROM search_blocks WHERE seq = OLD.seq;
-END;
 CREATE TABLE IF NOT EXISTS page_changes (
     seq          INTEGER PRIMARY KEY,
     workspace_id TEXT NOT NULL,
     page_id      TEXT NOT NULL,
     revision     INTEGER NOT NULL
 );
-CREATE TRIGGER IF NOT EXISTS search_page_changed AFTER INSERT ON page_history BEGIN
-    INSERT INTO page_changes (workspace_id, page_id, revision)
-        VALUES (NEW.workspace_id, NEW.page_id, NEW.revision);
-END;
-CREATE TRIGGER IF NOT EXISTS search_block_removed AFTER DELETE ON blocks BEGIN
-    INSERT INTO search_index (search_index, rowid, body)
-        SELECT 'delete', key, mnote_search_tokens(OLD.text) FROM search_blocks WHERE seq = OLD.seq;
-    DELETE FROM search_blocks WHERE seq = OLD.seq;
-END;
 """
 
-TRIGGERS = (
+# The triggers that kept the index before schema version 5 (the page-change path keeps it now).
+OLD_TRIGGERS = (
     "search_page_added",
     "search_page_renamed",
     "search_page_removed",
@@ -170,101 +117,18 @@ TRIGGERS = (
 )
 
 
-def build(tx: sqlite3.Connection) -> str:
-    """Index every page and block already in the store (a migration step, or a bulk load with the
-    triggers dropped) into an empty index: pages numbered in order, each page's blocks given keys in
-    fresh chunks of its workspace, then the index filled and merged into one segment."""
-    if tx.execute("SELECT 1 FROM search_pages LIMIT 1").fetchone() is not None:
-        raise RuntimeError("search index: build() needs an empty index")
-    tx.execute(
-        "INSERT OR IGNORE INTO search_workspaces (workspace_id) SELECT DISTINCT workspace_id FROM pages"
-    )
-    if tx.execute(f"SELECT 1 FROM search_workspaces WHERE num > {MAX_WORKSPACES}").fetchone():
-        raise RuntimeError("search index: too many workspaces")
-    tx.execute(
-        "INSERT INTO search_pages (num, workspace_id, page_id)"
-        f" SELECT (w.num << {WORKSPACE_SHIFT})"
-        " | row_number() OVER (PARTITION BY p.workspace_id ORDER BY p.rowid), p.workspace_id, p.id"
-        " FROM pages p JOIN search_workspaces w ON w.workspace_id = p.workspace_id"
-    )
-    chunks: dict[str, int] = {}
-    keys: list[tuple[int, int]] = []
-    owners: list[tuple[int, int]] = []
-    nexts: list[tuple[int, int]] = []
-    rows = tx.execute(
-        "SELECT w.num, s.num, b.seq FROM blocks b"
-        " JOIN search_pages s ON s.workspace_id = b.workspace_id AND s.page_id = b.page_id"
-        " JOIN search_workspaces w ON w.workspace_id = b.workspace_id ORDER BY s.num, b.seq"
-    )
-    page, key = None, 0
-    for ws_num, page_num, seq in rows:
-        if page_num != page:
-            if page is not None:
-                nexts.append((key, page))
-            page, key = page_num, 0
-        if key & SLOTS == 0:
-            chunk = chunks.get(ws_num, 1)
-            chunks[ws_num] = chunk + 1
-            key = (((ws_num << (WORKSPACE_SHIFT - SLOT_BITS)) | chunk) << SLOT_BITS) | 1
-            owners.append((key >> SLOT_BITS, page_num))
-        keys.append((key, seq))
-        key += 1
-    if page is not None:
-        nexts.append((key, page))
-    tx.executemany("INSERT INTO search_chunks (num, page) VALUES (?, ?)", owners)
-    tx.executemany("INSERT INTO search_blocks (key, seq) VALUES (?, ?)", keys)
-    tx.executemany("UPDATE search_pages SET next_key = ? WHERE num = ?", nexts)
-    tx.execute(
-        "UPDATE search_workspaces SET next_page = 1 + (SELECT count(*) FROM search_pages s"
-        " WHERE s.workspace_id = search_workspaces.workspace_id)"
-    )
-    tx.executemany(
-        "UPDATE search_workspaces SET next_chunk = ? WHERE num = ?", [(n, w) for w, n in chunks.items()]
-    )
-    pages = tx.execute(
-        "INSERT INTO search_titles (rowid, title) SELECT s.num, mnote_search_tokens(p.title)"
-        " FROM search_pages s JOIN pages p ON p.workspace_id = s.workspace_id AND p.id = s.page_id"
-    ).rowcount
-    blocks = tx.execute(
-        "INSERT INTO search_index (rowid, body) SELECT s.key, mnote_search_tokens(b.text)"
-        " FROM search_blocks s JOIN blocks b ON b.seq = s.seq"
-    ).rowcount
-    tx.execute("INSERT INTO search_index (search_index) VALUES ('optimize')")
-    tx.execute("INSERT INTO search_titles (search_titles) VALUES ('optimize')")
-    return f"search index: {pages} titles, {blocks} blocks"
-
-
-# -- searching ------------------------------------------------------------------------------------
-
-
-class Clock(Protocol):
-    """A store's page-change clock: what a cursor pins its results to (docs/search.md, "Cursor")."""
-
-    def now(self, conn: Any) -> Watermark:
-        """The watermark of what this read transaction sees."""
-
-    def valid(self, watermark: Watermark) -> bool:
-        """Whether a watermark from a cursor is one this store could have issued (the client may
-        alter a cursor: a wrong one is refused, never passed to the database as it is)."""
-
-    def changes(
-        self, conn: Any, watermark: Watermark, workspaces: Sequence[str], limit: int
-    ) -> list[tuple[str, str, int]]:
-        """(workspace, page, revision) of writes to these workspaces after the watermark, at most `limit`."""
-
-
 class SqliteClock:
-    """SQLite: `page_changes` numbers every recorded write (a trigger on `page_history`); writers hold
-    the file's write lock, so the numbers follow commit order and the watermark is the last one."""
+    """SQLite: `page_changes` numbers every recorded write (`Fts5Index.apply`); writers hold the
+    file's write lock, so the numbers follow commit order and the watermark is the last one."""
 
-    def now(self, conn: Any) -> Watermark:
+    def now(self, conn: Connection) -> Watermark:
         return int(conn.execute("SELECT coalesce(max(seq), 0) FROM page_changes").fetchone()[0])
 
     def valid(self, watermark: Watermark) -> bool:
         return isinstance(watermark, int) and watermark >= 0
 
     def changes(
-        self, conn: Any, watermark: Watermark, workspaces: Sequence[str], limit: int
+        self, conn: Connection, watermark: Watermark, workspaces: Sequence[str], limit: int
     ) -> list[tuple[str, str, int]]:
         rows = conn.execute(
             "SELECT workspace_id, page_id, revision FROM page_changes WHERE seq > ?"
@@ -275,93 +139,159 @@ class SqliteClock:
 
 
 SQLITE_CLOCK = SqliteClock()
-MAX_CHANGE_ROWS = 16 * MAX_CHANGED_PAGES  # writes read back after a watermark before the cursor is refused
 
 
-@dataclass(frozen=True, slots=True)
-class Moment:
-    """The moment a search's first page was answered at, as a later page sees it: the watermark, and
-    each page written since with the first revision written after it."""
+class Fts5Index:
+    """The index of one SQLite store (the dialect's `SearchIndex`; see the module)."""
 
-    watermark: Watermark
-    changed: dict[tuple[str, str], int]
+    def __init__(self) -> None:
+        # The chunk -> page map, filled as searches meet chunks: a chunk never changes page (chunk
+        # numbers only grow), so what is known stays true, whichever process wrote it.
+        self.chunk_pages: dict[int, int] = {}
 
+    @property
+    def clock(self) -> SqliteClock:
+        return SQLITE_CLOCK
 
-def moment(conn: Any, cursor: Cursor | None, workspaces: Sequence[str], clock: Clock) -> Moment:
-    """The first page's moment: now (no cursor), or the cursor's watermark and what changed since."""
-    if cursor is None:
-        return Moment(clock.now(conn), {})
-    if not clock.valid(cursor.watermark):
-        raise not_a_cursor()
-    rows = clock.changes(conn, cursor.watermark, workspaces, MAX_CHANGE_ROWS + 1)
-    if len(rows) > MAX_CHANGE_ROWS:
-        raise too_many_changes(MAX_CHANGED_PAGES)
-    changed: dict[tuple[str, str], int] = {}
-    for ws, page, revision in rows:
-        changed[(ws, page)] = min(revision, changed.get((ws, page), revision))
-    return Moment(cursor.watermark, changed)
+    def apply(self, conn: Connection, change: PageChange) -> None:
+        """Follow one write (see the module), in its transaction, after its rows are written."""
+        ws, page = change.workspace_id, change.page_id
+        if change.created:
+            _add_page(conn, ws, page, change.title[1] if change.title else "")
+        elif change.title is not None:
+            where = "FROM search_pages WHERE workspace_id = ? AND page_id = ?"
+            before, after = change.title
+            conn.execute(
+                f"INSERT INTO search_titles (search_titles, rowid, title) SELECT 'delete', num, ? {where}",
+                (index_tokens(before), ws, page),
+            )
+            conn.execute(
+                f"INSERT INTO search_titles (rowid, title) SELECT num, ? {where}",
+                (index_tokens(after), ws, page),
+            )
+        _follow_blocks(conn, ws, page, change.blocks)
+        if change.recorded:  # its number on the page-change clock
+            conn.execute(
+                "INSERT INTO page_changes (workspace_id, page_id, revision) VALUES (?, ?, ?)",
+                (ws, page, change.revision),
+            )
 
-
-def as_it_was(
-    conn: Any, ws: str, page: str, revision: int, segments: Sequence[Segment]
-) -> tuple[int, int] | None:
-    """(title matched, matching rows) of a page as it was before `revision`, or None if it did not
-    match then (or did not exist)."""
-    before = history.page_before(conn, ws, page, revision)
-    if before is None:
-        return None
-    title = int(matches(before.title, segments))
-    rows = title + sum(1 for text in before.texts if matches(text, segments))
-    return (title, rows) if rows else None
-
-
-def check(query: SearchQuery) -> list[Segment] | None:
-    """The query's segments (None: a listing), after the login checkpoint and the arguments."""
-    if not query.actor_id:
-        raise MnoteError(ErrorCode.UNAUTHENTICATED, Reason.NO_ACTOR)
-    return segments_of(query)
-
-
-def search(
-    connection: sql.Connection,
-    query: SearchQuery,
-    segments: Sequence[Segment] | None,
-    database: sql.Database,
-) -> dict[str, Any]:
-    """The hits of one search (or listing), best first: `{"hits": [...], "nextCursor"?}`.
-
-    The index is SQLite's (FTS5): a store on another database answers search itself (PostgreSQL:
-    `kernel/postgres/search.py`); any other says so rather than answer wrongly. `Database.chunk_pages` caches which page each chunk belongs to."""
-    if not isinstance(database, Database):
-        raise NotImplementedError(f"page search has no index on the {database.dialect} store")
-    conn = cast(sqlite3.Connection, connection)
-    workspaces = _readable_workspaces(conn, query)
-    if segments is None:
-        return _listing(conn, query, workspaces)
-    return _matches(conn, query, segments, workspaces, database.chunk_pages)
+    def search(self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None) -> SearchView:
+        """The listing, or the pages that match ranked by (title matched, number of matching rows,
+        page number), best first."""
+        workspaces = readable_workspaces(conn, query)
+        if segments is None:
+            return listing(conn, query, workspaces, SQLITE_CLOCK)
+        nums = dict(
+            conn.execute(
+                "SELECT workspace_id, num FROM search_workspaces WHERE workspace_id IN"
+                " (SELECT value FROM json_each(?))",
+                (json.dumps(workspaces),),
+            ).fetchall()
+        )
+        return _matches(conn, query, segments, {ws: nums.get(ws) for ws in workspaces}, self.chunk_pages)
 
 
-def _readable_workspaces(conn: sqlite3.Connection, query: SearchQuery) -> dict[str, int | None]:
-    """The workspaces searched, with their index numbers (None: not indexed yet, so no pages)."""
-    rows = conn.execute(
-        "SELECT m.workspace_id, m.role, w.num FROM members m"
-        " LEFT JOIN search_workspaces w ON w.workspace_id = m.workspace_id WHERE m.actor_id = ?",
-        (query.actor_id,),
-    ).fetchall()
-    allowed = set(query.workspaces) if query.workspaces is not None else None
-    found = {
-        workspace: num
-        for workspace, role, num in rows
-        if Scope.PAGE_READ in grants_of(role) and (allowed is None or workspace in allowed)
-    }
-    if query.workspace_id is None:
-        return found
-    if query.workspace_id not in found:
-        raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": query.workspace_id})
-    return {query.workspace_id: found[query.workspace_id]}
+def build(conn: Connection, publish: Callable[[PageChange], None]) -> str:
+    """Index every page and block of the store into an empty index, through the page-change path
+    (`store.search.rebuild`: each page in the order pages were created), then merge each FTS5 table
+    into one segment. What the migration that adds the index runs (and a bulk load that wrote rows
+    alone)."""
+    if conn.execute("SELECT 1 FROM search_pages LIMIT 1").fetchone() is not None:
+        raise RuntimeError("search index: build() needs an empty index")
+    pages, blocks = rebuild(conn, publish, order="rowid")
+    conn.execute("INSERT INTO search_index (search_index) VALUES ('optimize')")
+    conn.execute("INSERT INTO search_titles (search_titles) VALUES ('optimize')")
+    return f"search index: {pages} titles, {blocks} blocks"
 
 
-def _hidden_pages(conn: sqlite3.Connection, actor_id: str, workspaces: dict[str, int | None]) -> set[int]:
+def _add_page(conn: Connection, ws: str, page: str, title: str) -> None:
+    """A new page: its workspace's number (a new one for a new workspace), its own, its title's tokens."""
+    conn.execute("INSERT OR IGNORE INTO search_workspaces (workspace_id) VALUES (?)", (ws,))
+    ws_num, next_page = conn.execute(
+        "SELECT num, next_page FROM search_workspaces WHERE workspace_id = ?", (ws,)
+    ).fetchone()
+    if ws_num > MAX_WORKSPACES:
+        raise RuntimeError("search index: too many workspaces")
+    num = (ws_num << WORKSPACE_SHIFT) | next_page
+    conn.execute("INSERT INTO search_pages (num, workspace_id, page_id) VALUES (?, ?, ?)", (num, ws, page))
+    conn.execute("UPDATE search_workspaces SET next_page = ? WHERE num = ?", (next_page + 1, ws_num))
+    conn.execute("INSERT INTO search_titles (rowid, title) VALUES (?, ?)", (num, index_tokens(title)))
+
+
+def _follow_blocks(conn: Connection, ws: str, page: str, changes: Iterable[BlockChange]) -> None:
+    """The block rows of one write: a deleted or edited row's old tokens out (by its `seq`), an
+    edited row's new ones in, a new row keyed and indexed."""
+    gone: list[tuple[str, int]] = []
+    edited: list[tuple[str, int]] = []
+    deleted: list[tuple[int]] = []
+    added: list[BlockRow] = []
+    for change in changes:
+        before, after = change.before, change.after
+        if before is None:
+            if after is not None:
+                added.append(after)
+        elif after is None:
+            gone.append((index_tokens(before.text), before.seq))
+            deleted.append((before.seq,))
+        elif before.text != after.text:
+            gone.append((index_tokens(before.text), before.seq))
+            edited.append((index_tokens(after.text), before.seq))
+    if gone:
+        conn.executemany(
+            "INSERT INTO search_index (search_index, rowid, body)"
+            " SELECT 'delete', key, ? FROM search_blocks WHERE seq = ?",
+            gone,
+        )
+    if edited:
+        conn.executemany(
+            "INSERT INTO search_index (rowid, body) SELECT key, ? FROM search_blocks WHERE seq = ?", edited
+        )
+    if deleted:
+        conn.executemany("DELETE FROM search_blocks WHERE seq = ?", deleted)
+    if added:
+        _add_blocks(conn, ws, page, added)
+
+
+def _add_blocks(conn: Connection, ws: str, page: str, rows: list[BlockRow]) -> None:
+    """Keys for new block rows, in the order they were written (`seq`): the next slots of the page's
+    open chunk, then fresh chunks of its workspace."""
+    seqs = {row.id: row.seq for row in rows if row.seq}
+    unknown = [row.id for row in rows if not row.seq]  # rows just inserted: their seq is the database's
+    for where, params in ids_in_chunks(unknown):
+        seqs.update(
+            conn.execute(
+                f"SELECT id, seq FROM blocks WHERE workspace_id = ? AND page_id = ? AND {where}",
+                (ws, page, *params),
+            ).fetchall()
+        )
+    page_num, key, ws_num, chunk = conn.execute(
+        "SELECT p.num, p.next_key, w.num, w.next_chunk FROM search_pages p"
+        " JOIN search_workspaces w ON w.workspace_id = p.workspace_id"
+        " WHERE p.workspace_id = ? AND p.page_id = ?",
+        (ws, page),
+    ).fetchone()
+    owners: list[tuple[int, int]] = []
+    keyed: list[tuple[int, int]] = []
+    bodies: list[tuple[int, str]] = []
+    for row in sorted(rows, key=lambda row: seqs[row.id]):
+        if key & SLOTS == 0:  # no chunk open: the workspace's next one
+            owned = (ws_num << (WORKSPACE_SHIFT - SLOT_BITS)) | chunk
+            owners.append((owned, page_num))
+            key = (owned << SLOT_BITS) | 1
+            chunk += 1
+        keyed.append((key, seqs[row.id]))
+        bodies.append((key, index_tokens(row.text)))
+        key += 1
+    if owners:
+        conn.executemany("INSERT INTO search_chunks (num, page) VALUES (?, ?)", owners)
+        conn.execute("UPDATE search_workspaces SET next_chunk = ? WHERE num = ?", (chunk, ws_num))
+    conn.executemany("INSERT INTO search_blocks (key, seq) VALUES (?, ?)", keyed)
+    conn.executemany("INSERT INTO search_index (rowid, body) VALUES (?, ?)", bodies)
+    conn.execute("UPDATE search_pages SET next_key = ? WHERE num = ?", (key, page_num))
+
+
+def _hidden_pages(conn: Connection, actor_id: str, workspaces: dict[str, int | None]) -> set[int]:
     """The numbers (`search_pages.num`) of restricted pages in these workspaces the actor may not read."""
     hidden: set[int] = set()
     for workspace in workspaces:
@@ -382,12 +312,12 @@ def _hidden_pages(conn: sqlite3.Connection, actor_id: str, workspaces: dict[str,
 
 
 def _matches(
-    conn: sqlite3.Connection,
+    conn: Connection,
     query: SearchQuery,
     segments: Sequence[Segment],
     workspaces: dict[str, int | None],
     chunk_pages: dict[int, int],
-) -> dict[str, Any]:
+) -> SearchView:
     """Pages ranked by (title matched, number of matching rows, page number), best first.
 
     The index answers the matching rowids of each readable workspace's range (one pass over all of
@@ -472,13 +402,13 @@ def _matches(
         if snippets:
             hit["snippets"] = snippets
         hits.append(hit)
-    view: dict[str, Any] = {"hits": hits}
+    view: SearchView = {"hits": hits}
     if more:
         view["nextCursor"] = encode_cursor(query, list(ranked[-1]), when.watermark)
     return view
 
 
-def _page_nums(conn: sqlite3.Connection, pages: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+def _page_nums(conn: Connection, pages: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
     """The index numbers of these pages (`search_pages.num`)."""
     out: dict[tuple[str, str], int] = {}
     for ws, page_id in pages:
@@ -500,7 +430,7 @@ def _ends(keys: list[int], entry: list[int]) -> set[int]:
     return {keys[low], keys[high]}
 
 
-def _learn_chunks(conn: sqlite3.Connection, chunk_pages: dict[int, int], missing: list[int]) -> None:
+def _learn_chunks(conn: Connection, chunk_pages: dict[int, int], missing: list[int]) -> None:
     """Add the pages of `missing` chunks to the cache, in one query."""
     if missing:
         chunk_pages.update(
@@ -511,26 +441,16 @@ def _learn_chunks(conn: sqlite3.Connection, chunk_pages: dict[int, int], missing
         )
 
 
-def _page_hit(conn: sqlite3.Connection, page: int) -> dict[str, Any]:
+def _page_hit(conn: Connection, page: int) -> SearchHit:
     workspace_id, page_id, title, revision, updated_at = conn.execute(
         "SELECT p.workspace_id, p.id, p.title, p.revision, p.updated_at FROM search_pages s"
         " JOIN pages p ON p.workspace_id = s.workspace_id AND p.id = s.page_id WHERE s.num = ?",
         (page,),
     ).fetchone()
-    return _hit(workspace_id, page_id, title, revision, updated_at)
+    return hit(workspace_id, page_id, title, revision, updated_at)
 
 
-def _hit(workspace_id: str, page_id: str, title: str, revision: int, updated_at: str) -> dict[str, Any]:
-    return {
-        "workspaceId": workspace_id,
-        "documentId": page_id,
-        "title": title,
-        "revision": revision,
-        "updatedAt": updated_at,
-    }
-
-
-def _snippets(conn: sqlite3.Connection, segments: Sequence[Segment], keys: set[int]) -> list[dict[str, str]]:
+def _snippets(conn: Connection, segments: Sequence[Segment], keys: set[int]) -> list[dict[str, str]]:
     """The snippets of a hit's first and last matching blocks (the keys the ranking query found)."""
     if not keys:
         return []
@@ -545,67 +465,3 @@ def _snippets(conn: sqlite3.Connection, segments: Sequence[Segment], keys: set[i
         if marked is not None:
             out.append({"blockId": block_id, "text": marked})
     return out[:SNIPPETS_PER_HIT]
-
-
-def _listing(
-    conn: sqlite3.Connection,
-    query: SearchQuery,
-    workspaces: dict[str, int | None],
-    clock: Clock = SQLITE_CLOCK,
-) -> dict[str, Any]:
-    """Every readable page, most recently changed first: per workspace at most `limit + 1` rows from
-    its (workspace, updated_at) index (more by the pages written since the first page, which are left
-    out there and put back where they stood then), merged. The SQL is portable: PostgreSQL runs it
-    too, with its own clock."""
-    cursor = decode_cursor(query, (str, str, str))
-    if not workspaces:
-        return {"hits": []}
-    when = moment(conn, cursor, list(workspaces), clock)
-    after = cursor.after if cursor is not None else None
-    keyset = " AND (p.updated_at, p.workspace_id, p.id) < (:at, :ws, :id)" if after is not None else ""
-    readable = (
-        "SELECT p.workspace_id, p.id, p.title, p.revision, p.updated_at FROM pages p"
-        " JOIN members m ON m.workspace_id = p.workspace_id AND m.actor_id = :actor"
-        " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id AND a.actor_id = :actor"
-        f" WHERE (p.restricted = 0 OR a.role IN ({_ROLES}))"
-    )
-    parts = [
-        f"SELECT * FROM ({readable} AND p.workspace_id = :w{index}{keyset}"
-        " ORDER BY p.updated_at DESC, p.id DESC LIMIT :limit)"
-        for index in range(len(workspaces))
-    ]
-    params: dict[str, Any] = {"actor": query.actor_id, "limit": query.limit + 1 + len(when.changed)}
-    params.update({f"w{index}": workspace for index, workspace in enumerate(sorted(workspaces))})
-    if after is not None:
-        params.update(at=after[0], ws=after[1], id=after[2])
-    rows: list[tuple[Any, ...]] = [
-        (*row, row[4])  # the sort key's time: when it changed, as of the first page
-        for row in conn.execute(
-            f"SELECT * FROM ({' UNION ALL '.join(parts)})"
-            " ORDER BY updated_at DESC, workspace_id DESC, id DESC LIMIT :limit",
-            params,
-        ).fetchall()
-        if (row[0], row[1]) not in when.changed
-    ]
-    moved = 0
-    for (ws, page_id), revision in when.changed.items():
-        row = conn.execute(
-            f"{readable} AND p.workspace_id = :ws AND p.id = :id",
-            {"actor": query.actor_id, "ws": ws, "id": page_id},
-        ).fetchone()
-        if row is None:
-            continue
-        moved += 1
-        if moved > MAX_CHANGED_PAGES:
-            raise too_many_changes(MAX_CHANGED_PAGES)
-        before = history.page_before(conn, ws, page_id, revision)
-        if before is not None and (after is None or (before.updated_at, ws, page_id) < tuple(after)):
-            rows.append((*row, before.updated_at))
-    rows.sort(key=lambda row: (row[5], row[0], row[1]), reverse=True)
-    more = len(rows) > query.limit
-    rows = rows[: query.limit]
-    view: dict[str, Any] = {"hits": [_hit(*row[:5]) for row in rows]}
-    if more:
-        last = rows[-1]
-        view["nextCursor"] = encode_cursor(query, [last[5], last[0], last[1]], when.watermark)
-    return view

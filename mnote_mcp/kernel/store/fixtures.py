@@ -26,12 +26,13 @@ from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.policy import ROLES
 from mnote_mcp.kernel.port import Correlation
 from mnote_mcp.kernel.store import history, rows
+from mnote_mcp.kernel.store.changes import PageChange, Writes
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.history import HeadChange
 from mnote_mcp.kernel.store.orderkeys import keys_between
-from mnote_mcp.kernel.store.rows import TOP, BlockChange, PageBlocks, PageChange
+from mnote_mcp.kernel.store.rows import TOP, BlockChange, PageBlocks
 from mnote_mcp.kernel.store.sql import Connection
-from mnote_mcp.kernel.store.store import LocalStore
+from mnote_mcp.kernel.store.store import Store
 
 logger = logging.getLogger(__name__)
 SEED_CORRELATION = Correlation("seed", "seed", "seed", "seed")
@@ -161,7 +162,7 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def load_fixture(store: LocalStore, data: dict[str, Any], *, replace: Collection[str] = ()) -> SeedReport:
+def load_fixture(store: Store, data: dict[str, Any], *, replace: Collection[str] = ()) -> SeedReport:
     """Load a fixture in one transaction: create what is missing, replace only the pages named in
     `replace` (as `workspace/page`), leave the rest. Returns (and logs) what it did."""
     validate_fixture(data)
@@ -172,27 +173,29 @@ def load_fixture(store: LocalStore, data: dict[str, Any], *, replace: Collection
             f"--replace {', '.join(unknown)}: not a page of this fixture (known: {', '.join(sorted(named))})"
         )
     report = SeedReport()
-    with store.transaction(write=True) as conn:
-        store.db.serialize(conn, "fixtures")  # two replicas seeding at start-up: one after the other
+    with store.writing() as writes:
+        conn = writes.conn
+        store.dialect.serialize(conn, "fixtures")  # two replicas seeding at start-up: one after the other
         conn.executemany(
             "INSERT INTO option_registry (name, runtime_support) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
             list((data.get("optionRegistry") or {}).items()),
         )
         for w_index, ws in enumerate(data["workspaces"]):
-            _load_workspace(store, conn, ws, w_index, set(replace), report)
+            _load_workspace(store, writes, ws, w_index, set(replace), report)
     for line in report.lines():
         logger.info("%s", line)
     return report
 
 
 def _load_workspace(
-    store: LocalStore,
-    conn: Connection,
+    store: Store,
+    writes: Writes,
     ws: dict[str, Any],
     index: int,
     replace: set[str],
     report: SeedReport,
 ) -> None:
+    conn = writes.conn
     created = conn.execute(
         "INSERT INTO workspaces (id, name) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
         (ws["id"], ws.get("name", ws["id"])),
@@ -213,7 +216,7 @@ def _load_workspace(
     for p_index, page in enumerate(ws.get("pages", [])):
         name = f"{ws['id']}/{page['id']}"
         blocks = _blocks(ws["id"], page, f"/workspaces/{index}/pages/{p_index}")
-        _load_page(store, conn, ws["id"], page, blocks, name in replace, report)
+        _load_page(store, writes, ws["id"], page, blocks, name in replace, report)
 
 
 def _blocks(workspace_id: str, page: dict[str, Any], pointer: str) -> list[Block]:
@@ -225,18 +228,19 @@ def _blocks(workspace_id: str, page: dict[str, Any], pointer: str) -> list[Block
 
 
 def _load_page(
-    store: LocalStore,
-    conn: Connection,
+    store: Store,
+    writes: Writes,
     workspace_id: str,
     page: dict[str, Any],
     blocks: list[Block],
     replace: bool,
     report: SeedReport,
 ) -> None:
+    conn = writes.conn
     name = f"{workspace_id}/{page['id']}"
     options = page.get("options", {})
     restricted = 1 if "members" in page else 0
-    store.db.lock_page(conn, workspace_id, page["id"])
+    store.dialect.lock_page(conn, workspace_id, page["id"])
     row = conn.execute(
         "SELECT title, options, revision, restricted, block_count, byte_size, updated_at FROM pages"
         " WHERE workspace_id = ? AND id = ?",
@@ -253,7 +257,7 @@ def _load_page(
         )
         rows.apply(conn, workspace_id, page["id"], changes)
         _set_access(conn, workspace_id, page)
-        _hooks(store, conn, PageChange(workspace_id, page["id"], 1, None, changes))
+        writes.publish(PageChange(workspace_id, page["id"], 1, ("", page["title"]), changes, created=True))
         report.created["pages"] += 1
         report.created_pages.append(name)
         return
@@ -303,7 +307,7 @@ def _load_page(
         updated_before=updated_before,
     )
     _set_access(conn, workspace_id, page)
-    _hooks(store, conn, PageChange(workspace_id, page["id"], revision, head.title, changes))
+    writes.publish(PageChange(workspace_id, page["id"], revision, head.title, changes))
     report.replaced.append(name)
 
 
@@ -311,7 +315,7 @@ def _size(changes: list[BlockChange]) -> tuple[int, int]:
     return len(changes), sum(change.after.size for change in changes if change.after is not None)
 
 
-def _check(store: LocalStore, name: str, blocks: int, size: int) -> None:
+def _check(store: Store, name: str, blocks: int, size: int) -> None:
     try:
         store.limits.check(blocks, size)
     except MnoteError as exc:
@@ -325,8 +329,3 @@ def _set_access(conn: Connection, workspace_id: str, page: dict[str, Any]) -> No
         "INSERT INTO page_access (workspace_id, page_id, actor_id, role) VALUES (?, ?, ?, ?)",
         [(workspace_id, page["id"], m["actorId"], m["role"]) for m in page.get("members", [])],
     )
-
-
-def _hooks(store: LocalStore, conn: Connection, change: PageChange) -> None:
-    for hook in store.write_hooks:
-        hook(conn, change)

@@ -1,4 +1,5 @@
-"""Group commit: the writes that reach the kernel together, in one SQLite transaction.
+"""Group commit: the writes that reach the kernel together, in one transaction (where the dialect
+says so: SQLite).
 
 A write's own work on SQLite is small next to what every transaction pays: `BEGIN IMMEDIATE`, and a
 `COMMIT` that appends each page it changed to the log (the leaves of the artifact, edge, audit and
@@ -15,7 +16,8 @@ at a time, until `GATHER_TURNS` turns pass with no write joining (or `MAX_GROUP`
 runs the group on the loop and wakes the others. A sequential client's write makes a group of one,
 run as a write always was (no savepoint), a few loop turns later. A leader cancelled while
 gathering still runs its group, as a call abandoned on a thread still commits; so does a cancelled
-follower's write (its retry replays). PostgreSQL is not grouped (`LocalKernel`).
+follower's write (its retry replays). PostgreSQL is not grouped (`Dialect.group_commit`): its writers
+of different pages run side by side, and a group would make them wait for each other's page locks.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ import anyio.lowlevel
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Command, CommandOutcome
-from mnote_mcp.kernel.sqlite.connection import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.store import ledger
+from mnote_mcp.kernel.store.changes import Writes
 from mnote_mcp.kernel.store.commands import COMMANDS
+from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.store.plan import CommandSpec, payload_blocks
 from mnote_mcp.kernel.store.sql import Connection
 
@@ -46,14 +49,21 @@ Done = CommandOutcome | Exception
 
 
 class GroupStore(Protocol):
-    """What a group needs of the store (`LocalStore`; this module does not import it)."""
+    """What a group needs of the store (`store.Store`; this module does not import it)."""
 
     def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome: ...
 
-    def transaction(self, *, write: bool, inline: bool = False) -> AbstractContextManager[Connection]: ...
+    def writing(self, *, inline: bool = False) -> AbstractContextManager[Writes]: ...
 
     def run_command(
-        self, conn: Connection, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
+        self,
+        conn: Connection,
+        writes: Writes | None,
+        command: Command,
+        spec: CommandSpec,
+        payload: Any,
+        print_: str,
+        inline: bool,
     ) -> CommandOutcome: ...
 
 
@@ -78,15 +88,15 @@ def run_group(store: GroupStore, commands: Sequence[Command], *, inline: bool) -
     if not todo:
         return done
     try:
-        with store.transaction(write=True, inline=inline) as conn:
+        with store.writing(inline=inline) as writes:
             for index, command, spec, payload, print_ in todo:
-                conn.execute("SAVEPOINT command")
                 try:
-                    done[index] = store.run_command(conn, command, spec, payload, print_, inline)
+                    with writes.savepoint():
+                        done[index] = store.run_command(
+                            writes.conn, writes, command, spec, payload, print_, inline
+                        )
                 except Exception as exc:
-                    conn.execute("ROLLBACK TO command")
                     done[index] = exc
-                conn.execute("RELEASE command")
     except Exception as exc:  # nothing of the group is committed
         for index, *_ in todo:
             done[index] = exc

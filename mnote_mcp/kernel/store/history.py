@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
-from mnote_mcp.kernel.port import Correlation
+from mnote_mcp.kernel.port import Correlation, HistoryQuery
+from mnote_mcp.kernel.store.access import PageHead
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.rows import BlockChange, BlockRow
 from mnote_mcp.kernel.store.sql import Connection
@@ -166,6 +167,31 @@ class HistoryFilter:
     session_id: str | None = None
     actor_id: str | None = None
     since_revision: int | None = None
+
+
+def filter_of(query: HistoryQuery) -> HistoryFilter:
+    """The filters of a history query, its limit checked."""
+    if not 1 <= query.limit <= MAX_HISTORY_LIMIT:
+        raise invalid("/limit", f"must be between 1 and {MAX_HISTORY_LIMIT}")
+    return HistoryFilter(query.run_id, query.session_id, query.by_actor_id, query.since_revision)
+
+
+def view(
+    conn: Connection, page: PageHead, where: HistoryFilter, *, limit: int, cursor: str | None
+) -> dict[str, Any]:
+    """What `mnote.page.history` answers: the page's revision, where its history starts, the entries
+    and the cursor of the next ones."""
+    found, more = entries(conn, page.workspace_id, page.id, where, limit=limit, cursor=cursor)
+    out: dict[str, Any] = {
+        "workspaceId": page.workspace_id,
+        "documentId": page.id,
+        "revision": page.revision,
+        "historyFrom": page.history_from,
+        "entries": found,
+    }
+    if more is not None:
+        out["nextCursor"] = more
+    return out
 
 
 def entries(

@@ -1,16 +1,21 @@
-"""The async face of the embedded store, as the kernel port.
+"""The async face of the store, as the kernel port: one class for every database.
 
-A call runs inline on the event loop first, told neither to wait for locks nor to do heavy work: a
-read of a page or an uncontended block edit takes well under a millisecond, less than handing it to a
-thread would. When SQLite would have to wait (another connection or process holds the write lock), or
-the call has a long page to read, render, diff or replace, it raises `MoveToThread` before doing that
-work and is run again on a worker thread, so neither a contended write nor a big page stalls the event
-loop (pings and other calls are answered meanwhile). A threaded call whose caller gave up (the per-call
-timeout) is abandoned, not interrupted: its transaction still commits or rolls back whole, and the
-idempotency ledger makes the caller's retry safe.
+Where a call runs is the dialect's to say (`Dialect.inline`). On SQLite a call runs inline on the event
+loop first, told neither to wait for locks nor to do heavy work: a read of a page or an uncontended
+block edit takes well under a millisecond, less than handing it to a thread would. When SQLite would
+have to wait (another connection or process holds the write lock), or the call has a long page to
+read, render, diff or replace, it raises `MoveToThread` before doing that work and is run again on a
+worker thread, so neither a contended write nor a big page stalls the event loop. On PostgreSQL every
+call runs on a worker thread (a database round trip is I/O), at most `Dialect.threads` at once (as
+many as its pool has connections, so a call never waits on the event loop for one), and a search
+first takes what the dialect admits it to (`Dialect.admit_search`: PostgreSQL bounds the searches in
+flight). A threaded call whose caller gave up (the per-call timeout) is abandoned, not interrupted:
+its transaction still commits or rolls back whole, and the idempotency ledger makes the retry safe.
 
-Writes on SQLite commit in groups (`group.py`): the writes that reach the kernel together share one
-transaction, each command in a savepoint of its own, every caller answered after its `COMMIT`.
+Where the dialect says so (SQLite), writes commit in groups (`group.py`): the writes that reach the
+kernel together share one transaction, each command in a savepoint of its own, every caller answered
+after its `COMMIT`. Every store is a `PageChangeFeed` (`watch_changes`): the dialect's feed tells
+listeners of page writes as they commit (SQLite: this process's, PostgreSQL: every replica's).
 """
 
 from __future__ import annotations
@@ -18,86 +23,48 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
 
-from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.port import (
     Command,
     CommandOutcome,
     HistoryQuery,
+    PageChangeListener,
     PageKey,
     PageQuery,
     PageRef,
     SearchQuery,
 )
 from mnote_mcp.kernel.scopes import Scope
-from mnote_mcp.kernel.sqlite.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
-from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
+from mnote_mcp.kernel.store.dialect import MoveToThread
 from mnote_mcp.kernel.store.group import GroupCommit
-from mnote_mcp.kernel.store.store import LocalStore
+from mnote_mcp.kernel.store.store import Store
 
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
 
-class LocalKernel:
-    def __init__(self, store: LocalStore, *, max_threads: int = POOL_SIZE) -> None:
+class StoreKernel:
+    """The kernel port over a `Store` (see the module)."""
+
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self._max_threads = max_threads
+        self._inline = store.dialect.inline
+        self._max_threads = store.dialect.threads
         self._limiter: CapacityLimiter | None = None
-        # PostgreSQL runs every call on a thread, each write in its own transaction
-        self._group = GroupCommit(store) if store.db.dialect == "sqlite" else None
-
-    @classmethod
-    def open(
-        cls, path: str | Path, *, limits: PageLimits | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
-    ) -> LocalKernel:
-        """Raises `StoreUnavailableError` (one line: the file and the cause) if it cannot be opened."""
-        from mnote_mcp.kernel.sqlite.opening import open_store
-
-        return cls(open_store(path, limits=limits, busy_timeout=busy_timeout))
-
-    @classmethod
-    def open_seeded(
-        cls,
-        path: str | Path,
-        *,
-        seed: Path | None = None,
-        demo: bool = True,
-        limits: PageLimits | None = None,
-        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-        **options: Any,
-    ) -> LocalKernel:
-        """Open a store, loading `seed` into it, or the demo workspace if the store is new.
-
-        What `serve` and `runtime serve` both do, so a first run of either has something to show.
-        `options` go to `open` (a subclass's own, such as the PostgreSQL pool size).
-        """
-        kernel = cls.open(path, limits=limits, busy_timeout=busy_timeout, **options)
-        try:
-            if seed is not None or (kernel.store.created and demo):
-                # only then: the fixture loader and its schema validator are no part of serving
-                from mnote_mcp.kernel.store.fixtures import demo_fixture, load_fixture, read_fixture
-            if seed is not None:
-                load_fixture(kernel.store, read_fixture(seed))
-            elif kernel.store.created and demo:
-                load_fixture(kernel.store, demo_fixture())
-                logger.info("new store %s seeded with the demo workspace", kernel.store.location)
-        except BaseException:
-            kernel.store.close()
-            raise
-        return kernel
+        self._group = GroupCommit(store) if store.dialect.group_commit else None
 
     async def _run(self, call: Callable[..., T]) -> T:
-        try:
-            return call(inline=True)
-        except MoveToThread:
-            return await self._threaded(call)
+        if self._inline:
+            try:
+                return call(inline=True)
+            except MoveToThread:
+                pass
+        return await self._threaded(call)
 
     async def _threaded(self, call: Callable[..., T]) -> T:
         if self._limiter is None:
@@ -132,7 +99,8 @@ class LocalKernel:
         return await self._run(partial(self.store.page_history, query))
 
     async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
-        return await self._run(partial(self.store.search_pages, query))
+        async with self.store.dialect.admit_search(query.actor_id):
+            return await self._run(partial(self.store.search_pages, query))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
@@ -141,5 +109,12 @@ class LocalKernel:
             partial(self.store.audit_trail, trace_id=trace_id, command_id=command_id, limit=limit)
         )
 
+    def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
+        """`PageChangeFeed`: hear page writes as they commit (see the module)."""
+        return self.store.dialect.feed.watch(listener)
+
     async def aclose(self) -> None:
-        self.store.close()
+        if self._inline:
+            self.store.close()
+        else:  # (closing a pool and a LISTEN connection waits for their threads)
+            await anyio.to_thread.run_sync(self.store.close)

@@ -2,7 +2,7 @@
 and the assembly of its rows.
 
 What a whole-body read assembles depends on the page's rows alone, never on who reads: the reader's
-permissions are checked on every call before the cache is asked (`LocalStore.get_page`), and what is
+permissions are checked on every call before the cache is asked (`Store.get_page`), and what is
 kept is the tree and its summary, the same for every actor allowed to see them. An entry is stamped
 with the page row it was built from (revision, block count, size), and only a read whose own page row,
 read in the same transaction, carries the same stamp is answered from it: every write of a block makes
@@ -25,8 +25,9 @@ from typing import Final
 import orjson
 
 from mnote_mcp.kernel.blocks import Block, body_summary
+from mnote_mcp.kernel.store import rows
 from mnote_mcp.kernel.store.access import PageHead
-from mnote_mcp.kernel.store.rows import PageBlocks
+from mnote_mcp.kernel.store.sql import Connection
 
 DEFAULT_PAGE_CACHE_BYTES: Final = 16 * 1024 * 1024
 
@@ -92,14 +93,26 @@ def stamp_of(page: PageHead) -> PageStamp:
     return page.revision, page.block_count, page.byte_size
 
 
-def whole_body(cache: PageCache, blocks: PageBlocks, page: PageHead) -> tuple[list[Block], str]:
+def whole_body(
+    cache: PageCache, conn: Connection, page: PageHead, *, snapshot: bool
+) -> tuple[list[Block], str] | None:
     """The page's tree and summary: from `cache` when it holds this very revision of the page (the
-    caller has passed the checkpoints, in the transaction `blocks` reads in), else read and kept."""
+    caller has passed the checkpoints), else read on `conn` and kept. Outside a snapshot (`snapshot`
+    False: statements of their own), a tree read is kept only if the page's stamp read after it is the
+    same (every write of a block makes a new revision, and revisions only grow, so no write came
+    between); else None: the caller reads again in one snapshot."""
     stamp = stamp_of(page)
     cached = cache.get(page.workspace_id, page.id, stamp)
     if cached is not None:
         return cached
-    roots = blocks.tree()
+    roots = rows.read_tree(conn, page.workspace_id, page.id)
+    if not snapshot:
+        again = conn.execute(
+            "SELECT revision, block_count, byte_size FROM pages WHERE workspace_id = ? AND id = ?",
+            (page.workspace_id, page.id),
+        ).fetchone()
+        if again is None or tuple(again) != stamp:
+            return None
     summary = body_summary(roots)
     cache.put(page.workspace_id, page.id, stamp, roots, summary)
     return roots, summary

@@ -14,9 +14,9 @@ from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.diff import text_diff
 from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.markdown import render_markdown
-from mnote_mcp.kernel.port import Command
-from mnote_mcp.kernel.sqlite.connection import INLINE_BLOCKS, MoveToThread
+from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.kernel.store.access import PageHead
+from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.store.history import HeadChange
 from mnote_mcp.kernel.store.rows import BlockChange, PageBlocks, tree_of
 from mnote_mcp.kernel.store.sql import Connection
@@ -54,6 +54,21 @@ class Plan:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     text_diff: Callable[[], str] | None = None
+
+    def outcome(
+        self, command: Command, command_id: str | None, revision: int, data: dict[str, Any]
+    ) -> CommandOutcome:
+        """What the command answers: this plan, made (`command_id`) or planned only (a dry run)."""
+        return CommandOutcome(
+            command_name=command.name,
+            dry_run=command.dry_run,
+            command_id=command_id,
+            revision=revision,
+            changed=self.changed,
+            diff=self.diff,
+            warnings=self.warnings,
+            data=data,
+        )
 
     def size_after(self, page: PageHead) -> tuple[int, int]:
         """The page's block count and bytes once this plan is written (what the size limit checks)."""

@@ -6,13 +6,17 @@ rows it names (and their neighbours and ancestors, by index), a whole-page read 
 from one ordered query, and a write touches only the rows it changes.
 
 Every change of a row is a `BlockChange` (the row before and after; None when it did not or no longer
-exists). The list of them is the write's change set: it goes to the page history and to the write hooks
-(`PageChange`), which is where an index of block text (search) follows the page in the same transaction.
+exists). The list of them is the write's change set: it goes to the page history and, as a
+`changes.PageChange`, down the one page-change path to the search index and the change feed.
+
+A row read from the table carries its `seq`, the number the database gave it when it was written (what
+both search indexes order and find a block's entry by); a row made in memory (a new block, one rebuilt
+from the history) has none (0) until it is written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +29,9 @@ from mnote_mcp.kernel.store.orderkeys import keys_between, too_long
 from mnote_mcp.kernel.store.sql import Connection
 
 TOP = ""  # the parent of top-level blocks
-_COLUMNS = "id, parent_id, position, type, text, props, revision"
+COLUMNS = (
+    "id, parent_id, position, type, text, props, revision, seq"  # a `BlockRow`, as `BlockRow.of` reads it
+)
 _CHUNK = 500  # ids per IN (...) list, well below every database's parameter limit
 
 
@@ -40,11 +46,15 @@ class BlockRow:
     text: str
     props: dict[str, Any]
     revision: int
+    seq: int = field(default=0, compare=False)  # the row's number in the table (0: not written yet)
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> BlockRow:
-        block_id, parent, position, kind, text, props, revision = row
-        return cls(block_id, parent, position, kind, text, orjson.loads(props) if props else {}, revision)
+        """A row of `SELECT {COLUMNS}`."""
+        block_id, parent, position, kind, text, props, revision, seq = row
+        return cls(
+            block_id, parent, position, kind, text, orjson.loads(props) if props else {}, revision, seq
+        )
 
     def block(self) -> Block:
         """The canonical block (`props` omitted when empty), without children."""
@@ -95,18 +105,11 @@ class BlockChange:
         return [*entry, 1] if self.rekey else entry
 
 
-@dataclass(frozen=True, slots=True)
-class PageChange:
-    """What one write did to one page, as the write hooks see it (before COMMIT, same transaction)."""
-
-    workspace_id: str
-    page_id: str
-    revision: int
-    title: tuple[str, str] | None
-    blocks: list[BlockChange]
-
-
-WriteHook = Callable[[Connection, PageChange], None]
+def ids_in_chunks(ids: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+    """`id IN (?, ...)` and its parameters, a few hundred ids at a time (below every database's limit)."""
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        yield f"id IN ({', '.join('?' * len(chunk))})", chunk
 
 
 def assemble(rows: Iterable[Sequence[Any]]) -> list[Block]:
@@ -162,7 +165,7 @@ class PageBlocks:
 
     def _select(self, where: str, params: Sequence[Any], order: str = "") -> list[BlockRow]:
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM blocks WHERE workspace_id = ? AND page_id = ? AND {where}{order}",
+            f"SELECT {COLUMNS} FROM blocks WHERE workspace_id = ? AND page_id = ? AND {where}{order}",
             (self.workspace_id, self.page_id, *params),
         ).fetchall()
         found = [BlockRow.of(row) for row in rows]
@@ -182,10 +185,9 @@ class PageBlocks:
         """The rows of those ids that exist."""
         wanted = [block_id for block_id in dict.fromkeys(ids) if block_id not in self._rows]
         if self._all is None:
-            for start in range(0, len(wanted), _CHUNK):
-                chunk = wanted[start : start + _CHUNK]
+            for where, chunk in ids_in_chunks(wanted):
                 # ORDER BY id: the planner then reads `blocks_by_id`, not the whole page, for an IN list
-                self._select(f"id IN ({', '.join('?' * len(chunk))})", chunk, " ORDER BY id")
+                self._select(where, chunk, " ORDER BY id")
                 for block_id in chunk:
                     self._rows.setdefault(block_id, None)
         return {
@@ -257,13 +259,13 @@ class PageBlocks:
 
     def subtree(self, block_id: str) -> list[BlockRow]:
         """`block_id` and every block under it, in document order (one recursive query)."""
-        joined = ", ".join(f"b.{column.strip()}" for column in _COLUMNS.split(","))
+        joined = ", ".join(f"b.{column.strip()}" for column in COLUMNS.split(","))
         rows = self.conn.execute(
-            f"WITH RECURSIVE sub AS (SELECT {_COLUMNS} FROM blocks"
+            f"WITH RECURSIVE sub AS (SELECT {COLUMNS} FROM blocks"
             f" WHERE workspace_id = ? AND page_id = ? AND id = ?"
             f" UNION ALL SELECT {joined} FROM blocks b JOIN sub"
             f" ON b.workspace_id = ? AND b.page_id = ? AND b.parent_id = sub.id)"
-            f" SELECT {_COLUMNS} FROM sub",
+            f" SELECT {COLUMNS} FROM sub",
             (self.workspace_id, self.page_id, block_id, self.workspace_id, self.page_id),
         ).fetchall()
         found = [BlockRow.of(row) for row in rows]

@@ -1,20 +1,18 @@
-"""One SQLite file holding the whole kernel state, shared safely by any number of processes.
+"""The kernel's synchronous core, once for every database: reads, and a command's one transaction.
 
-Every command runs in one `BEGIN IMMEDIATE` transaction: authorise, check the idempotency ledger,
-compare the revision (or, for a block edit, the revisions of the blocks it relies on), plan, check the
-page size, write the rows, the page row, the history entry, the audit record and the ledger entry,
-then commit; two processes racing on one key serialise on the database lock and the second replays.
-A dry run only ever opens a read transaction, so it cannot write even by mistake.
-
-This module only orchestrates: connections (`connection`), schema (`migrate`), checkpoints
-(`access`), rows (`rows`), history (`history`), ledger and audit (`ledger`), commands (`commands`).
+Every command runs in one write transaction: lock the page (the dialect's way), authorise, check the
+idempotency ledger, compare the revision (or, for a block edit, the revisions of the blocks it relies
+on), plan, check the page size, write the rows, the page row, the history entry, the page change (the
+search index and the change feed: `changes.publish`), the audit record and the ledger entry, then
+commit; two writers racing on one key serialise on the page and the second replays. A dry run only
+ever opens a read transaction, so it cannot write even by mistake. This module only orchestrates: the
+database is the `dialect.Dialect`, the rest the modules of this package, each with its job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block, summary_of
@@ -31,78 +29,107 @@ from mnote_mcp.kernel.port import (
     PageRef,
     SearchQuery,
 )
-from mnote_mcp.kernel.sqlite import search
-from mnote_mcp.kernel.sqlite.connection import DEFAULT_BUSY_TIMEOUT, INLINE_BLOCKS, Database, MoveToThread
-from mnote_mcp.kernel.sqlite.migrate import check_schema, open_schema
-from mnote_mcp.kernel.store import access, history, ledger, rows, sql
+from mnote_mcp.kernel.store import access, history, ledger, rows, search
+from mnote_mcp.kernel.store.changes import PageChange, WriteHook, Writes
 from mnote_mcp.kernel.store.commands import COMMANDS
 from mnote_mcp.kernel.store.concurrency import check_base
+from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, WRITE_ATTEMPTS, Dialect, MoveToThread
 from mnote_mcp.kernel.store.encoding import dumps, now
-from mnote_mcp.kernel.store.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.store.pagecache import PageCache, whole_body
 from mnote_mcp.kernel.store.plan import CommandSpec, Plan, Tx, payload_blocks
-from mnote_mcp.kernel.store.rows import PageBlocks, PageChange, WriteHook
-from mnote_mcp.kernel.store.sql import WRITE_ATTEMPTS, Connection
+from mnote_mcp.kernel.store.rows import PageBlocks
+from mnote_mcp.kernel.store.sql import Connection
 from mnote_mcp.kernel.view import check_query, page_view
 
 
-class LocalStore:
-    """The synchronous kernel core, safe from any thread: a transaction borrows a connection (`pool.py`).
+class Store:
+    """The kernel on one database (`dialect`), safe from any thread.
 
     Every method takes `inline`: True when called on the event loop, where it must neither wait for a
-    lock nor do heavy work; it raises `MoveToThread` instead (see `LocalKernel`).
+    lock nor do heavy work; it raises `MoveToThread` instead (see `kernel.StoreKernel`). `hooks` (and
+    `write_hooks`, a list) are called on the page-change path after the dialect's index and feed, in
+    the writing transaction: one that raises rolls the write back.
     """
 
     def __init__(
-        self,
-        path: str | Path,
-        *,
-        limits: PageLimits | None = None,
-        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-        hooks: Iterable[WriteHook] = (),
-        uri: str | None = None,
+        self, dialect: Dialect, *, limits: PageLimits | None = None, hooks: Iterable[WriteHook] = ()
     ) -> None:
-        """With `uri` (`opening.read_only_uri`) the file is opened read-only: nothing is created or
-        upgraded, and a schema other than this release's is refused (`check_schema`)."""
-        self.path = Path(path)
-        if uri is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.location = str(self.path)
+        self.dialect = dialect
         self.limits = limits or PageLimits()
         self.write_hooks: list[WriteHook] = list(hooks)
         self.page_cache = PageCache()
-        database = Database(self.path, busy_timeout=busy_timeout, uri=uri)
-        self.created = open_schema(database) if uri is None else check_schema(database)
-        self.db: sql.Database = database
+
+    @property
+    def location(self) -> str:
+        return self.dialect.location
+
+    @property
+    def created(self) -> bool:
+        return self.dialect.created
+
+    def transaction(self, *, write: bool, inline: bool = False) -> AbstractContextManager[Connection]:
+        """One transaction (a write's page changes go through `writing` instead)."""
+        return self.dialect.transaction(write=write, inline=inline)
 
     @contextmanager
-    def transaction(self, *, write: bool, inline: bool = False) -> Iterator[Connection]:
-        with self.db.transaction(write=write, inline=inline) as conn:
-            yield conn
+    def writing(self, *, inline: bool = False) -> Iterator[Writes]:
+        """A write transaction whose page changes go down the one page-change path (`Writes.publish`);
+        the dialect's feed hears them once it has committed."""
+        with self.transaction(write=True, inline=inline) as conn:
+            writes = Writes(conn, self._sinks)
+            yield writes
+        self.dialect.feed.committed(writes.changes)
+
+    def _sinks(self) -> Iterable[WriteHook]:
+        return (self.dialect.index.apply, self.dialect.feed.publish, *self.write_hooks)
 
     def close(self) -> None:
-        self.db.close()
+        self.dialect.feed.close()
+        self.dialect.close()
 
     def dump(self) -> str:
-        """Every row of the store as SQL text: what tests compare to prove that nothing was written."""
-        return self.db.dump()
+        """Every row of the store as text: what tests compare to prove that nothing was written."""
+        return self.dialect.dump()
 
     # -- reads --------------------------------------------------------------------------------
 
     def get_page(self, query: PageQuery, *, inline: bool = False) -> dict[str, Any]:
+        """A whole-page read is the checkpoints' query, then the page cache's tree for the stamp the
+        page's row carries, or the tree query, in the dialect's `statements` (on PostgreSQL statements
+        of their own); where those are not one snapshot and a write came between, the read runs again
+        whole in one (`pagecache.whole_body`). Other reads are one read transaction."""
         check_query(query)
+        if query.include_blocks and query.block_ids is None:
+            with self.dialect.statements(inline=inline) as conn:
+                page = access.authorize(
+                    conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
+                )
+                if inline and page.block_count > INLINE_BLOCKS:
+                    raise MoveToThread
+                body = whole_body(self.page_cache, conn, page, snapshot=self.dialect.snapshot_reads)
+            if body is not None:
+                return page_view(
+                    query,
+                    title=page.title,
+                    options=page.options,
+                    revision=page.revision,
+                    roots=body[0],
+                    summary=body[1],
+                )
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
                 conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
             )
-            blocks = PageBlocks(conn, page.workspace_id, page.id)
             summary: str | None = None
             roots: list[Block] = []
-            if query.include_blocks and query.block_ids is None:
+            if query.include_blocks and query.block_ids is None:  # (a write came between: PostgreSQL)
                 if inline and page.block_count > INLINE_BLOCKS:
                     raise MoveToThread
-                roots, summary = whole_body(self.page_cache, blocks, page)
+                body = whole_body(self.page_cache, conn, page, snapshot=True)
+                assert body is not None  # (in a snapshot the page cannot change while it is read)
+                roots, summary = body
             else:
+                blocks = PageBlocks(conn, page.workspace_id, page.id)
                 if query.include_blocks and query.block_ids is not None:
                     roots = blocks.select(query.block_ids)
                 if query.include_body:
@@ -129,38 +156,21 @@ class LocalStore:
             return access.readable_revisions(conn, actor_id, pages)
 
     def page_history(self, query: HistoryQuery, *, inline: bool = False) -> dict[str, Any]:
-        if not 1 <= query.limit <= MAX_HISTORY_LIMIT:
-            raise MnoteError(
-                ErrorCode.INVALID_ARGUMENT,
-                Reason.SCHEMA,
-                {"pointer": "/limit", "reason": f"must be between 1 and {MAX_HISTORY_LIMIT}"},
-            )
-        where = HistoryFilter(query.run_id, query.session_id, query.by_actor_id, query.since_revision)
+        where = history.filter_of(query)
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
                 conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
             )
-            entries, cursor = history.entries(
-                conn, page.workspace_id, page.id, where, limit=query.limit, cursor=query.cursor
-            )
-        view: dict[str, Any] = {
-            "workspaceId": page.workspace_id,
-            "documentId": page.id,
-            "revision": page.revision,
-            "historyFrom": page.history_from,
-            "entries": entries,
-        }
-        if cursor is not None:
-            view["nextCursor"] = cursor
-        return view
+            return history.view(conn, page, where, limit=query.limit, cursor=query.cursor)
 
     def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
-        """Search (on a worker thread: it may take milliseconds) or list the pages the actor may read."""
+        """Search (on a worker thread: it may take milliseconds) or list the pages the actor may read
+        (the dialect's index; its listing is portable SQL, `search.listing`)."""
         segments = search.check(query)
         if inline and (segments is not None or query.cursor is not None):
             raise MoveToThread  # a next page may read back pages written since the first one
         with self.transaction(write=False, inline=inline) as conn:
-            return search.search(conn, query, segments, self.db)
+            return self.dialect.index.search(conn, query, segments)
 
     def audit_trail(
         self,
@@ -198,21 +208,33 @@ class LocalStore:
                 # Another writer committed the same idempotency key (on another replica) or the
                 # database chose this transaction as a deadlock's victim: run it again, whole; the
                 # ledger then answers the replay or the conflict.
-                if attempt >= WRITE_ATTEMPTS or not self.db.retryable(exc):
+                if attempt >= WRITE_ATTEMPTS or not self.dialect.retryable(exc):
                     raise
                 attempt += 1
 
     def _execute(
         self, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
     ) -> CommandOutcome:
-        with self.transaction(write=not command.dry_run, inline=inline) as conn:
-            return self.run_command(conn, command, spec, payload, print_, inline)
+        if command.dry_run:
+            with self.transaction(write=False, inline=inline) as conn:
+                return self.run_command(conn, None, command, spec, payload, print_, inline)
+        with self.writing(inline=inline) as writes:
+            return self.run_command(writes.conn, writes, command, spec, payload, print_, inline)
 
     def run_command(
-        self, conn: Connection, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
+        self,
+        conn: Connection,
+        writes: Writes | None,
+        command: Command,
+        spec: CommandSpec,
+        payload: Any,
+        print_: str,
+        inline: bool,
     ) -> CommandOutcome:
-        if not command.dry_run:
-            self.db.lock_page(conn, command.workspace_id, command.document_id)
+        """One command in the transaction `conn` is in: a real one writes through `writes`, a dry run
+        (`writes` None) only reads."""
+        if writes is not None:
+            self.dialect.lock_page(conn, command.workspace_id, command.document_id)
         page = access.authorize(
             conn,
             command.workspace_id,
@@ -234,18 +256,18 @@ class LocalStore:
         data = dict(plan.data)
         if rebased is not None:
             data["rebasedFrom"] = rebased
-        if command.dry_run:
+        if writes is None:
             if plan.text_diff is not None:
                 tx.whole_page()
                 data["textDiff"] = plan.text_diff()
-            return _outcome(command, plan, None, page.revision, data)
+            return plan.outcome(command, None, page.revision, data)
         command_id = ledger.command_id(command.name, command.correlation.trace_id)
-        revision = self._write(tx, plan, command_id) if plan.changed else page.revision
-        outcome = _outcome(command, plan, command_id, revision, data)
+        revision = self._write(writes, tx, plan, command_id) if plan.changed else page.revision
+        outcome = plan.outcome(command, command_id, revision, data)
         ledger.record(conn, command, command_id, print_, page.revision, outcome)
         return outcome
 
-    def _write(self, tx: Tx, plan: Plan, command_id: str) -> int:
+    def _write(self, writes: Writes, tx: Tx, plan: Plan, command_id: str) -> int:
         if plan.apply is not None:
             return plan.apply(tx.conn, command_id)
         page, conn = tx.page, tx.conn
@@ -273,22 +295,5 @@ class LocalStore:
             head=plan.head,
             updated_before=page.updated_at,
         )
-        change = PageChange(page.workspace_id, page.id, revision, plan.head.title, plan.blocks)
-        for hook in self.write_hooks:
-            hook(conn, change)
+        writes.publish(PageChange(page.workspace_id, page.id, revision, plan.head.title, plan.blocks))
         return revision
-
-
-def _outcome(
-    command: Command, plan: Plan, command_id: str | None, revision: int, data: dict[str, Any]
-) -> CommandOutcome:
-    return CommandOutcome(
-        command_name=command.name,
-        dry_run=command.dry_run,
-        command_id=command_id,
-        revision=revision,
-        changed=plan.changed,
-        diff=plan.diff,
-        warnings=plan.warnings,
-        data=data,
-    )

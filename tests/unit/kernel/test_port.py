@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import (
     Command,
     CommandName,
@@ -20,6 +19,7 @@ from mnote_mcp.kernel.port import (
     revisions_from_wire,
     revisions_to_wire,
 )
+from mnote_mcp.kernel.sqlite.opening import open_kernel
 
 pytestmark = pytest.mark.anyio
 IDS = Correlation("s", "r", "c", "t")
@@ -72,7 +72,7 @@ def test_revisions_travel_as_a_list() -> None:
 
 
 async def test_page_revisions_answers_only_readable_pages(db: Path) -> None:
-    kernel = LocalKernel.open(db)
+    kernel = open_kernel(db)
     try:
         assert isinstance(kernel, Kernel)
         pages = [PageKey("ws_1", "doc_1"), PageKey("ws_1", "doc_secret"), PageKey("ws_1", "nope")]

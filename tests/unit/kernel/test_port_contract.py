@@ -26,7 +26,6 @@ import pytest
 from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
 from mnote_mcp.kernel.port import (
     Command,
     CommandName,
@@ -39,8 +38,9 @@ from mnote_mcp.kernel.port import (
     PageRef,
     SearchQuery,
 )
-from mnote_mcp.kernel.postgres.kernel import PostgresKernel
+from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import StoreLocation, open_store
 from tests.support.helpers import FIXTURE
@@ -77,11 +77,11 @@ def adapter(
     if request.param == "postgres":
         url = request.getfixturevalue("pg_server").database("contract")
         open_store(url).close()  # create it (migrations), empty
-        yield Adapter("postgres", lambda: PostgresKernel.open(url), url)
+        yield Adapter("postgres", lambda: open_postgres_kernel(url), url)
         return
-    LocalStore(shared).close()  # create it, so every adapter starts from the same empty store
+    open_store(shared).close()  # create it, so every adapter starts from the same empty store
     if request.param == "local":
-        yield Adapter("local", lambda: LocalKernel.open(shared), shared)
+        yield Adapter("local", lambda: open_kernel(shared), shared)
     elif request.param == "http":
         with reference_runtime(shared, tmp_path_factory.mktemp("runtime")) as runtime:
             yield Adapter("http", lambda: HttpKernel(runtime.url), shared, runtime)
@@ -261,7 +261,7 @@ async def kit(adapter: Adapter, stores: tuple[Path, Path]) -> AsyncIterator[Kit]
             load_fixture(store, fixture)
         finally:
             store.close()
-    kernel, reference = adapter.open(), LocalKernel.open(mirror)
+    kernel, reference = adapter.open(), open_kernel(mirror)
     try:
         yield Kit(kernel, reference, tag)
     finally:

@@ -227,10 +227,10 @@ async def test_a_write_from_another_process_reaches_the_subscriber(db: Path, mod
 
 
 async def test_a_failing_poll_is_survived_and_retried(db: Path) -> None:
-    from mnote_mcp.kernel.local import LocalKernel
+    from mnote_mcp.kernel.sqlite.opening import open_kernel
     from mnote_mcp.resources import PageWatcher, Watch
 
-    kernel = LocalKernel.open(db)
+    kernel = open_kernel(db)
     calls: list[str] = []
     heard = anyio.Event()
     real = kernel.page_revisions

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.port import Command, Correlation
 from mnote_mcp.kernel.sqlite.connection import CHECKPOINT_ROWS
+from mnote_mcp.kernel.sqlite.opening import open_store
 
 IDS = Correlation("sess_t", "run_t", "call_t", "trace_t")
 
@@ -43,7 +43,7 @@ def wait_for(condition: object, seconds: float = 10.0) -> None:
 
 
 def test_the_event_loop_connection_never_checkpoints_and_worker_threads_do(db: Path) -> None:
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         with store.transaction(write=False, inline=True) as conn:
             assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
@@ -54,8 +54,8 @@ def test_the_event_loop_connection_never_checkpoints_and_worker_threads_do(db: P
 
 
 def test_writes_on_the_loop_wake_the_checkpointer_and_the_log_starts_over(db: Path) -> None:
-    store = LocalStore(db)
-    checkpointer = store.db.checkpointer  # type: ignore[attr-defined]
+    store = open_store(db)
+    checkpointer = store.dialect.database.checkpointer  # type: ignore[attr-defined]
     try:
         writes = 0
         while checkpointer.runs == 0:
@@ -77,7 +77,7 @@ def test_writes_on_the_loop_wake_the_checkpointer_and_the_log_starts_over(db: Pa
 
 @pytest.mark.slow
 def test_the_log_stays_bounded_under_sustained_writes_and_nothing_is_lost(db: Path) -> None:
-    store = LocalStore(db)
+    store = open_store(db)
     total = CHECKPOINT_ROWS * 2
     try:
         for n in range(total):
@@ -98,8 +98,8 @@ def test_the_log_stays_bounded_under_sustained_writes_and_nothing_is_lost(db: Pa
 
 
 def test_closing_the_store_ends_the_checkpointer_thread(db: Path) -> None:
-    store = LocalStore(db)
-    checkpointer = store.db.checkpointer  # type: ignore[attr-defined]
+    store = open_store(db)
+    checkpointer = store.dialect.database.checkpointer  # type: ignore[attr-defined]
     checkpointer.wake()
     wait_for(lambda: checkpointer.runs >= 1)
     thread = checkpointer._thread

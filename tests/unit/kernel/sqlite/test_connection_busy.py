@@ -11,7 +11,8 @@ import pytest
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import call, write_args
 
 pytestmark = pytest.mark.anyio
@@ -23,7 +24,7 @@ async def test_a_store_locked_past_the_busy_timeout_is_unavailable_and_retryable
     from mcp import Client
 
     config = ServerConfig(db=db, locale="en", demo=False, actor="user_editor")
-    kernel = LocalKernel(LocalStore(db, busy_timeout=0.3))
+    kernel = StoreKernel(open_store(db, busy_timeout=0.3))
     app = App(config, kernel, Dispatcher(build_registry(config), kernel, locale="en"), str(db))
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")

@@ -20,8 +20,8 @@ import pytest
 
 from mnote_mcp.kernel.blocks import walk
 from mnote_mcp.kernel.limits import block_bytes
-from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.sqlite import migrate
+from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.sqlite.schema import SCHEMA_VERSION
 from mnote_mcp.kernel.store.rows import read_tree
 from tests.support.helpers import FIXTURES, ROOT, call, connect, page_args, write_args
@@ -92,7 +92,7 @@ def test_every_row_survives_the_upgrade(tmp_path: Path) -> None:
     }
     assert len(bodies) == 7 and len(before["audit"]) == 13 and len(before["idempotency"]) == 13
     total = sum(1 for body in bodies.values() for _ in walk(body))
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         assert not store.created
         with store.transaction(write=False) as conn:
@@ -104,10 +104,17 @@ def test_every_row_survives_the_upgrade(tmp_path: Path) -> None:
     )
     assert trees == bodies, "every page's body, block for block"
     assert rows_of(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    migration, search, cursors = rows_of(db, "SELECT version, detail FROM schema_migrations ORDER BY version")
+    migration, search, cursors, path = rows_of(
+        db, "SELECT version, detail FROM schema_migrations ORDER BY version"
+    )
     assert migration == (2, f"blocks as rows: 7 pages, {total} blocks")
     assert search == (3, f"search index: 7 titles, {total} blocks")
     assert cursors == (4, "search cursors: page_changes")
+    assert path == (5, "search index kept by the page-change path, not triggers")
+    assert rows_of(db, "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name") == [
+        ("audit_is_append_only_delete",),
+        ("audit_is_append_only_update",),
+    ], "the search index's triggers are gone: the page-change path keeps it"
     assert rows_of(db, "SELECT count(*) FROM audit WHERE replay_of IS NOT NULL") == [(0,)]
     pages = {
         (ws, doc): rest
@@ -165,7 +172,7 @@ def test_a_failed_upgrade_leaves_the_old_store_untouched(
 
     monkeypatch.setitem(migrate.MIGRATIONS, 2, fails_at_the_end)
     with pytest.raises(RuntimeError, match="disk full"):
-        LocalStore(db)
+        open_store(db)
     assert (rows_of(db, "SELECT sql FROM sqlite_master ORDER BY name"), snapshot(db)) == before
     assert rows_of(db, "PRAGMA user_version") == [(1,)]
 
@@ -181,10 +188,10 @@ def test_two_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path: Pa
     go = tmp_path / "go"
     script = (
         "import sys, time, pathlib\n"
-        "from mnote_mcp.kernel.local import LocalStore\n"
+        "from mnote_mcp.kernel.sqlite.opening import open_store\n"
         "go = pathlib.Path(sys.argv[2])\n"
         "while not go.exists(): time.sleep(0.001)\n"
-        "LocalStore(sys.argv[1]).close()\n"
+        "open_store(sys.argv[1]).close()\n"
     )
     processes = [
         subprocess.Popen([sys.executable, "-c", script, str(db), str(go)], cwd=ROOT, stderr=subprocess.PIPE)
@@ -194,5 +201,7 @@ def test_two_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path: Pa
     go.touch()
     errors = [process.communicate(timeout=120)[1].decode() for process in processes]
     assert [process.returncode for process in processes] == [0, 0], errors
-    assert rows_of(db, "SELECT version FROM schema_migrations") == [(2,), (3,), (4,)], "migrated exactly once"
+    assert rows_of(db, "SELECT version FROM schema_migrations") == [(2,), (3,), (4,), (5,)], (
+        "migrated exactly once"
+    )
     assert rows_of(db, "SELECT count(*) FROM blocks") == [(v1_blocks + 300 * 200,)]

@@ -21,8 +21,9 @@ import anyio
 import pytest
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
 from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
+from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import ROOT, dump
 
 IDS = Correlation("sess_t", "run_t", "call_t", "trace_t")
@@ -70,7 +71,7 @@ def test_threads_that_come_and_go_leave_no_connections_open(db: Path) -> None:
     """Two hundred threads, eight at a time, each searching and writing once and then ending: the
     files open afterwards are at most those of the pool (on the old code: a connection, two files, per
     thread, never closed: 384 more files)."""
-    store = LocalStore(db)
+    store = open_store(db)
     try:
 
         def burst(round_: int) -> None:
@@ -94,10 +95,10 @@ def test_event_loops_whose_worker_threads_end_leave_no_connections_open(db: Path
     """Through the async kernel: each `anyio.run` has worker threads of its own, ended with it (as
     anyio ends idle ones), and each round's threaded searches find the connections already open (on the
     old code: 360 more files after 30 rounds)."""
-    store = LocalStore(db)
+    store = open_store(db)
 
     async def round_() -> None:
-        kernel = LocalKernel(store)  # (its thread limiter belongs to one event loop)
+        kernel = StoreKernel(store)  # (its thread limiter belongs to one event loop)
         async with anyio.create_task_group() as group:
             for _ in range(6):
                 group.start_soon(kernel.search_pages, search())
@@ -113,8 +114,8 @@ def test_event_loops_whose_worker_threads_end_leave_no_connections_open(db: Path
 
 
 def test_the_pool_lends_at_most_its_size_and_keeps_the_inline_connection_apart(db: Path) -> None:
-    store = LocalStore(db)
-    pool = store.db.pool  # type: ignore[attr-defined]
+    store = open_store(db)
+    pool = store.dialect.database.pool  # type: ignore[attr-defined]
     try:
         in_threads(3 * pool.size, lambda index: store.search_pages(search(), inline=False))
         assert pool.open <= pool.size
@@ -131,8 +132,8 @@ def test_the_pool_lends_at_most_its_size_and_keeps_the_inline_connection_apart(d
 def test_a_full_pool_makes_a_threaded_call_wait_for_a_connection_then_busy(db: Path) -> None:
     """Every connection lent: the next threaded transaction waits for one to come back, at most the
     busy timeout, then answers `store_busy` (retryable); the inline one is never waited for."""
-    store = LocalStore(db, busy_timeout=0.3)
-    pool = store.db.pool  # type: ignore[attr-defined]
+    store = open_store(db, busy_timeout=0.3)
+    pool = store.dialect.database.pool  # type: ignore[attr-defined]
     lent = [pool.lend() for _ in range(pool.size)]
     try:
         started = time.monotonic()
@@ -156,7 +157,7 @@ def test_closing_the_store_ends_a_call_waiting_for_the_lock(db: Path) -> None:
     store (the server stopping) ends the wait at once: the call answers `shutting_down`
     (retryable), its transaction never began, and the thread ends (an exit does not wait for it)."""
     before = dump(db)
-    store = LocalStore(db, busy_timeout=30)
+    store = open_store(db, busy_timeout=30)
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     outcome: list[BaseException | object] = []
@@ -164,7 +165,7 @@ def test_closing_the_store_ends_a_call_waiting_for_the_lock(db: Path) -> None:
     try:
         waiting.start()
         deadline = time.monotonic() + 10
-        while store.db.pool.lent == 0 and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        while store.dialect.database.pool.lent == 0 and time.monotonic() < deadline:  # type: ignore[attr-defined]
             time.sleep(0.01)  # the write has its connection: it is in BEGIN IMMEDIATE, waiting
         closed = time.monotonic()
         store.close()

@@ -11,8 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
+from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.stores import open_kernel as open_seeded
 from tests.support.helpers import ROOT, run_cli
 
 DEMO = ROOT / "examples" / "workspace.json"
@@ -23,7 +24,7 @@ def _grow_doc_2(db: Path, blocks: int = 40) -> int:
     """Edit the demo's doc_2 the way an agent would; returns its block count afterwards."""
 
     async def edit() -> int:
-        kernel = LocalKernel.open(db)
+        kernel = open_kernel(db)
         try:
             for n in range(blocks):
                 await kernel.execute(
@@ -48,7 +49,7 @@ def _grow_doc_2(db: Path, blocks: int = 40) -> int:
 
 def _doc_2(db: Path) -> dict[str, object]:
     async def read() -> dict[str, object]:
-        kernel = LocalKernel.open(db)
+        kernel = open_kernel(db)
         try:
             return await kernel.get_page(PageQuery("ws_1", "doc_2", "user_1", CORRELATION))
         finally:
@@ -80,14 +81,14 @@ def test_serve_seed_creates_what_is_missing_and_never_replaces(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     db = tmp_path / "store.db"
-    LocalKernel.open_seeded(db, seed=DEMO).store.close()
+    open_seeded(db, seed=DEMO).store.close()
     assert _grow_doc_2(db) == 42
     fixture = json.loads(DEMO.read_text(encoding="utf-8"))
     fixture["workspaces"][0]["pages"].append({"id": "doc_new", "title": "New page"})
     extended = tmp_path / "extended.json"
     extended.write_text(json.dumps(fixture), encoding="utf-8")
     with caplog.at_level(logging.INFO, logger="mnote_mcp"):
-        LocalKernel.open_seeded(db, seed=extended).store.close()
+        open_seeded(db, seed=extended).store.close()
     assert len(_doc_2(db)["blocks"]) == 42  # type: ignore[arg-type]
     said = caplog.text
     assert "created 1 page" in said and "ws_1/doc_new" in said

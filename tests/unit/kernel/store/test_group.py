@@ -19,11 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import MnoteError
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
 from mnote_mcp.kernel.port import Command, CommandOutcome, Correlation
+from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store import group as group_module
 from mnote_mcp.kernel.store import ledger
 from mnote_mcp.kernel.store.commands import COMMANDS
+from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.kernel.store.store import Store
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +56,7 @@ def title(key: str, text: str) -> Command:
 class Groups:
     """The sizes of the groups the kernel ran (spying on it, not changing it)."""
 
-    def __init__(self, store: LocalStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sizes: list[int] = []
         execute, run_group = store.execute, group_module.run_group
 
@@ -70,7 +72,7 @@ class Groups:
         monkeypatch.setattr(group_module, "run_group", many)
 
 
-async def together(kernel: LocalKernel, commands: list[Command]) -> list[CommandOutcome | Exception]:
+async def together(kernel: StoreKernel, commands: list[Command]) -> list[CommandOutcome | Exception]:
     """The commands sent at once, as concurrent tool calls send them."""
     results: list[CommandOutcome | Exception] = [Exception("not run")] * len(commands)
 
@@ -98,7 +100,7 @@ def rows(db: Path, sql: str, *params: Any) -> list[Any]:
 async def test_concurrent_writes_share_a_transaction_and_each_is_whole(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kernel = LocalKernel(LocalStore(db))
+    kernel = StoreKernel(open_store(db))
     groups = Groups(kernel.store, monkeypatch)
     try:
         outcomes = await together(kernel, [note(f"k{n}") for n in range(20)])
@@ -121,7 +123,7 @@ async def test_concurrent_writes_share_a_transaction_and_each_is_whole(
 async def test_a_failing_command_rolls_back_alone_and_gets_its_own_error(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kernel = LocalKernel(LocalStore(db))
+    kernel = StoreKernel(open_store(db))
     groups = Groups(kernel.store, monkeypatch)
     commands = [
         note("ok_1"),
@@ -159,14 +161,14 @@ async def test_a_command_failing_after_its_writes_leaves_none_of_them(
     """A failure after the page row, the history entry and the search index were written (a write
     hook raising): the savepoint takes all of them back; the writes before and after it stand."""
     (before,) = rows(db, "SELECT revision FROM pages WHERE id = 'doc_1'")[0]
-    store = LocalStore(db)
+    store = open_store(db)
 
     def boom(conn: Any, change: Any) -> None:
         if change.title is not None and change.title[1] == "Boom":
             raise RuntimeError("hook failed")
 
     store.write_hooks.append(boom)
-    kernel = LocalKernel(store)
+    kernel = StoreKernel(store)
     groups = Groups(store, monkeypatch)
     try:
         first, failed, last = await together(
@@ -189,7 +191,7 @@ async def test_a_command_failing_after_its_writes_leaves_none_of_them(
 async def test_a_key_used_twice_in_one_group_replays_and_a_conflict_is_refused(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    kernel = LocalKernel(LocalStore(db))
+    kernel = StoreKernel(open_store(db))
     groups = Groups(kernel.store, monkeypatch)
     try:
         first, again, other = await together(
@@ -210,7 +212,7 @@ async def test_writes_of_one_page_in_a_group_make_successive_revisions_with_hist
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (before,) = rows(db, "SELECT revision FROM pages WHERE id = 'doc_1'")[0]
-    kernel = LocalKernel(LocalStore(db))
+    kernel = StoreKernel(open_store(db))
     groups = Groups(kernel.store, monkeypatch)
     try:
         outcomes = await together(kernel, [title(f"t{n}", f"Title {n}") for n in range(5)])
@@ -229,7 +231,7 @@ async def test_writes_of_one_page_in_a_group_make_successive_revisions_with_hist
 
 
 async def test_every_caller_is_answered_after_the_commit(db: Path) -> None:
-    kernel = LocalKernel(LocalStore(db))
+    kernel = StoreKernel(open_store(db))
     seen: list[bool] = []
 
     async def write(n: int) -> None:
@@ -249,8 +251,8 @@ async def test_every_caller_is_answered_after_the_commit(db: Path) -> None:
 async def test_a_failed_commit_fails_every_caller_and_writes_nothing(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = LocalStore(db)
-    kernel = LocalKernel(store)
+    store = open_store(db)
+    kernel = StoreKernel(store)
     real = store.transaction
 
     @contextmanager
@@ -275,7 +277,7 @@ async def test_a_heavy_command_in_a_group_moves_to_a_thread_and_the_others_commi
 ) -> None:
     monkeypatch.setattr("mnote_mcp.kernel.store.store.INLINE_BLOCKS", 2)
     monkeypatch.setattr("mnote_mcp.kernel.store.group.INLINE_BLOCKS", 2)
-    kernel = LocalKernel(LocalStore(db))
+    kernel = StoreKernel(open_store(db))
     groups = Groups(kernel.store, monkeypatch)
     heavy = Command(
         "page.body.save",
@@ -297,7 +299,7 @@ async def test_a_heavy_command_in_a_group_moves_to_a_thread_and_the_others_commi
 
 
 async def test_a_leader_cancelled_while_gathering_still_runs_its_group(db: Path) -> None:
-    kernel = LocalKernel(LocalStore(db))
+    kernel = StoreKernel(open_store(db))
     answers: list[CommandOutcome] = []
     scope = anyio.CancelScope()
 
@@ -325,13 +327,17 @@ async def test_a_leader_cancelled_while_gathering_still_runs_its_group(db: Path)
 
 
 def test_postgres_writes_are_not_grouped() -> None:
+    from mnote_mcp.kernel.postgres.dialect import PostgresDialect
+
     class Pg:
-        dialect = "postgresql"
+        inline = PostgresDialect.inline
+        group_commit = PostgresDialect.group_commit
+        threads = 8
 
     class Store:
-        db = Pg()
+        dialect = Pg()
 
-    kernel = LocalKernel(Store())  # type: ignore[arg-type]
+    kernel = StoreKernel(Store())  # type: ignore[arg-type]
     assert kernel._group is None
     assert group_module.MAX_GROUP >= 2
 

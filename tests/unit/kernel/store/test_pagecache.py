@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.port import Command, Correlation, PageQuery
 from mnote_mcp.kernel.store import rows
 from mnote_mcp.kernel.store.pagecache import PageCache
@@ -134,7 +133,7 @@ async def test_permissions_are_checked_on_every_read_of_a_kept_page(db: Path | s
 def test_a_membership_removed_without_a_new_revision_is_refused(tmp_path: Path) -> None:
     """Access rows change without a page revision: the kept tree must not answer for them."""
     path = seeded_store(tmp_path / "mnote.db")
-    store = LocalStore(path)
+    store = open_store(path)
     try:
         assert store.get_page(_query("user_viewer"))["title"] == "Project plan"
         assert len(store.page_cache) == 1
@@ -241,7 +240,7 @@ def test_cached_reads_equal_uncached_reads_across_writes(
     tmp_path_factory: pytest.TempPathFactory, bodies: list[list[dict[str, Any]]], level: int
 ) -> None:
     path = seeded_store(tmp_path_factory.mktemp("cache") / "mnote.db")
-    cached, plain = LocalStore(path), LocalStore(path)
+    cached, plain = open_store(path), open_store(path)
     plain.page_cache = PageCache(0)
     try:
         for n, body in enumerate(bodies):

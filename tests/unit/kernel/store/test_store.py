@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.helpers import IDS, MODES, call, connect, dump, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -202,7 +202,7 @@ async def test_every_write_command_id_finds_its_audit_record(db: Path) -> None:
             await call(client, "mnote.artifact.create_summary", **write_args("a4", summary="s")),
             await call(client, "mnote.artifact.create_ai_note", **write_args("a5", content="n")),
         ]
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         for envelope in envelopes:
             command_id = envelope["audit"]["commandId"]

@@ -1,5 +1,6 @@
-"""The embedded kernel's shape (issue 11, item 18): the store split by job, no import cycle between the
-store and the commands, and the Markdown text diff computed only when a dry run will show it."""
+"""The portable kernel's shape (issue 11, item 18; issue 21): the store split by job, no module of it
+importing the store back, and the Markdown text diff computed only when a dry run will show it. (What
+the portable kernel and the dialects may import is tests/unit/test_architecture.py's.)"""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from tests.support.helpers import ROOT, call, connect, write_args
 
 pytestmark = pytest.mark.anyio
-LOCAL = ROOT / "mnote_mcp" / "kernel" / "store"
+STORE = ROOT / "mnote_mcp" / "kernel" / "store"
 
 
 def _imports(path: Path) -> Iterator[str]:
@@ -29,20 +30,25 @@ def _imports(path: Path) -> Iterator[str]:
 
 def test_the_store_is_split_by_job() -> None:
     for module, job in [
-        ("sqlite.connection", "connections and transactions"),
-        ("sqlite.migrate", "schema creation and migration"),
+        ("store.dialect", "the seam between the portable kernel and a database"),
+        ("store.changes", "the one page-change path"),
         ("store.access", "permission checkpoints"),
         ("store.ledger", "idempotency ledger and audit"),
+        ("store.search", "search: the listing, cursors"),
+        ("sqlite.connection", "SQLite's connections and transactions"),
+        ("sqlite.migrate", "SQLite's schema creation and migration"),
+        ("postgres.database", "PostgreSQL's connections and transactions"),
+        ("postgres.schema", "PostgreSQL's schema and migrations"),
     ]:
         assert importlib.import_module(f"mnote_mcp.kernel.{module}").__doc__, job
-    assert len((LOCAL / "store.py").read_text(encoding="utf-8").splitlines()) < 300
+    assert len((STORE / "store.py").read_text(encoding="utf-8").splitlines()) < 300
 
 
-def test_no_module_of_the_local_kernel_imports_the_store_back() -> None:
+def test_no_module_of_the_portable_kernel_imports_the_store_back() -> None:
     importers = {
-        path.name
-        for path in LOCAL.glob("*.py")
-        if path.name not in ("store.py", "__init__.py", "kernel.py", "fixtures.py", "opening.py")
+        path.relative_to(STORE).as_posix()
+        for path in STORE.rglob("*.py")
+        if path.name not in ("store.py", "__init__.py", "kernel.py", "fixtures.py")
         and "mnote_mcp.kernel.store.store" in set(_imports(path))
     }
     assert importers == set(), "the store sits on top: commands, rows, ledger and access never import it"
