@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Kernel
+from mnote_mcp.kernel.port import Command, CommandOutcome, Kernel
 from mnote_mcp.tools.budget import chars
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.messages import Locale, render_warning
@@ -82,7 +82,7 @@ async def trim_result(request: ToolRequest, kernel: Kernel, outcome: ToolResult,
     return ToolResult(result=result, effect=outcome.effect, command_id=outcome.command_id)
 
 
-def command_handler(command_name: CommandName, payload: PayloadMap) -> Handler:
+def command_handler(command_name: str, payload: PayloadMap) -> Handler:
     """The handler of every write tool: relay one kernel command, report its outcome."""
 
     async def handle(request: ToolRequest, kernel: Kernel) -> ToolResult:

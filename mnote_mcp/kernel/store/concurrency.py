@@ -9,14 +9,13 @@ names each block and the revision that changed it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.store import history
-from mnote_mcp.kernel.store.plan import CommandSpec, Tx
+from mnote_mcp.kernel.store.commands.spec import CommandSpec, P
+from mnote_mcp.kernel.store.plan import Tx
 
 
-def check_base(tx: Tx, spec: CommandSpec, payload: dict[str, Any]) -> int | None:
+def check_base(tx: Tx, spec: CommandSpec[P], payload: P) -> int | None:
     """Optimistic concurrency. A stale `baseRevision` is a conflict, except for a block edit none of
     whose blocks changed since that revision: it goes ahead, and the result says `rebasedFrom`."""
     base, current = tx.command.base_revision, tx.page.revision

@@ -33,9 +33,9 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.kernel.store import ledger
 from mnote_mcp.kernel.store.changes import Writes
-from mnote_mcp.kernel.store.commands import COMMANDS
+from mnote_mcp.kernel.store.commands import COMMANDS, CommandSpec
 from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, MoveToThread
-from mnote_mcp.kernel.store.plan import CommandSpec, payload_blocks
+from mnote_mcp.kernel.store.plan import payload_blocks
 from mnote_mcp.kernel.store.sql import Connection
 
 # The most writes one transaction takes (a bound of the server's, not of a client's).
@@ -60,7 +60,7 @@ class GroupStore(Protocol):
         conn: Connection,
         writes: Writes | None,
         command: Command,
-        spec: CommandSpec,
+        spec: CommandSpec[Any],
         payload: Any,
         print_: str,
         inline: bool,
@@ -70,7 +70,7 @@ class GroupStore(Protocol):
 def run_group(store: GroupStore, commands: Sequence[Command], *, inline: bool) -> list[Done]:
     """Real (not dry-run) commands in one transaction, each in a savepoint (see the module)."""
     done: list[Done] = [MoveToThread()] * len(commands)
-    todo: list[tuple[int, Command, CommandSpec, Any, str]] = []
+    todo: list[tuple[int, Command, CommandSpec[Any], Any, str]] = []
     for index, command in enumerate(commands):
         try:
             if command.dry_run:

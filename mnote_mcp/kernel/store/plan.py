@@ -1,7 +1,7 @@
 """What a planned command is: the transaction view it plans in (`Tx`) and the plan it returns (`Plan`).
 
-Shared by the command modules (`commands.py`, `revert.py`) and the store that writes plans, so that
-none of them imports another one back.
+Shared by the command modules (`commands/`) and the store that writes plans, so that none of them
+imports another one back.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.diff import text_diff
-from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.kernel.store.access import PageHead
@@ -80,19 +79,6 @@ class Plan:
                 continue
             size += (after.size if after else 0) - (before.size if before else 0)
         return blocks, size
-
-
-Planner = Callable[[Tx, dict[str, Any]], Plan]
-Depends = Callable[[Tx, dict[str, Any]], list[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class CommandSpec:
-    validate: Callable[[Mapping[str, Any]], dict[str, Any]]
-    plan: Planner
-    conflict_reason: Reason = Reason.GENERIC
-    # Block edits: the blocks they rely on. A stale baseRevision is fine if none changed since.
-    depends: Depends | None = None
 
 
 def text_diff_of(

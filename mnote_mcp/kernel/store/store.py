@@ -18,10 +18,9 @@ from typing import Any
 from mnote_mcp.kernel.blocks import Block, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
+from mnote_mcp.kernel.policy import Scope
 from mnote_mcp.kernel.port import (
     Command,
-    CommandName,
     CommandOutcome,
     HistoryQuery,
     PageKey,
@@ -31,12 +30,12 @@ from mnote_mcp.kernel.port import (
 )
 from mnote_mcp.kernel.store import access, history, ledger, rows, search
 from mnote_mcp.kernel.store.changes import PageChange, WriteHook, Writes
-from mnote_mcp.kernel.store.commands import COMMANDS
+from mnote_mcp.kernel.store.commands import COMMANDS, CommandSpec
 from mnote_mcp.kernel.store.concurrency import check_base
 from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, WRITE_ATTEMPTS, Dialect, MoveToThread
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.pagecache import PageCache, whole_body
-from mnote_mcp.kernel.store.plan import CommandSpec, Plan, Tx, payload_blocks
+from mnote_mcp.kernel.store.plan import Plan, Tx, payload_blocks
 from mnote_mcp.kernel.store.rows import PageBlocks
 from mnote_mcp.kernel.store.sql import Connection
 from mnote_mcp.kernel.view import check_query, page_view
@@ -213,7 +212,7 @@ class Store:
                 attempt += 1
 
     def _execute(
-        self, command: Command, spec: CommandSpec, payload: Any, print_: str, inline: bool
+        self, command: Command, spec: CommandSpec[Any], payload: Any, print_: str, inline: bool
     ) -> CommandOutcome:
         if command.dry_run:
             with self.transaction(write=False, inline=inline) as conn:
@@ -226,7 +225,7 @@ class Store:
         conn: Connection,
         writes: Writes | None,
         command: Command,
-        spec: CommandSpec,
+        spec: CommandSpec[Any],
         payload: Any,
         print_: str,
         inline: bool,
@@ -240,7 +239,7 @@ class Store:
             command.workspace_id,
             command.document_id,
             command.actor_id,
-            COMMAND_SCOPES[CommandName(command.name)],
+            spec.scope,
         )
         replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
         if replay is not None:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypedDict
 
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH
 from mnote_mcp.kernel.diff import replace_diff
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
+from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store import history
+from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.kernel.store.history import HeadChange, PageState, Revision
 from mnote_mcp.kernel.store.orderkeys import key_between
 from mnote_mcp.kernel.store.plan import Plan, Tx, text_diff_of
@@ -27,7 +29,15 @@ MAX_ID_LENGTH = 256
 TARGETS = ("toRevision", "commandId", "runId")
 
 
-def validate_revert(payload: Mapping[str, Any]) -> dict[str, Any]:
+class RevertPayload(TypedDict, total=False):
+    """Exactly one of them."""
+
+    toRevision: int
+    commandId: str
+    runId: str
+
+
+def _validate_revert(payload: Mapping[str, Any]) -> RevertPayload:
     given = [name for name in TARGETS if payload.get(name) is not None]
     if len(given) != 1:
         raise invalid("", "give exactly one of toRevision, commandId or runId", given=given)
@@ -38,10 +48,12 @@ def validate_revert(payload: Mapping[str, Any]) -> dict[str, Any]:
             raise invalid("/toRevision", "must be a revision number (an integer, 0 or more)")
     elif not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH:
         raise invalid(f"/{name}", f"must be a non-empty string of at most {MAX_ID_LENGTH} characters")
-    return {name: value}
+    out: RevertPayload = {}
+    out[name] = value  # type: ignore[literal-required]  # (one of TARGETS, checked above)
+    return out
 
 
-def plan_revert(tx: Tx, p: dict[str, Any]) -> Plan:
+def _plan_revert(tx: Tx, p: RevertPayload) -> Plan:
     tx.whole_page()
     page = tx.page
     rows = {row.id: row for row in tx.blocks.all()}
@@ -68,7 +80,7 @@ def plan_revert(tx: Tx, p: dict[str, Any]) -> Plan:
     return _plan(tx, rows, target, undone)
 
 
-def _undone(tx: Tx, p: dict[str, Any]) -> list[int]:
+def _undone(tx: Tx, p: RevertPayload) -> list[int]:
     page = tx.page
     if "runId" in p:
         return history.run_revisions(tx.conn, page.workspace_id, page.id, p["runId"])
@@ -194,3 +206,15 @@ def _plan(tx: Tx, rows: dict[str, BlockRow], target: PageState, undone: list[int
         data={"revertedRevisions": undone, "blockIds": list(dict.fromkeys(block_ids))},
         text_diff=text_diff_of(tx, changes, new) if changes else None,
     )
+
+
+REVERT = CommandSpec(
+    name="page.revert",
+    scope=Scope.PAGE_WRITE,
+    payload="exactly one of `{toRevision}`, `{commandId}`, `{runId}`",
+    does="take the page back to a revision, or undo one write or every write of one run (a new revision)",
+    validate=_validate_revert,
+    plan=_plan_revert,
+)
+
+COMMANDS: tuple[CommandSpec[Any], ...] = (REVERT,)
