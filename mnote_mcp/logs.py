@@ -83,7 +83,7 @@ def configure_logging(level: str = "info", fmt: LogFormat = "text") -> None:
 
 
 def log_call(
-    tool: str, actor: str | None, outcome: str, latency_ms: float, ids: Mapping[str, str], **extra: Any
+    tool: str, actor: str | None, outcome: str, latency_ms: float, ids: Mapping[str, object], **extra: object
 ) -> None:
     if not CALLS.isEnabledFor(logging.INFO):
         return

@@ -28,7 +28,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, Correlation, PageQuery
-from mnote_mcp.kernel.protocol import OPERATIONS, STATUS_OF, decode_key, encode_key
+from mnote_mcp.kernel.protocol import CLI_REQUEST, ERROR, OPERATIONS, STATUS_OF, decode_key, encode_key
 from mnote_mcp.tracecontext import trace_id_of, traceparent, w3c_trace_id
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
@@ -44,12 +44,10 @@ def note(trace: str, key: str) -> Command:
 
 
 def test_the_protocol_schemas_are_valid_json_schemas() -> None:
-    from mnote_mcp.kernel import protocol
-
-    schemas = {name: value for name, value in vars(protocol).items() if name.endswith("_SCHEMA")}
-    assert len(schemas) >= 10 and "ERROR_SCHEMA" in schemas and "REVISIONS_SCHEMA" in schemas
-    for schema in schemas.values():
-        Draft202012Validator.check_schema(schema)
+    forms = [form for op in OPERATIONS.values() for form in (op.request, op.answer)]
+    assert len(forms) == 16
+    for form in (*forms, ERROR, CLI_REQUEST):
+        Draft202012Validator.check_schema(form.schema)
 
 
 # -- trace context and the idempotency header --------------------------------------------------
