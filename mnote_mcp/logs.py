@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 LogFormat = Literal["text", "json"]
+LogLevel = Literal["debug", "info", "warning", "error"]
 CALLS = logging.getLogger("mnote_mcp.calls")
 
 
