@@ -15,7 +15,8 @@
 - the reference runtime (`runtime serve`, a service token): the same unauthenticated bodies and
   half-sent requests, and authenticated 64 MiB bodies (`--max-body-bytes` 32 MiB).
 
-`python -m bench.attacks runtime` runs the runtime's part alone.
+`python -m bench.attacks runtime` runs the runtime's part alone; `python -m bench.attacks postgres
+[--before DIR]` the broad-search attack on a PostgreSQL replica (`bench/broadsearch.py`).
 
 Figures for docs/security.md. The machine these run on may be shared: the times are noisy, the counts
 are not.
@@ -39,8 +40,8 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 
-from tests.helpers import RAW_INITIALIZE, seeded_store
-from tests.http_helpers import http_server, write_tokens
+from tests.support.helpers import RAW_INITIALIZE, seeded_store
+from tests.support.http_helpers import http_server, write_tokens
 
 TOKENS: dict[str, dict[str, Any]] = {
     "tok-a": {"actorId": "user_editor"},
@@ -307,7 +308,7 @@ async def large_bodies(url: str, pid: int, count: int = 8, size: int = 64 * 1024
 
 async def runtime_attacks() -> dict[str, Any]:
     """The reference runtime's own server under the same attacks (default limits, a service token)."""
-    from tests.runtimes import reference_runtime
+    from tests.support.runtimes import reference_runtime
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:
@@ -353,4 +354,9 @@ async def main() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(anyio.run(main), indent=2))
+    if sys.argv[1:2] == ["postgres"]:
+        from bench.broadsearch import main as broad_search
+
+        print(json.dumps(broad_search(sys.argv[2:]), indent=2))
+    else:
+        print(json.dumps(anyio.run(main), indent=2))

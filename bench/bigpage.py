@@ -6,7 +6,7 @@
 - reading that page: peak Python memory of the kernel's `get_page` (tracemalloc) against the page's size;
 - a save one block over the limit: refused, and how fast.
 
-Figures for docs/security.md and docs/performance.md; not a test (see tests/test_page_limits.py).
+Figures for docs/security.md and docs/performance.md; not a test (see tests/unit/kernel/test_limits.py).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def save_args(key: str, content: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def in_process(db: Path) -> dict[str, float]:
-    from tests.helpers import connect
+    from tests.support.helpers import connect
 
     gaps: list[float] = []
     took: list[float] = []
@@ -134,7 +134,7 @@ async def read_memory(db: Path) -> dict[str, float]:
 
 
 async def main() -> dict[str, Any]:
-    from tests.helpers import seeded_store
+    from tests.support.helpers import seeded_store
 
     with tempfile.TemporaryDirectory(prefix="mnote-bigpage-") as tmp:
         results: dict[str, Any] = {"in_process": await in_process(seeded_store(Path(tmp) / "a.db"))}

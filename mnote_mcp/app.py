@@ -75,6 +75,7 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
             busy_timeout=config.store_busy_timeout,
             pool_size=config.db_pool_size,
             read_only=config.read_only,
+            search=config.search_bounds,
         )
         return kernel, describe(config.store)
     if not spec.startswith(("http://", "https://", "cli:")):

@@ -33,6 +33,12 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast
 
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
+from mnote_mcp.kernel.postgres.gate import (
+    DEFAULT_SEARCH_CONNECTIONS,
+    DEFAULT_SEARCH_TIMEOUT,
+    DEFAULT_SEARCHES_PER_ACTOR,
+    SearchBounds,
+)
 from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
@@ -386,10 +392,35 @@ class StoreSettings:
         "most PostgreSQL connections (and calls at once) this process holds (--db postgresql://…)",
         group=STORE,
     )
+    db_search_connections: int = setting(
+        DEFAULT_SEARCH_CONNECTIONS,
+        positive_int,
+        "most of those connections searches hold at once (at most one less than the pool: other calls"
+        " keep the rest; --db postgresql://…)",
+        group=STORE,
+    )
+    db_searches_per_actor: int = setting(
+        DEFAULT_SEARCHES_PER_ACTOR,
+        positive_int,
+        "searches one actor may have in flight (they run one at a time, the others wait); one more is"
+        " refused at once (search_busy, retryable; --db postgresql://…)",
+        group=STORE,
+    )
+    db_search_timeout: float = setting(
+        DEFAULT_SEARCH_TIMEOUT,
+        positive_number,
+        "seconds a search statement may run before it is stopped (search_timeout, retryable;"
+        " --db postgresql://…)",
+        group=STORE,
+    )
 
     @property
     def page_limits(self) -> PageLimits:
         return PageLimits(self.max_page_blocks, self.max_page_bytes)
+
+    @property
+    def search_bounds(self) -> SearchBounds:
+        return SearchBounds(self.db_search_connections, self.db_searches_per_actor, self.db_search_timeout)
 
 
 def store_location(value: str) -> Path | str | None:
@@ -489,8 +520,9 @@ class ServerConfig(StoreSettings, LogSettings):
         env="MNOTE_SCOPE",
     )
     read_only: bool = switch(
-        "grant page.read alone, hide every write tool, and open an existing SQLite store read-only"
-        " (never created nor migrated: a snapshot on a read-only mount or a backup can be served)"
+        "grant page.read alone, hide every write tool, and open an existing store read-only (never"
+        " created nor migrated: a SQLite snapshot on a read-only mount or a backup can be served; a"
+        " PostgreSQL store over READ ONLY connections)"
     )
     toolsets: frozenset[Toolset] = setting(
         frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)})", shown="all"

@@ -47,11 +47,13 @@ class UnknownToolError(LookupError):
 
 
 class InFlight:
-    """Counts calls in progress; `wait_idle` returns once there are none."""
+    """Counts calls in progress; `wait_idle` returns once there are none; `stop` ends them."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.stopping = False  # set by `stop`: calls answer `shutting_down`
         self._idle: anyio.Event | None = None
+        self._scopes: set[anyio.CancelScope] = set()
 
     @contextmanager
     def track(self) -> Iterator[None]:
@@ -63,6 +65,26 @@ class InFlight:
             if self.count == 0 and self._idle is not None:
                 self._idle.set()
                 self._idle = None
+
+    @contextmanager
+    def cancellable(self, scope: anyio.CancelScope) -> Iterator[anyio.CancelScope]:
+        """`scope` (a call's), cancelled by `stop`."""
+        self._scopes.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._scopes.discard(scope)
+
+    def stop(self) -> int:
+        """The server is stopping and will not wait any longer: every call in flight is cancelled and
+        answers `shutting_down` (a call on a worker thread is abandoned, not interrupted, as after its
+        timeout: its transaction commits or rolls back whole, and the idempotency ledger makes the
+        retry safe); a call that arrives from now on is answered so at once. How many were cancelled."""
+        self.stopping = True
+        for scope in list(self._scopes):
+            scope.cancel()
+        return len(self._scopes)
 
     async def wait_idle(self, grace: float = DEFAULT_GRACE_SECONDS) -> bool:
         """True when idle; False when the grace period ran out first."""
@@ -157,6 +179,8 @@ class Dispatcher:
         workspace_id = _echo(args.get("workspaceId"), max_id)
         document_id = _echo(args.get("documentId"), max_id)
         try:
+            if self.inflight.stopping:
+                raise shutting_down()
             if spec.writes and self.read_only:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY)
             caller = admit(spec, args, meta, identity)
@@ -167,13 +191,16 @@ class Dispatcher:
                 request = build_request(
                     spec, self.registry.validator(spec), args, caller, correlation, self.locale
                 )
-                with anyio.CancelScope(deadline=anyio.current_time() + self.call_timeout) as scope:
+                deadline = anyio.current_time() + self.call_timeout
+                with self.inflight.cancellable(anyio.CancelScope(deadline=deadline)) as scope:
                     outcome = await spec.handler(request, self.kernel)
                     outcome = await self._within_budget(spec, request, correlation, outcome)
             except MnoteError as error:
                 if error.code is ErrorCode.INVALID_ARGUMENT:
                     await self._permission_first(spec, caller)
                 raise
+            if scope.cancelled_caught and self.inflight.stopping:
+                raise shutting_down()
             if scope.cancelled_caught:
                 # A write may still commit after this; its idempotency key makes the retry safe.
                 raise MnoteError(
@@ -218,6 +245,12 @@ class Dispatcher:
             return outcome
         fit = spec.fit or trim_result
         return await fit(request, self.kernel, outcome, limit)
+
+
+def shutting_down() -> MnoteError:
+    """The server stopped before the call finished (or began): a write may still commit after this;
+    its idempotency key makes the retry safe."""
+    return MnoteError(ErrorCode.RUNTIME_UNAVAILABLE, Reason.SHUTTING_DOWN, {"cause": "shutting_down"})
 
 
 def _echo(value: Any, max_chars: int) -> str | None:

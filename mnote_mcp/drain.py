@@ -3,7 +3,9 @@
 The SDK cancels in-flight handlers the moment its read stream ends (stdin closed, server stopping).
 A write running in a kernel thread still commits, but its answer would be lost, and a client that
 pipes requests and closes stdin would never see them answered. `DrainingReadStream` holds the end of
-the stream back until the calls in flight have answered, or a grace period has passed.
+the stream back until the calls in flight have answered, or a grace period has passed; past it, the
+calls still running are stopped (`InFlight.stop`) and answer `shutting_down` (retryable) before the
+stream ends, rather than nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from typing import Any, Generic, TypeVar
 import anyio
 
 from mnote_mcp.dispatch import DEFAULT_GRACE_SECONDS, InFlight
+
+# How long the calls stopped past the grace have to hand their answers to the transport.
+ANSWER_SECONDS = 1.0
 
 T = TypeVar("T")
 
@@ -34,7 +39,8 @@ class DrainingReadStream(Generic[T]):
         try:
             item: T = await self._inner.receive()
         except anyio.EndOfStream:
-            await self._inflight.settle(self._grace)
+            if not await self._inflight.settle(self._grace) and self._inflight.stop():
+                await self._inflight.settle(ANSWER_SECONDS)
             raise
         return item
 

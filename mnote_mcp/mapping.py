@@ -1,4 +1,4 @@
-"""From an MCP `tools/call` to the contract's request envelope (DESIGN.md, "Request mapping").
+"""From an MCP `tools/call` to the contract's request envelope (docs/contract.md, "2. The request").
 
 Correlation ids: arguments, then the request `_meta` (`mnote/sessionId`, ..., or a W3C `traceparent`),
 then the connection's bindings, then generated. The actor only ever comes from the connection.

@@ -79,7 +79,7 @@ def serialize_result(method: str, version: str, data: Mapping[str, Any], **optio
     know, for a result whose values are JSON already (a text and the envelope, which has just been
     encoded as that text). Such a result gets the keys the SDK's pass keeps, in its order, with its
     own values (learnt once per protocol version and shape from the SDK, `_learn_sieve`); any other
-    result, and a shape the SDK would change otherwise, gets the SDK's pass. `tests/test_call_path.py`
+    result, and a shape the SDK would change otherwise, gets the SDK's pass. `tests/unit/test_server.py`
     compares both on every protocol version, so an SDK that changes its models fails there.
     """
     content = data.get("content")

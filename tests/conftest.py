@@ -1,3 +1,15 @@
+"""Fixtures every test may use, and the markers a test gets from where it lives.
+
+The folders say what a test needs (docs/testing.md): `tests/e2e/` real transports and processes,
+`tests/clients/` real clients installed under `.ci/`, `tests/postgres/` a PostgreSQL server. Their
+tests are marked `e2e`, `clients` and `postgres` here, so `-m` selects them without each file
+saying so. A PostgreSQL case elsewhere is marked `postgres` too: a test that asks for the `pg_server`
+or `pg_url` fixture, or one of whose parameters is `"postgres"` (the PostgreSQL case of
+`tests.support.postgres.STORES` and of every other store or adapter parameter). A test that reaches
+PostgreSQL without the marker fails in a run that deselected the marker (`pg_server` below), so the
+fast subset cannot start a PostgreSQL server behind its marker's back.
+"""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -5,8 +17,34 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import seeded_store
-from tests.postgres import PgServer, start_server
+from tests.support.helpers import seeded_store
+from tests.support.postgres import PgServer, start_server
+
+TESTS = Path(__file__).resolve().parent
+FOLDER_MARKERS = {"e2e": "e2e", "clients": "clients", "postgres": "postgres"}
+POSTGRES_FIXTURES = frozenset({"pg_server", "pg_url"})
+_POSTGRES_SELECTED = pytest.StashKey[bool]()
+
+
+def is_postgres_case(item: pytest.Item) -> bool:
+    if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgres" in callspec.params.values()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = item.path.relative_to(TESTS).parts[0] if item.path.is_relative_to(TESTS) else ""
+        if folder in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[folder])
+        if is_postgres_case(item) and item.get_closest_marker("postgres") is None:
+            item.add_marker("postgres")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """After deselection (`-m`, `-k`): does any test that will run carry the `postgres` marker?"""
+    session.stash[_POSTGRES_SELECTED] = any(item.get_closest_marker("postgres") for item in session.items)
 
 
 @pytest.fixture
@@ -21,8 +59,13 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+def pg_server(request: pytest.FixtureRequest) -> Iterator[PgServer]:
     """A PostgreSQL 16 server for the session (skipped where it cannot start, unless required)."""
+    if not request.session.stash.get(_POSTGRES_SELECTED, True):
+        pytest.fail(
+            "a test reached PostgreSQL in a run without `postgres` tests: give it a parameter "
+            '"postgres", the pg_server or pg_url fixture, or the postgres marker (tests/conftest.py)'
+        )
     yield from start_server()
 
 

@@ -1,7 +1,7 @@
 """Every tool the server can expose, in the order `tools/list` shows them.
 
 A new tool is one declaration in its domain module (`page.py`, `block.py`, ...), listed here; every
-table of tools, in the docs (`tools/docs.py`) and in the tests (tests/tool_calls.py), is made from
+table of tools, in the docs (`tools/docs.py`) and in the tests (tests/support/tool_calls.py), is made from
 this list.
 """
 

@@ -4,7 +4,7 @@ Each `Section` is a block of a Markdown page between two markers, rendered from 
 the README's tool table and size table, docs/contract.md's tool list, docs/errors.md's errors per
 tool (and the error catalogue, from `vocabulary/messages.py`), and docs/runtime-protocol.md's
 schemas (from the runtime protocol's operations, `kernel/wiredoc.py`). `python -m mnote_mcp.tools.docs`
-rewrites every section in place; `--check` only says which differ (exit 1). tests/test_declarations.py
+rewrites every section in place; `--check` only says which differ (exit 1). tests/unit/tools/test_registry.py
 fails when a page is stale, so a new tool's rows appear once the command is run.
 """
 

@@ -3,7 +3,7 @@
 Each `ErrorCase` is a code and the reason that picks its words (the catalogue in
 `vocabulary/messages.py` says them), when it happens and the recovery, as cyanheads'
 obsidian-mcp-server declares each tool's errors. Where one call shows it, the case carries that call
-(`example`: changes to the tool's first example), and tests/test_declarations.py makes it and holds the
+(`example`: changes to the tool's first example), and tests/unit/tools/test_registry.py makes it and holds the
 answer to the case. The refusals of callers who may not call the tool are the tool's `Permissions`;
 what any tool can answer (`EVERY_TOOL`) is listed once. docs/errors.md's per-tool list is generated
 from all three.

@@ -1,5 +1,5 @@
 """How much of a host's context a tool's definition may take: the budget each tool declares for its
-`tools/list` entry (`ToolSpec.entry_bytes` measures it; tests/test_tool_surface.py holds every tool to
+`tools/list` entry (`ToolSpec.entry_bytes` measures it; tests/unit/tools/test_catalog.py holds every tool to
 its own, and the README's size table is generated from both)."""
 
 from __future__ import annotations

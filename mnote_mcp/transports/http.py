@@ -2,7 +2,7 @@
 at `/sse` + `/messages/`, behind bearer-token authentication (from the headers, before any body is
 read), Host/Origin validation (DNS-rebinding protection), a request body limit and deadline
 (`mnote_mcp/httpguard.py`), session caps per token and overall (`transports/limits.py`), and an
-unauthenticated `/healthz` that reports how many sessions and resource watches are open. A session
+unauthenticated `/healthz` that reports how many sessions, resource watches and calls are open. A session
 belongs to the token that opened it.
 
 No state lives here: sessions of the stateful streamable transport are only the SDK's message
@@ -175,6 +175,7 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
                 "sessions": sum(caps.counts().values()),
                 "listenStreams": sum(listens.counts().values()),
                 "watches": pages.watch_count(),
+                "callsInFlight": app.dispatcher.inflight.count,
             }
         )
 

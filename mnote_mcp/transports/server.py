@@ -5,6 +5,13 @@ sse-starlette, for its part, ends every SSE stream the moment uvicorn starts shu
 of calls in flight included. So we take over: stop accepting, wait for the dispatcher's calls in
 flight to settle (bounded by --shutdown-grace), then release the SSE streams and let uvicorn close
 what remains.
+
+Past the grace, a call still running (waiting for another process's lock, say) is stopped
+(`InFlight.stop`): it answers `mnote_tool_runtime_unavailable` (`shutting_down`, retryable), and so
+does a request that arrives while connections close, before uvicorn closes them; otherwise uvicorn
+would cancel it two seconds later and its client would read a bare HTTP 500. The answers are written,
+then uvicorn closes the connections, and the process exits (a worker thread still waiting for the lock
+is abandoned: the store's `close` ends its wait, and its transaction never began).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import uvicorn
 from sse_starlette.sse import AppStatus
 
 from mnote_mcp.dispatch import InFlight
+from mnote_mcp.drain import ANSWER_SECONDS
 from mnote_mcp.httpguard import guarded_protocol
 
 logger = logging.getLogger("mnote_mcp")
@@ -45,8 +53,12 @@ class GracefulServer(uvicorn.Server):
         finished = await self._inflight.settle(self._grace)
         if not finished:
             logger.warning(
-                "shutting down with %d call(s) still running after %.0fs", self._inflight.count, self._grace
+                "shutting down with %d call(s) still running after %gs: they answer shutting_down",
+                self._inflight.count,
+                self._grace,
             )
+        if self._inflight.stop():
+            await self._inflight.settle(ANSWER_SECONDS)
         await super().shutdown(sockets)
 
 

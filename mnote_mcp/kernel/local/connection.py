@@ -1,4 +1,4 @@
-"""Connections and transactions on the store file: one connection per thread, one transaction per call.
+"""Connections and transactions on the store file: connections lent from a pool, one transaction per call.
 
 A call made on the event loop runs *inline*: it must neither wait for another connection's lock nor do
 heavy work, so it raises `MoveToThread` instead and the async kernel repeats it on a worker thread,
@@ -23,11 +23,20 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.local.pool import (
+    POOL_SIZE,
+    ConnectionPool,
+    cannot_open,
+    cannot_open_file,
+    interrupt,
+    store_busy,
+    store_closing,
+)
 from mnote_mcp.kernel.local.sql import Connection
 from mnote_mcp.kernel.search import index_tokens
 
@@ -47,6 +56,9 @@ CHECKPOINT_ROWS = 2_000
 CHECKPOINT_PASSES = 4
 CATCH_UP_FRAMES = 100
 _AUTOCHECKPOINT = 1_000  # SQLite's default, for connections of worker threads
+# How long a transaction on a worker thread lets SQLite wait for a lock before it looks whether the
+# store is closing (then waits again, up to the busy timeout).
+BUSY_SLICE = 0.1
 
 
 class MoveToThread(Exception):  # noqa: N818 - a signal to the caller, not a failure
@@ -59,14 +71,6 @@ class StoreBusyError(MoveToThread):
 
 def is_busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in _BUSY_CODES
-
-
-def store_busy(timeout: float) -> MnoteError:
-    return MnoteError(
-        ErrorCode.RUNTIME_UNAVAILABLE,
-        Reason.STORE_BUSY,
-        {"adapter": "local", "cause": "store_busy", "busyTimeoutSeconds": timeout},
-    )
 
 
 def dump(conn: sqlite3.Connection) -> str:
@@ -169,53 +173,114 @@ class Checkpointer:
 
 
 class Database:
-    """The store file: per-thread connections (WAL, `synchronous=NORMAL`) and transactions.
+    """The store file: connections (WAL, `synchronous=NORMAL`) and transactions.
 
     One implementation of the `sql.Database` seam: a write transaction (`BEGIN IMMEDIATE`) holds the
     whole file, so page locks and seeding locks are already taken and nothing needs a retry.
+
+    A transaction on the event loop (`inline`) uses the loop's own connection: it never waits for a
+    lock (`busy_timeout = 0`) nor checkpoints (see the module's text). One on a worker thread borrows a
+    connection from the pool (`pool.py`) for its duration. It waits for another connection's lock up
+    to the busy timeout, a slice at a time (`BUSY_SLICE`, SQLite's own wait in between), so that
+    closing the store ends the wait at once: SQLite's busy wait cannot be interrupted.
     """
 
     dialect = "sqlite"
 
     def __init__(
-        self, path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, uri: str | None = None
+        self,
+        path: Path,
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        uri: str | None = None,
+        pool_size: int = POOL_SIZE,
     ) -> None:
         self.path = path
         self.uri = uri  # a read-only store is opened through a SQLite URI (`opening.read_only_uri`)
         self.busy_timeout = busy_timeout
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        self.pool = ConnectionPool(self._connect, pool_size, busy_timeout)
+        # The event loop's connection: used by one thread at a time (the lock is never waited for).
+        self._inline: sqlite3.Connection | None = None
+        self._inline_lock = threading.Lock()
+        self._woken_at = 0  # the inline connection's total_changes when it last woke the checkpointer
         # The search index's chunk -> page map, filled as searches meet chunks: a chunk never changes
         # page (chunk numbers only grow), so what is known stays true, whichever process wrote it.
         self.chunk_pages: dict[int, int] = {}
-        self._lock = threading.Lock()
         self.checkpointer = Checkpointer(path, busy_timeout)
 
-    def connection(self, inline: bool = False) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            # Each connection is only used by the thread that made it; close() may run elsewhere.
-            conn = sqlite3.connect(
-                self.uri or self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-                uri=self.uri is not None,
-            )
+    def _connect(self, inline: bool = False) -> sqlite3.Connection:
+        # A connection is used by one thread at a time, not always the one that opened it.
+        conn = sqlite3.connect(
+            self.uri or self.path,
+            timeout=0 if inline else min(BUSY_SLICE, self.busy_timeout),
+            isolation_level=None,
+            check_same_thread=False,
+            uri=self.uri is not None,
+        )
+        try:
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
-            # the search index's triggers tokenize every title and block text they index
-            conn.create_function("mnote_search_tokens", 1, index_tokens, deterministic=True)
-            self._local.conn = conn
-            self._local.inline = None
-            self._local.woken_at = 0
-            with self._lock:
-                self._connections.append(conn)
-        if self._local.inline != inline:
-            conn.execute(f"PRAGMA busy_timeout = {0 if inline else int(self.busy_timeout * 1000)}")
             conn.execute(f"PRAGMA wal_autocheckpoint = {0 if inline else _AUTOCHECKPOINT}")
-            self._local.inline = inline
+        except sqlite3.Error:
+            conn.close()
+            raise
+        # the search index's triggers tokenize every title and block text they index
+        conn.create_function("mnote_search_tokens", 1, index_tokens, deterministic=True)
         return conn
+
+    @contextmanager
+    def connection(self, deadline: float | None = None) -> Iterator[sqlite3.Connection]:
+        """A pooled connection outside any transaction (opening the schema), for the block's duration;
+        waited for until `deadline` (`time.monotonic()`, default: the busy timeout from now)."""
+        conn = self.pool.lend(deadline)
+        try:
+            yield conn
+        finally:
+            self.pool.give_back(conn)
+
+    @contextmanager
+    def _lent(self, inline: bool, deadline: float) -> Iterator[sqlite3.Connection]:
+        if not inline:
+            try:
+                conn = self.pool.lend(deadline)
+            except sqlite3.OperationalError as exc:
+                raise self._translate(exc, inline) from None
+            try:
+                yield conn
+            finally:
+                self.pool.give_back(conn)
+            return
+        if not self._inline_lock.acquire(blocking=False):
+            raise StoreBusyError  # used on another thread (a second event loop): run this on a thread
+        try:
+            if self.pool.closing:
+                raise store_closing()
+            if self._inline is None:
+                try:
+                    self._inline = self._connect(inline=True)
+                except sqlite3.Error:
+                    raise StoreBusyError from None  # a thread answers, with a pooled connection or why not
+            yield self._inline
+        finally:
+            if self.pool.closing and self._inline is not None:
+                self._inline.close()
+                self._inline = None
+            self._inline_lock.release()
+
+    def wait_for(self, conn: sqlite3.Connection, statement: str, deadline: float) -> None:
+        """Run `statement`, waiting for another connection's lock until `deadline` (a slice at a time,
+        each SQLite's own busy wait) unless the store closes meanwhile."""
+        while True:
+            try:
+                conn.execute(statement)
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                if self.pool.closing:
+                    raise store_closing() from None
+                if time.monotonic() >= deadline:
+                    raise store_busy(self.busy_timeout) from None
 
     @contextmanager
     def transaction(self, *, write: bool, inline: bool = False) -> Iterator[sqlite3.Connection]:
@@ -224,31 +289,36 @@ class Database:
         Inline, a lock held elsewhere raises `StoreBusyError` at once; otherwise SQLite waits up to the
         busy timeout and then the call fails as `store_busy` (retryable).
         """
-        conn = self.connection(inline)
-        try:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        except sqlite3.OperationalError as exc:
-            raise self._translate(exc, inline) from None
-        try:
-            yield conn
-        except BaseException as exc:
-            conn.execute("ROLLBACK")
-            if is_busy(exc):
-                raise self._translate(exc, inline) from None  # type: ignore[arg-type]
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise self._translate(exc, inline) from None
-        if write and inline:
-            if self.checkpointer.catch_up:
-                self.checkpointer.catch_up_on(conn)
-            changed = conn.total_changes
-            if changed - self._local.woken_at >= CHECKPOINT_ROWS:
-                self._local.woken_at = changed
-                self.checkpointer.wake()
+        deadline = time.monotonic() + self.busy_timeout
+        with self._lent(inline, deadline) as conn:
+            try:
+                if inline:
+                    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                else:
+                    self.wait_for(conn, "BEGIN IMMEDIATE" if write else "BEGIN", deadline)
+            except sqlite3.OperationalError as exc:
+                raise self._translate(exc, inline) from None
+            try:
+                yield conn
+            except BaseException as exc:
+                if conn.in_transaction:  # (an interrupted or failed write may have rolled back already)
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise self._translate(exc, inline) from None
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise self._translate(exc, inline) from None
+            if write and inline:
+                if self.checkpointer.catch_up:
+                    self.checkpointer.catch_up_on(conn)
+                changed = conn.total_changes
+                if changed - self._woken_at >= CHECKPOINT_ROWS:
+                    self._woken_at = changed
+                    self.checkpointer.wake()
 
     def lock_page(self, conn: Connection, workspace_id: str, page_id: str) -> None:
         """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
@@ -264,14 +334,29 @@ class Database:
             return dump(conn)
 
     def _translate(self, exc: sqlite3.OperationalError, inline: bool) -> Exception:
-        if not is_busy(exc):
-            return exc
-        return StoreBusyError() if inline else store_busy(self.busy_timeout)
+        """A lock held elsewhere, the store closing, a file that cannot be opened (out of file
+        descriptors): retryable refusals, not internal errors. Anything else stands."""
+        if is_busy(exc):
+            return StoreBusyError() if inline else store_busy(self.busy_timeout)
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_INTERRUPT and self.pool.closing:
+            return store_closing()
+        if cannot_open_file(exc):
+            if inline:
+                return StoreBusyError()
+            self.pool.warn_cannot_open(exc)
+            return cannot_open()
+        return exc
 
     def close(self) -> None:
+        """Close every connection; a transaction still running stops (see `pool.py`)."""
         self.checkpointer.close()
-        with self._lock:
-            for conn in self._connections:
-                conn.close()
-            self._connections.clear()
-        self._local = threading.local()
+        self.pool.close()
+        if self._inline_lock.acquire(blocking=False):
+            try:
+                if self._inline is not None:
+                    self._inline.close()
+                    self._inline = None
+            finally:
+                self._inline_lock.release()
+        elif (inline := self._inline) is not None:
+            interrupt(inline)  # in use on another thread, which closes it when done

@@ -27,6 +27,7 @@ from anyio import CapacityLimiter
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT, MoveToThread
 from mnote_mcp.kernel.local.group import GroupCommit
+from mnote_mcp.kernel.local.pool import POOL_SIZE
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import (
     AuditRecord,
@@ -49,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 
 class LocalKernel:
-    def __init__(self, store: LocalStore, *, max_threads: int = 8) -> None:
+    def __init__(self, store: LocalStore, *, max_threads: int = POOL_SIZE) -> None:
         self.store = store
         self._max_threads = max_threads
         self._limiter: CapacityLimiter | None = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -41,7 +42,8 @@ class SchemaNotCurrentError(RuntimeError):
 
 def check_schema(db: Database) -> bool:
     """For a store opened read-only: its schema must be this release's (False: it was not created)."""
-    version = _version(db.connection())
+    with db.connection() as conn:
+        version = _version(conn)
     if version == SCHEMA_VERSION:
         return False
     if version > SCHEMA_VERSION:
@@ -63,11 +65,11 @@ def open_schema(db: Database) -> bool:
 
     An up-to-date store is only read (no write lock), so opening it never waits for another process.
     """
-    conn = db.connection()
-    if _version(conn) == SCHEMA_VERSION:
-        return False
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        conn.execute("PRAGMA journal_mode = WAL")
+    with db.connection() as conn:
+        if _version(conn) == SCHEMA_VERSION:
+            return False
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.wait_for(conn, "PRAGMA journal_mode = WAL", time.monotonic() + db.busy_timeout)
     with db.transaction(write=True) as tx:
         version = _version(tx)
         if version > SCHEMA_VERSION:

@@ -52,7 +52,7 @@ from mnote_mcp.kernel.view import check_query, page_view
 
 
 class LocalStore:
-    """The synchronous kernel core. Use it from worker threads; each thread gets its own connection.
+    """The synchronous kernel core, safe from any thread: a transaction borrows a connection (`pool.py`).
 
     Every method takes `inline`: True when called on the event loop, where it must neither wait for a
     lock nor do heavy work; it raises `MoveToThread` instead (see `LocalKernel`).

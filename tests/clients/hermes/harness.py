@@ -1,0 +1,226 @@
+"""The real Hermes (hermes-agent 0.19.0 in `.ci/hermes`, its own virtual environment) against mnote.
+
+Hermes's configuration is the shipped example, verbatim except for the placeholders that name paths,
+ports and tokens; its MCP client is driven through Hermes's own entry points (`driver.py`, in Hermes's
+interpreter) or its whole agent loop (`hermes chat -q`) against the scripted model of `fake_model.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from tests.support.helpers import ROOT, store_with_pages
+
+HERMES_ENV = ROOT / ".ci" / "hermes"
+HERMES_PYTHON = HERMES_ENV / "bin" / "python"
+HERMES_CLI = HERMES_ENV / "bin" / "hermes"
+DRIVER = Path(__file__).resolve().parent / "driver.py"
+EXAMPLES = ROOT / "examples"
+DEMO_FIXTURE = ROOT / "mnote_mcp" / "data" / "demo_workspace.json"
+MNOTE_COMMAND = Path(sys.executable).parent / "mnote-mcp"
+# What the examples say where a user writes their own values: only these are substituted.
+COMMAND_PLACEHOLDER = "/abs/path/to/mnote_mcp/.venv/bin/mnote-mcp"
+DB_PLACEHOLDER = "/abs/path/mnote.db"
+ADDRESS_PLACEHOLDER = "127.0.0.1:8765"
+BIG_PAGE = "doc_big"
+BIG_PAGE_BLOCKS = 400
+HERMES_RESULT_LIMIT = 100_000  # tools/budget_config.py DEFAULT_RESULT_SIZE_CHARS in 0.19.0
+
+
+def require_hermes() -> None:
+    if HERMES_PYTHON.exists() and HERMES_CLI.exists():
+        return
+    if os.environ.get("MNOTE_REQUIRE_HERMES") == "1":
+        pytest.fail(f"hermes-agent is not installed in {HERMES_ENV} (bash .ci/run installs it)")
+    pytest.skip(f"hermes-agent is not installed in {HERMES_ENV} (bash .ci/run installs it)")
+
+
+def example_config(name: str, substitutions: Mapping[str, str]) -> str:
+    """A shipped example, with each placeholder replaced; every placeholder named must be there."""
+    text = (EXAMPLES / name).read_text(encoding="utf-8")
+    for placeholder, value in substitutions.items():
+        assert placeholder in text, f"{name} no longer contains {placeholder!r}"
+        text = text.replace(placeholder, value)
+    return text
+
+
+def example_serve_command(name: str) -> list[str]:
+    """The `mnote-mcp serve ...` command an example's comment tells the user to start."""
+    text = (EXAMPLES / name).read_text(encoding="utf-8")
+    match = re.search(r"^#\s+(mnote-mcp serve .*)$", text, re.MULTILINE)
+    assert match is not None, f"{name} names no `mnote-mcp serve` command"
+    return shlex.split(match.group(1))[2:]
+
+
+def big_page(blocks: int = BIG_PAGE_BLOCKS) -> dict[str, Any]:
+    """A long page of ordinary prose blocks (about 170 characters of envelope JSON each)."""
+    return {
+        "id": BIG_PAGE,
+        "title": "A long page",
+        "blocks": [
+            {
+                "id": f"b_{index:04d}",
+                "type": "paragraph",
+                "text": f"Paragraph {index} of a long page: notes, decisions and the reasons behind them, "
+                "written the way people write meeting minutes.",
+            }
+            for index in range(blocks)
+        ],
+    }
+
+
+def demo_store(path: Path, *pages: dict[str, Any]) -> Path:
+    """The demo workspace (the examples act as `user_1`, its editor) plus a 400-block page in ws_1."""
+    return store_with_pages(path, DEMO_FIXTURE, big_page(), *pages)
+
+
+def hermes_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("HERMES_", "OPENAI_", "ANTHROPIC_", "OPENROUTER_", "MNOTE_"))
+    }
+    return {**env, "HERMES_HOME": str(home), "HOME": str(home.parent), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def write_home(home: Path, config: str) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(config, encoding="utf-8")
+    return home
+
+
+def model_section(base_url: str) -> str:
+    """The scripted model: a custom OpenAI-compatible provider with a 200k-token window, so that
+    Hermes's per-result limit is its default 100,000 characters (tools/budget_config.py)."""
+    return (
+        "\nmodel:\n"
+        "  provider: custom\n"
+        f"  base_url: {base_url}\n"
+        "  default: scripted-model\n"
+        "  context_length: 200000\n"
+    )
+
+
+@dataclass
+class HermesDriver:
+    """One Hermes process (driver.py) holding its MCP connections open between commands."""
+
+    process: subprocess.Popen[str]
+
+    def send(self, command: dict[str, Any]) -> dict[str, Any]:
+        stdin: IO[str] | None = self.process.stdin
+        stdout: IO[str] | None = self.process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(json.dumps(command) + "\n")
+        stdin.flush()
+        line = stdout.readline()
+        if not line:
+            raise RuntimeError(f"the Hermes driver exited (code {self.process.poll()})")
+        answer: dict[str, Any] = json.loads(line)
+        if "failure" in answer:
+            raise RuntimeError(answer["failure"])
+        return answer
+
+    def discover(self, *toolsets: str) -> list[dict[str, Any]]:
+        definitions: list[dict[str, Any]] = self.send({"op": "discover", "toolsets": list(toolsets)})[
+            "definitions"
+        ]
+        return definitions
+
+    def call(self, name: str, **arguments: Any) -> str:
+        """What Hermes hands the model for this tool call (before the agent loop's size limit)."""
+        text: str = self.send({"op": "call", "name": name, "args": arguments})["text"]
+        return text
+
+    def status(self) -> list[dict[str, Any]]:
+        status: list[dict[str, Any]] = self.send({"op": "status"})["status"]
+        return status
+
+
+@contextmanager
+def hermes_driver(home: Path, log: Path, **env: str) -> Iterator[HermesDriver]:
+    with log.open("w", encoding="utf-8") as stderr:
+        process = subprocess.Popen(
+            [str(HERMES_PYTHON), str(DRIVER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            cwd=home,
+            env=hermes_env(home, **env),
+        )
+        driver = HermesDriver(process)
+        try:
+            yield driver
+        finally:
+            with suppress(RuntimeError, OSError, ValueError):
+                driver.send({"op": "quit"})
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def run_agent_loop(home: Path, prompt: str, toolset: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Hermes's whole agent loop, once: `hermes chat -q PROMPT -Q -t TOOLSET`.
+
+    Not `hermes -z`: in 0.19.0 it builds its agent while MCP discovery still runs in a background
+    thread and never waits for it, so its one turn may go to the model with no MCP tools at all.
+    `chat -q` waits for discovery up to the config's `mcp_discovery_timeout` (docs/hermes.md).
+    """
+    return subprocess.run(
+        [str(HERMES_CLI), "chat", "-q", prompt, "-Q", "-t", toolset],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=home,
+        stdin=subprocess.DEVNULL,
+        env=hermes_env(home, OPENAI_API_KEY="scripted", **env),
+    )
+
+
+def model_name(server_key: str, tool: str) -> str:
+    """The name Hermes gives the model for a server's tool (tools/mcp_tool.py mcp_prefixed_tool_name)."""
+    return "mcp__" + re.sub(r"[^A-Za-z0-9_]", "_", server_key) + "__" + re.sub(r"[^A-Za-z0-9_]", "_", tool)
+
+
+def unwrap(text: str) -> dict[str, Any]:
+    """The envelope inside what Hermes handed the model, checking it is there exactly once.
+
+    Hermes wraps a result as `{"result": structuredContent}` when no text block came with it,
+    `{"result": "<text>", "structuredContent": {...}}` when both did, `{"error": "<text>"}` when
+    `isError` was set. Only the first is the envelope once.
+    """
+    outer = json.loads(payload(text))
+    assert set(outer) == {"result"}, f"the model saw {sorted(outer)}, not the envelope once: {text[:300]}"
+    envelope = outer["result"]
+    assert isinstance(envelope, dict), f"the model saw the envelope as {type(envelope).__name__}"
+    return envelope
+
+
+def payload(text: str) -> str:
+    """The tool's own output in what the model was shown. The agent loop puts tool output inside an `<untrusted_tool_result>` block, and may append a
+    `[Tool loop warning: ...]` of its guardrails (agent/tool_guardrails.py); the JSON is what is left."""
+    if text.startswith("<untrusted_tool_result"):
+        text = text.split("\n\n", 1)[1].rsplit("\n</untrusted_tool_result>", 1)[0]
+    return GUARDRAIL_NOTE.sub("", text)
+
+
+GUARDRAIL_NOTE = re.compile(r"\n\n\[Tool loop (?:warning|hard stop): [^\n]*\]$")
+
+
+def compact(envelope: Mapping[str, Any]) -> str:
+    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,117 @@
+"""Issue 11 item 11: the Inspector commands of the README and examples/ name the Inspector version the
+tests use, and run as written.
+
+`npx` would fetch that version from the registry on every run; the tests run the same command line with
+the CLI `bash .ci/run` installed at that same version (the equivalent), and the example scripts as they
+are. A README command that stops working, or a pin that drifts from .ci/node/package.json, fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.helpers import INSPECTOR, ROOT
+from tests.support.http_helpers import http_server
+
+pytestmark = pytest.mark.inspector
+PACKAGE = "@modelcontextprotocol/inspector"
+PINNED = json.loads((ROOT / ".ci" / "node" / "package.json").read_text(encoding="utf-8"))["dependencies"][
+    PACKAGE
+]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "examples").iterdir())]
+NPX = re.compile(r"npx (?:-y )?" + re.escape(PACKAGE) + r"@([\w.-]+)")
+
+
+def _environment(home: Path, **extra: str) -> dict[str, str]:
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("MNOTE_")}
+    return {**clean, "HOME": str(home), "XDG_DATA_HOME": str(home / "data"), **extra}
+
+
+def _require_inspector() -> None:
+    if not INSPECTOR.exists():
+        if os.environ.get("MNOTE_REQUIRE_INSPECTOR") == "1":
+            pytest.fail(f"the MCP Inspector CLI is not installed at {INSPECTOR}")
+        pytest.skip("the MCP Inspector CLI is not installed (bash .ci/run installs it)")
+
+
+def test_every_inspector_command_names_the_tested_version() -> None:
+    mentions = 0
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        for match in re.finditer(re.escape(PACKAGE) + r"(@[\w.-]+)?", text):
+            mentions += 1
+            version = (match.group(1) or "")[1:]
+            assert version == PINNED, f"{document.name}: {match.group(0)!r} is not {PACKAGE}@{PINNED}"
+    assert mentions >= 3
+
+
+def readme_cli_commands() -> list[str]:
+    """The README's inline Inspector CLI commands, as written."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return [code for code in re.findall(r"`(npx [^`]+)`", readme) if NPX.match(code) and " --cli " in code]
+
+
+def test_the_readme_has_inspector_cli_commands() -> None:
+    assert readme_cli_commands(), "the README shows how to run the Inspector"
+
+
+@pytest.mark.parametrize("command", readme_cli_commands())
+def test_a_readme_inspector_command_runs(command: str, tmp_path: Path) -> None:
+    _require_inspector()
+    argv = shlex.split(NPX.sub(str(INSPECTOR), command))
+    assert (ROOT / ".venv" / "bin" / "mnote-mcp").exists(), "the README's first command creates it"
+    result = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, cwd=ROOT, env=_environment(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    if "tools/list" in command:
+        assert "mnote.page.get" in [tool["name"] for tool in json.loads(result.stdout)["tools"]]
+
+
+def test_the_stdio_example_script_runs_as_written(tmp_path: Path) -> None:
+    _require_inspector()
+    result = subprocess.run(
+        ["bash", "examples/inspector-stdio.sh"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        env=_environment(tmp_path, MNOTE_DB=str(tmp_path / "inspector.db")),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert '"mnote.page.get"' in result.stdout and re.search(r'"ok":\s*true', result.stdout)
+
+
+def test_the_http_example_script_runs_as_written(tmp_path: Path) -> None:
+    """README's HTTP steps (a token, then the server), then examples/inspector-http.sh against it."""
+    _require_inspector()
+    tokens = tmp_path / "tokens.json"
+    minted = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "mnote-mcp"), "token", "--auth-file", str(tokens), "--actor", "user_1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=_environment(tmp_path),
+    )
+    assert minted.returncode == 0, minted.stderr
+    db = tmp_path / "http.db"
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        result = subprocess.run(
+            ["bash", "examples/inspector-http.sh"],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            cwd=ROOT,
+            env=_environment(tmp_path, MNOTE_URL=server.url, MNOTE_TOKEN=minted.stdout.strip()),
+        )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count('"mnote.page.get"') >= 2, "both endpoints list the tools"
+    assert "Project plan" in result.stdout, "the demo workspace the new store was seeded with"

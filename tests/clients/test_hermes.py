@@ -1,0 +1,616 @@
+"""The real Hermes (hermes-agent 0.19.0) on the shipped example configurations, over stdio, `/mcp` and
+`/sse`: what its model is given, one call of every tool, refusals that do not cut the server off, an
+idempotent retry, pieces of a long page within Hermes's result limit, and its whole agent loop
+(`hermes chat -q`) against a scripted model, checked in the store and the audit trail.
+
+`bash .ci/run` installs Hermes into `.ci/hermes` and sets MNOTE_REQUIRE_HERMES=1; elsewhere these
+tests are skipped when that environment is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.examples import Target
+from mnote_mcp.tools.registry import ToolSpec
+from tests.clients.hermes.fake_model import ToolCall, Transcript, Turn, scripted_model
+from tests.clients.hermes.harness import (
+    ADDRESS_PLACEHOLDER,
+    BIG_PAGE,
+    BIG_PAGE_BLOCKS,
+    COMMAND_PLACEHOLDER,
+    DB_PLACEHOLDER,
+    HERMES_RESULT_LIMIT,
+    MNOTE_COMMAND,
+    HermesDriver,
+    compact,
+    demo_store,
+    example_config,
+    example_serve_command,
+    hermes_driver,
+    model_name,
+    model_section,
+    payload,
+    require_hermes,
+    run_agent_loop,
+    unwrap,
+    write_home,
+)
+from tests.support.helpers import ROOT
+from tests.support.http_helpers import RunningServer, http_server, write_tokens
+from tests.support.tool_calls import calls
+
+pytestmark = [pytest.mark.hermes, pytest.mark.e2e]
+
+EDITOR_TOKEN = "hermes-editor-token-0123456789"
+VIEWER_TOKEN = "hermes-viewer-token-0123456789"
+STDIO, HTTP, SSE = "mnote", "mnote-http", "mnote-sse"
+SERVER_KEYS = (STDIO, HTTP, SSE)
+# One copy of the envelope: what the model reads may exceed the envelope's compact JSON only by
+# Hermes's own wrapping (`{"result": ...}`, `json.dumps` spacing, the untrusted-result banner).
+ONE_COPY = 1.1
+
+
+@dataclass
+class Connected:
+    """Hermes connected to mnote through one example configuration."""
+
+    driver: HermesDriver
+    definitions: dict[str, list[dict[str, Any]]]
+    db: Path
+    server: RunningServer | None = None
+
+    def call(self, key: str, tool: str, **arguments: Any) -> str:
+        return self.driver.call(model_name(key, tool), **arguments)
+
+
+@pytest.fixture(scope="module")
+def stdio_hermes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
+    require_hermes()
+    base = tmp_path_factory.mktemp("hermes-stdio")
+    db = demo_store(base / "mnote.db", every_tool_page(STDIO))
+    config = example_config(
+        "hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}
+    )
+    home = write_home(base / "home", config)
+    with hermes_driver(home, base / "hermes.log") as driver:
+        yield Connected(driver, {STDIO: driver.discover(STDIO)}, db)
+
+
+@pytest.fixture(scope="module")
+def http_example_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[RunningServer, Path]]:
+    """The server the HTTP example tells the user to start, on a free port and a throw-away store."""
+    require_hermes()
+    base = tmp_path_factory.mktemp("hermes-http-server")
+    db = demo_store(base / "mnote.db", every_tool_page(HTTP), every_tool_page(SSE))
+    with example_http_server(base, db) as server:
+        yield server, db
+
+
+@contextmanager
+def example_http_server(base: Path, db: Path) -> Iterator[RunningServer]:
+    tokens = write_tokens(
+        base / "tokens.json",
+        {
+            EDITOR_TOKEN: {"actorId": "user_1", "scopes": ["page.read", "page.write", "artifact.write"]},
+            VIEWER_TOKEN: {"actorId": "user_2", "scopes": ["page.read", "page.write", "artifact.write"]},
+        },
+    )
+    args = example_serve_command("hermes-http.yaml")
+    args = [str(tokens) if arg.endswith("tokens.json") else arg for arg in args]
+    args = ["0" if arg == "8765" else arg for arg in args]
+    with http_server(db, *args) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def http_hermes(
+    tmp_path_factory: pytest.TempPathFactory, http_example_server: tuple[RunningServer, Path]
+) -> Iterator[Connected]:
+    server, db = http_example_server
+    base = tmp_path_factory.mktemp("hermes-http")
+    address = server.url.removeprefix("http://")
+    home = write_home(base / "home", example_config("hermes-http.yaml", {ADDRESS_PLACEHOLDER: address}))
+    with hermes_driver(home, base / "hermes.log", MNOTE_TOKEN=EDITOR_TOKEN) as driver:
+        definitions = driver.discover(HTTP, SSE)
+        by_key = {
+            key: [d for d in definitions if d["function"]["name"].startswith(model_name(key, ""))]
+            for key in (HTTP, SSE)
+        }
+        yield Connected(driver, by_key, db, server)
+
+
+@pytest.fixture(params=SERVER_KEYS)
+def hermes(request: pytest.FixtureRequest) -> tuple[Connected, str]:
+    key: str = request.param
+    connected: Connected = request.getfixturevalue("stdio_hermes" if key == STDIO else "http_hermes")
+    return connected, key
+
+
+def advertised() -> list[ToolSpec]:
+    return list(ALL_TOOLS)
+
+
+# -- what the model is given -------------------------------------------------------------------
+
+
+def test_the_model_is_given_every_tool_with_its_schema(hermes: tuple[Connected, str]) -> None:
+    connected, key = hermes
+    given = {d["function"]["name"]: d["function"] for d in connected.definitions[key]}
+    expected = {model_name(key, spec.name): spec for spec in advertised()}
+    assert set(expected) <= set(given), f"missing: {sorted(set(expected) - set(given))}"
+    assert set(given) - set(expected) == {model_name(key, "list_resources"), model_name(key, "read_resource")}
+    for name, spec in expected.items():
+        schema = spec.input_schema(strict=False)
+        parameters = given[name]["parameters"]
+        assert given[name]["description"] == spec.description
+        assert sorted(parameters.get("required", [])) == sorted(schema["required"]), name  # Hermes drops []
+        assert set(parameters["properties"]) == set(schema["properties"]), name
+        # Issue 10 item 5: Hermes closes an object that declares no properties (`"properties": {}`),
+        # after which a strict provider accepts only `{}`; every object declares its own, props included.
+        for node in _objects(parameters):
+            assert node.get("properties"), f"{name}: an object the model could only send empty: {node}"
+    for tool in ("mnote.page.save", "mnote.block.insert", "mnote.block.update"):
+        text = json.dumps(given[model_name(key, tool)]["parameters"])
+        assert all(f'"{prop}"' in text for prop in ("level", "checked", "language", "icon")), tool
+
+
+def _objects(schema: Any) -> list[dict[str, Any]]:
+    if isinstance(schema, list):
+        return [node for item in schema for node in _objects(item)]
+    if not isinstance(schema, dict):
+        return []
+    own = [schema] if schema.get("type") == "object" else []
+    return own + [node for value in schema.values() for node in _objects(value)]
+
+
+# -- one call of every tool --------------------------------------------------------------------
+
+DOC = {"workspaceId": "ws_1", "documentId": "doc_2"}
+
+
+def _write(key: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {**DOC, "idempotencyKey": f"{name}-{key}", "dryRun": False, **arguments}
+
+
+def every_tool_page(key: str) -> dict[str, Any]:
+    """A page of the demo workspace for one server key's every-tool run (the HTTP and SSE keys share
+    a store, and each run's writes stay on its own page)."""
+    slug = key.replace("-", "_")
+    return {
+        "id": f"doc_tools_{slug}",
+        "title": f"Every tool ({key})",
+        "blocks": [{"id": f"{slug}_{n}", "type": "paragraph", "text": f"Block {n}."} for n in (1, 2, 3)],
+    }
+
+
+def every_tool_target(key: str) -> Target:
+    page = every_tool_page(key)
+    return Target("ws_1", page["id"], tuple(block["id"] for block in page["blocks"]))
+
+
+def test_every_tool_answers_once_through_hermes(hermes: tuple[Connected, str]) -> None:
+    """Every registered tool's first example (tests/support/tool_calls.py; its prior write first), for real."""
+    connected, key = hermes
+    page = every_tool_target(key)
+    for spec in advertised():
+        text = ""
+        for name, made in calls(spec, page, f"hermes-{key}"):
+            text = connected.call(key, name, **made)
+            envelope = unwrap(text)
+            assert envelope["ok"] is True, (name, envelope)
+        assert envelope["toolName"] == spec.name
+        assert len(text) <= ONE_COPY * len(compact(envelope)) + 64, (
+            spec.name,
+            len(text),
+            len(compact(envelope)),
+        )
+
+
+def test_a_refusal_reaches_the_model_as_an_envelope(hermes: tuple[Connected, str]) -> None:
+    connected, key = hermes
+    text = connected.call(
+        key,
+        "mnote.page.save",
+        **{**DOC, "idempotencyKey": f"stale-{key}", "dryRun": False, "baseRevision": 0},
+        content=[{"type": "paragraph", "text": "late"}],
+    )
+    envelope = unwrap(text)
+    assert envelope["ok"] is False
+    assert envelope["error"]["code"] == "mnote_tool_conflict"
+    assert envelope["error"]["details"]["currentRevision"] >= 1
+
+
+def test_five_refusals_in_a_row_then_a_read_succeeds(hermes: tuple[Connected, str]) -> None:
+    """Hermes opens its circuit breaker after 3 consecutive errors; refusals must not count."""
+    connected, key = hermes
+    refusals: list[tuple[str, dict[str, Any], str]] = [
+        ("mnote.page.get", {"workspaceId": "ws_1", "documentId": "doc_missing"}, "mnote_tool_not_found"),
+        ("mnote.page.get", {"workspaceId": "ws_2", "documentId": "doc_9"}, "mnote_tool_permission_denied"),
+        ("mnote.page.get", {**DOC, "maxBlocks": 0}, "mnote_tool_invalid_argument"),
+        (
+            "mnote.page.save",
+            _write(key, "refused-stale", content=[{"type": "divider"}], baseRevision=0),
+            "mnote_tool_conflict",
+        ),
+        (
+            "mnote.page.update_options",
+            _write(key, "refused-option", options={"protectEditing": True}),
+            "mnote_tool_option_not_wired",
+        ),
+    ]
+    for tool, arguments, code in refusals:
+        envelope = unwrap(connected.call(key, tool, **arguments))
+        assert envelope["ok"] is False and envelope["error"]["code"] == code, envelope
+    read = unwrap(connected.call(key, "mnote.page.get", **DOC))
+    assert read["ok"] is True
+    status = {entry["name"]: entry for entry in connected.driver.status()}
+    assert status[key]["connected"] is True
+
+
+def test_an_idempotent_retry_replays_the_first_result(hermes: tuple[Connected, str]) -> None:
+    connected, key = hermes
+    arguments = _write(key, "retry", content=[{"type": "paragraph", "text": f"once ({key})"}], mode="append")
+    first = unwrap(connected.call(key, "mnote.page.save", **arguments))
+    again = unwrap(connected.call(key, "mnote.page.save", **arguments))
+    assert first["ok"] and again["ok"]
+    assert again["result"]["idempotentReplay"] is True
+    assert again["result"]["revision"] == first["result"]["revision"]
+    assert again["audit"]["commandId"] == first["audit"]["commandId"]
+    assert again["toolCallId"] != first["toolCallId"]
+
+
+def test_a_long_page_comes_in_pieces_within_the_limit(hermes: tuple[Connected, str]) -> None:
+    connected, key = hermes
+    seen_ids: list[str] = []
+    cursor: str | None = None
+    pieces = 0
+    while True:
+        arguments: dict[str, Any] = {"workspaceId": "ws_1", "documentId": BIG_PAGE}
+        if cursor is not None:
+            arguments["cursor"] = cursor
+        text = connected.call(key, "mnote.page.get", **arguments)
+        envelope = unwrap(text)
+        assert envelope["ok"] is True, envelope
+        assert len(text) < HERMES_RESULT_LIMIT
+        assert len(text) <= ONE_COPY * len(compact(envelope)) + 64
+        seen_ids += [block["id"] for block in envelope["result"]["blocks"]]
+        pieces += 1
+        cursor = envelope["result"].get("nextCursor")
+        if cursor is None:
+            break
+    assert pieces > 1
+    assert seen_ids == [f"b_{index:04d}" for index in range(BIG_PAGE_BLOCKS)]
+
+
+# -- the agent loop ----------------------------------------------------------------------------
+
+
+def envelopes_seen(transcript: Transcript) -> list[dict[str, Any]]:
+    """The envelopes the model was shown, read leniently (the strict check is `unwrap`)."""
+    found: list[dict[str, Any]] = []
+    for content in transcript.tool_contents():
+        try:
+            outer = json.loads(payload(content))
+        except ValueError:
+            found.append({})
+            continue
+        value = outer.get("structuredContent", outer.get("result"))
+        found.append(value if isinstance(value, dict) else {})
+    return found
+
+
+def edit_script(key: str) -> Callable[[Transcript], Turn]:
+    """Read doc_1, save with its revision, retry that save, insert a block, write an AI note."""
+    tool = {spec.name: model_name(key, spec.name) for spec in ALL_TOOLS}
+    page = {"workspaceId": "ws_1", "documentId": "doc_1"}
+
+    def next_turn(transcript: Transcript) -> Turn:
+        seen = envelopes_seen(transcript)
+        step = len(seen)
+        if step == 0:
+            return Turn((ToolCall(tool["mnote.page.get"], page),))
+        revision = (seen[0].get("result") or {}).get("revision", 0)
+        save = {
+            **page,
+            "content": [{"type": "paragraph", "text": "Appended by the agent loop."}],
+            "mode": "append",
+            "idempotencyKey": "loop-save",
+            "dryRun": False,
+            "baseRevision": revision,
+        }
+        if step in (1, 2):
+            return Turn((ToolCall(tool["mnote.page.save"], save),))
+        if step == 3:
+            saved = (seen[1].get("result") or {}).get("revision", 0)
+            insert = {
+                **page,
+                "blocks": [{"type": "paragraph", "text": "Inserted by the agent loop."}],
+                "afterBlockId": "p_1",
+                "idempotencyKey": "loop-insert",
+                "dryRun": False,
+                "baseRevision": saved,
+            }
+            return Turn((ToolCall(tool["mnote.block.insert"], insert),))
+        if step == 4:
+            note = {
+                **page,
+                "content": "The agent loop read and edited this page.",
+                "idempotencyKey": "loop-note",
+            }
+            return Turn((ToolCall(tool["mnote.artifact.create_ai_note"], {**note, "dryRun": False}),))
+        return Turn(text="All edits are done.")
+
+    return next_turn
+
+
+def audit_trail(db: Path) -> list[dict[str, Any]]:
+    """The audit trail as an operator reads it: `mnote-mcp audit --db PATH`."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "mnote_mcp", "audit", "--db", str(db), "--limit", "1000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=True,
+    )
+    return [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
+
+
+def late_command(tmp_path: Path, seconds: float) -> Path:
+    """`mnote-mcp` as a machine under load or a first start after an upgrade may run it: late."""
+    script = tmp_path / "late-mnote-mcp"
+    script.write_text(f'#!/bin/sh\nsleep {seconds}\nexec "{MNOTE_COMMAND}" "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def assert_the_model_saw_the_tools(transcript: Transcript, server_key: str) -> None:
+    """Hermes sends a turn without `tools` when no tool is registered yet (MCP still connecting)."""
+    assert transcript.agent_requests, (
+        "Hermes asked the model without any tools: its MCP discovery had not finished"
+    )
+    assert model_name(server_key, "mnote.page.get") in transcript.tool_names()
+
+
+@pytest.mark.parametrize("start_delay", [0.0, 4.0], ids=["as-shipped", "starting-4s-late"])
+def test_the_agent_loop_reads_saves_retries_inserts_and_notes(tmp_path: Path, start_delay: float) -> None:
+    """Also with a server that starts later than Hermes's default discovery wait (1.5 s): the
+    shipped config's `mcp_discovery_timeout` puts mnote's tools in the first turn anyway."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db")
+    command = late_command(tmp_path, start_delay) if start_delay else MNOTE_COMMAND
+    config = example_config("hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(command), DB_PLACEHOLDER: str(db)})
+    with scripted_model(edit_script(STDIO)) as (base_url, transcript):
+        home = write_home(tmp_path / "home", config + model_section(base_url))
+        run = run_agent_loop(home, "Tidy up the project plan.", STDIO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert_the_model_saw_the_tools(transcript, STDIO)
+    assert "All edits are done." in run.stdout
+    contents = transcript.tool_contents()
+    assert len(contents) == 5, contents
+    envelopes = [unwrap(content) for content in contents]
+    for content, envelope in zip(contents, envelopes, strict=True):
+        assert envelope["ok"] is True, envelope
+        assert len(payload(content)) <= ONE_COPY * len(compact(envelope)) + 64
+    _, save, retry, insert, note = envelopes
+    assert retry["result"]["idempotentReplay"] is True
+    assert retry["result"]["revision"] == save["result"]["revision"]
+    assert insert["result"]["revision"] == save["result"]["revision"] + 1
+    assert note["result"]["artifactId"]
+
+    blocks = _blocks(db, "doc_1")
+    texts = [block["text"] for block in blocks]
+    assert (
+        texts[texts.index("First paragraph: what we are building and why.") + 1]
+        == "Inserted by the agent loop."
+    )
+    assert texts[-1] == "Appended by the agent loop."
+    assert texts.count("Appended by the agent loop.") == 1
+
+    records = audit_trail(db)
+    commands = [record["commandName"] for record in records if record["outcome"] != "replayed"]
+    assert commands == ["page.body.save", "page.block.insert", "artifact.aiNote.create"], records
+    assert len({record["runId"] for record in records}) == 1
+    assert len({record["sessionId"] for record in records}) == 1
+    assert len({record["toolCallId"] for record in records}) == len(records)
+    assert {record["toolCallId"] for record in records} <= {e["toolCallId"] for e in envelopes}
+
+
+def _blocks(db: Path, document_id: str) -> list[dict[str, Any]]:
+    import anyio
+
+    from tests.support.helpers import call, connect
+
+    async def read() -> list[dict[str, Any]]:
+        async with connect(db, actor="user_1") as client:
+            envelope = await call(client, "mnote.page.get", workspaceId="ws_1", documentId=document_id)
+            return list(envelope["result"]["blocks"])
+
+    return anyio.run(read)
+
+
+_CALL_LINE = re.compile(r"call tool=(\S+) .*?runId=(\S+) toolCallId=(\S+)")
+
+
+def test_two_hermes_runs_over_http_keep_their_ids_apart(tmp_path: Path) -> None:
+    """Each run reads the 400-block page in pieces: every piece reaches the model once, under the
+    limit; one run's calls share one runId; the two runs share no toolCallId."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db")
+    piece_tool = model_name(HTTP, "mnote.page.get")
+
+    def read_all(transcript: Transcript) -> Turn:
+        seen = envelopes_seen(transcript)
+        arguments: dict[str, Any] = {"workspaceId": "ws_1", "documentId": BIG_PAGE}
+        if seen:
+            cursor = (seen[-1].get("result") or {}).get("nextCursor")
+            if not cursor:
+                return Turn(text="Read the whole page.")
+            arguments["cursor"] = cursor
+        return Turn((ToolCall(piece_tool, arguments),))
+
+    runs: list[list[tuple[str, str]]] = []
+    with example_http_server(tmp_path, db) as server:
+        address = server.url.removeprefix("http://")
+        config = example_config("hermes-http.yaml", {ADDRESS_PLACEHOLDER: address})
+        for attempt in range(2):
+            before = len(_CALL_LINE.findall(server.log))
+            with scripted_model(read_all) as (base_url, transcript):
+                home = write_home(tmp_path / f"home{attempt}", config + model_section(base_url))
+                run = run_agent_loop(home, "Read the long page.", HTTP, MNOTE_TOKEN=EDITOR_TOKEN)
+            assert run.returncode == 0, run.stderr[-3000:]
+            assert_the_model_saw_the_tools(transcript, HTTP)
+            contents = transcript.tool_contents()
+            assert len(contents) > 1
+            ids: list[str] = []
+            for content in contents:
+                envelope = unwrap(content)
+                assert envelope["ok"] is True
+                assert len(content) < HERMES_RESULT_LIMIT
+                assert "<persisted-output>" not in content
+                assert len(payload(content)) <= ONE_COPY * len(compact(envelope)) + 64
+                ids += [block["id"] for block in envelope["result"]["blocks"]]
+            assert ids == [f"b_{index:04d}" for index in range(BIG_PAGE_BLOCKS)]
+            runs.append([(run_id, call_id) for _, run_id, call_id in _CALL_LINE.findall(server.log)[before:]])
+    first, second = runs
+    assert len({run_id for run_id, _ in first}) == 1
+    assert len({run_id for run_id, _ in second}) == 1
+    assert {run_id for run_id, _ in first}.isdisjoint(run_id for run_id, _ in second)
+    assert {call_id for _, call_id in first}.isdisjoint(call_id for _, call_id in second)
+
+
+# -- the default budget against Hermes's limit, in every result form ---------------------------
+
+FORMS = ("both", "text", "structured")
+
+
+def _special_pages() -> list[dict[str, Any]]:
+    """Pages whose JSON escapes differently: CJK prose, and code full of quotes and backslashes."""
+    cjk = "会议纪要：我们决定先发布 MCP 服务器，再接入更多的智能体框架，并记录每一次修改的原因。"
+    code = 'print("a \\"quoted\\" path: C:\\\\temp\\\\x", {"k": "v"})'
+    return [
+        {
+            "id": "doc_cjk",
+            "title": "中文长页面",
+            "blocks": [{"id": f"c_{i:04d}", "type": "paragraph", "text": f"{i} {cjk}"} for i in range(600)],
+        },
+        {
+            "id": "doc_code",
+            "title": "Code",
+            "blocks": [
+                {"id": f"k_{i:04d}", "type": "code", "text": code, "props": {"language": "python"}}
+                for i in range(600)
+            ],
+        },
+    ]
+
+
+def test_the_default_budget_fits_hermes_in_every_result_form(tmp_path: Path) -> None:
+    """What the model reads for the first piece of a long page, per result form, with the default
+    budget: below Hermes's 100,000 characters with a 10% margin for ordinary prose in every form; the
+    structured form within 1.1x of the envelope whatever the text."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db", *_special_pages())
+    servers = "".join(
+        f"  mnote-{form}:\n"
+        f"    command: {MNOTE_COMMAND}\n"
+        f'    args: ["--db", "{db}", "--refusals", "result", "--result-form", "{form}"]\n'
+        for form in FORMS
+    )
+    home = write_home(tmp_path / "home", "mcp_servers:\n" + servers)
+    sizes: dict[tuple[str, str], tuple[int, int]] = {}
+    with hermes_driver(home, tmp_path / "hermes.log") as driver:
+        driver.discover(*(f"mnote-{form}" for form in FORMS))
+        for form in FORMS:
+            for page in (BIG_PAGE, "doc_cjk", "doc_code"):
+                text = driver.call(
+                    model_name(f"mnote-{form}", "mnote.page.get"), workspaceId="ws_1", documentId=page
+                )
+                outer = json.loads(text)
+                value = outer.get("structuredContent", outer["result"])
+                envelope = json.loads(value) if isinstance(value, str) else value
+                assert envelope["result"].get("nextCursor"), (form, page)
+                sizes[form, page] = (len(text), len(compact(envelope)))
+    for (form, page), (seen, envelope_chars) in sorted(sizes.items()):
+        print(f"{form:10} {page:9} envelope {envelope_chars:6} model {seen:6} x{seen / envelope_chars:.2f}")
+        if form == "structured":
+            assert seen <= ONE_COPY * envelope_chars
+        if page != "doc_code":
+            assert seen <= 0.9 * HERMES_RESULT_LIMIT, (form, page, seen)
+
+
+def test_the_documented_failures_look_as_documented(
+    tmp_path: Path, http_example_server: tuple[RunningServer, Path]
+) -> None:
+    """docs/hermes.md, "Troubleshooting": `/sse` without `transport: sse` is a 405, a wrong token a
+    401, and either leaves the server with no tools."""
+    server, _ = http_example_server
+    config = (
+        "mcp_servers:\n"
+        "  no-transport:\n"
+        f"    url: {server.url}/sse\n"
+        f'    headers: {{Authorization: "Bearer {EDITOR_TOKEN}"}}\n'
+        "  wrong-token:\n"
+        f"    url: {server.url}/mcp\n"
+        '    headers: {Authorization: "Bearer not-a-token"}\n'
+    )
+    home = write_home(tmp_path / "home", config)
+    with hermes_driver(home, tmp_path / "hermes.log") as driver:
+        assert driver.discover("no-transport", "wrong-token") == []
+        status = {entry["name"]: entry for entry in driver.status()}
+    assert "405" in status["no-transport"]["error"] and status["no-transport"]["tools"] == 0
+    assert "401" in status["wrong-token"]["error"] and status["wrong-token"]["tools"] == 0
+
+
+def test_a_viewer_refused_again_and_again_is_not_cut_off(
+    tmp_path: Path, http_example_server: tuple[RunningServer, Path]
+) -> None:
+    """Issue 10's second case: a viewer's writes, refused one after the other (five, more than
+    Hermes's breaker allows errors), then a read, over the HTTP example with the viewer's token."""
+    server, _ = http_example_server
+    address = server.url.removeprefix("http://")
+    home = write_home(tmp_path / "home", example_config("hermes-http.yaml", {ADDRESS_PLACEHOLDER: address}))
+    with hermes_driver(home, tmp_path / "hermes.log", MNOTE_TOKEN=VIEWER_TOKEN) as driver:
+        driver.discover(HTTP)
+        for attempt in range(5):
+            arguments = _write("viewer", f"viewer-{attempt}", title=f"Viewer title {attempt}")
+            envelope = unwrap(driver.call(model_name(HTTP, "mnote.page.update_title"), **arguments))
+            assert envelope["error"]["code"] == "mnote_tool_permission_denied", envelope
+        read = unwrap(driver.call(model_name(HTTP, "mnote.page.get"), **DOC))
+    assert read["ok"] is True and read["result"]["title"]
+
+
+def test_the_readme_snippet_works_as_written(tmp_path: Path) -> None:
+    """The README's Hermes block, as a user would paste it (paths substituted): every tool registers,
+    and a read and a refusal reach the model as the envelope, once."""
+    require_hermes()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    snippet = readme.split("**Hermes**", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    db = demo_store(tmp_path / "mnote.db")
+    for placeholder, value in {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}.items():
+        assert placeholder in snippet
+        snippet = snippet.replace(placeholder, value)
+    home = write_home(tmp_path / "home", snippet)
+    with hermes_driver(home, tmp_path / "hermes.log") as driver:
+        names = {d["function"]["name"] for d in driver.discover(STDIO)}
+        read = unwrap(driver.call(model_name(STDIO, "mnote.page.get"), **DOC))
+        refused = unwrap(
+            driver.call(model_name(STDIO, "mnote.page.get"), workspaceId="ws_2", documentId="doc_9")
+        )
+    assert {model_name(STDIO, spec.name) for spec in advertised()} <= names
+    assert read["ok"] is True
+    assert refused["error"]["code"] == "mnote_tool_permission_denied"

@@ -1,0 +1,215 @@
+"""HTTP hardening: tokens, scopes, Host/Origin validation, body limits, health check, startup refusals.
+None of the refusals shows page content."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.permissions import Caller
+from tests.support.helpers import RAW_INITIALIZE, SECRETS, call, page_args, write_args
+from tests.support.http_helpers import http_server, mcp_http, start_failure, write_tokens
+from tests.support.tool_calls import allowed
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+INIT = RAW_INITIALIZE
+JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+TOKENS: dict[str, dict[str, Any]] = {
+    "tok-editor": {"actorId": "user_editor"},
+    "tok-viewer": {"actorId": "user_viewer", "scopes": ["page.read"]},
+    "tok-artifacts-only": {"actorId": "user_editor", "scopes": ["artifact.write"]},
+    "tok-other-ws": {"actorId": "user_owner", "workspaces": ["ws_other"]},
+}
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> Path:
+    return write_tokens(tmp_path / "tokens.json", TOKENS)
+
+
+def _post(url: str, token: str | None = None, **headers: str) -> httpx2.Response:
+    sent = {**JSON_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}), **headers}
+    return httpx2.post(f"{url}/mcp", json=INIT, headers=sent, timeout=10)
+
+
+def _no_secret(response: httpx2.Response) -> None:
+    for secret in SECRETS:
+        assert secret not in response.text
+
+
+def test_tokens_are_required_and_checked(db: Path, tokens: Path) -> None:
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        missing = _post(server.url)
+        wrong = _post(server.url, "tok-nope")
+        good = _post(server.url, "tok-editor")
+        sse_missing = httpx2.get(f"{server.url}/sse", timeout=10)
+        messages_missing = httpx2.post(f"{server.url}/messages/?session_id=x", json=INIT, timeout=10)
+        health = httpx2.get(f"{server.url}/healthz", timeout=10)
+        no_scope = _post(server.url, "tok-artifacts-only")
+    for refused in (missing, wrong, sse_missing, messages_missing):
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith("Bearer ")
+        _no_secret(refused)
+    assert good.status_code == 200
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert no_scope.status_code == 403
+    assert 'error="insufficient_scope"' in no_scope.headers["www-authenticate"]
+
+
+async def test_a_viewer_token_cannot_write(db: Path, tokens: Path) -> None:
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        async with mcp_http(server.url, "tok-viewer") as client:
+            write = await call(client, "mnote.page.save", **write_args("v", content=[{"type": "paragraph"}]))
+            read = await call(client, "mnote.page.get", **page_args())
+            secret = await call(client, "mnote.page.get", **page_args("doc_secret"))
+    assert write["error"]["code"] == "mnote_tool_permission_denied"
+    assert write["error"]["details"] == {"scope": "page.write"}
+    assert read["ok"]
+    assert secret["error"]["code"] == "mnote_tool_permission_denied"
+    assert not any(s in json.dumps([write, secret]) for s in SECRETS)
+
+
+async def test_a_workspace_limited_token_sees_nothing_else(db: Path, tokens: Path) -> None:
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        async with mcp_http(server.url, "tok-other-ws") as client:
+            limited = await call(client, "mnote.page.get", **page_args("doc_secret"))
+            missing = await call(client, "mnote.page.get", **page_args("doc_nope"))
+    assert limited["error"] == missing["error"]
+    assert limited["error"]["message"] == "not a member of this workspace"
+
+
+async def test_read_only_server_caps_every_token(db: Path, tokens: Path) -> None:
+    with http_server(db, "--auth-file", str(tokens), "--read-only") as server:
+        async with mcp_http(server.url, "tok-editor") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            write = await call(client, "mnote.page.update_title", **write_args("r", title="x"))
+    assert names == [spec.name for spec in ALL_TOOLS if spec.name in allowed(Caller.READ_ONLY_SERVER)]
+    assert write["error"]["code"] == "mnote_tool_permission_denied"
+
+
+def test_bad_host_and_origin_are_refused(db: Path, tokens: Path) -> None:
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        bad_host = _post(server.url, "tok-editor", Host="evil.example:80")
+        bad_origin = _post(server.url, "tok-editor", Origin="http://evil.example")
+        good_origin = _post(server.url, "tok-editor", Origin="http://localhost:5173")
+        sse_bad_host = httpx2.get(
+            f"{server.url}/sse",
+            headers={"Authorization": "Bearer tok-editor", "Host": "evil.example"},
+            timeout=10,
+        )
+    assert bad_host.status_code == 421
+    assert bad_origin.status_code == 403
+    assert sse_bad_host.status_code == 421
+    assert good_origin.status_code == 200
+    for response in (bad_host, bad_origin, sse_bad_host):
+        _no_secret(response)
+
+
+def test_oversized_bodies_are_refused(db: Path, tokens: Path) -> None:
+    with http_server(db, "--auth-file", str(tokens), "--max-body-bytes", "2048") as server:
+        body = {**INIT, "params": {**INIT["params"], "padding": "x" * 4096}}
+        response = httpx2.post(
+            f"{server.url}/mcp",
+            json=body,
+            headers={**JSON_HEADERS, "Authorization": "Bearer tok-editor"},
+            timeout=10,
+        )
+        sse_post = httpx2.post(
+            f"{server.url}/messages/?session_id=0",
+            json=body,
+            headers={**JSON_HEADERS, "Authorization": "Bearer tok-editor"},
+            timeout=10,
+        )
+    assert response.status_code == 413
+    assert sse_post.status_code == 413
+
+
+def test_a_group_readable_tokens_file_is_refused(db: Path, tmp_path: Path) -> None:
+    loose = write_tokens(tmp_path / "loose.json", TOKENS)
+    loose.chmod(0o644)
+    result = start_failure(db, "--auth-file", str(loose))
+    assert result.returncode == 2
+    assert "chmod 600" in result.stderr
+
+
+async def test_without_any_token_one_is_generated_into_a_private_file(db: Path, tmp_path: Path) -> None:
+    token_file = tmp_path / "secret" / "http-token"
+    with http_server(db, "--token-file", str(token_file), "--actor", "user_editor") as server:
+        assert f"generated a bearer token for user_editor in {token_file}" in server.log
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        assert token not in server.log, "the token itself is never logged"
+        async with mcp_http(server.url, token) as client:
+            assert (await call(client, "mnote.page.get", **page_args()))["ok"]
+    with http_server(db, "--token-file", str(token_file)) as again:
+        assert "using the bearer token" in again.log
+    assert token_file.read_text().strip() == token
+
+
+async def test_mnote_token_environment_variable(db: Path) -> None:
+    with http_server(db, "--actor", "user_viewer", env={"MNOTE_TOKEN": "env-token"}) as server:
+        assert _post(server.url, "env-token").status_code == 200
+        assert _post(server.url, "other").status_code == 401
+
+
+async def test_unsafe_no_auth_only_on_loopback(db: Path) -> None:
+    refused = start_failure(db, "--unsafe-no-auth", "--host", "0.0.0.0", "--allowed-hosts", "example.org")
+    assert refused.returncode == 2 and "loopback" in refused.stderr
+    with http_server(db, "--unsafe-no-auth", "--actor", "user_editor") as server:
+        assert "--unsafe-no-auth" in server.log and "WARNING" in server.log
+        async with mcp_http(server.url, None) as client:
+            assert (await call(client, "mnote.page.get", **page_args()))["ok"]
+
+
+def test_binding_beyond_loopback_needs_allowed_hosts(db: Path, tokens: Path) -> None:
+    refused = start_failure(db, "--host", "0.0.0.0", "--auth-file", str(tokens))
+    assert refused.returncode == 2 and "--allowed-hosts" in refused.stderr
+    with http_server(
+        db, "--host", "0.0.0.0", "--allowed-hosts", "127.0.0.1:*", "--auth-file", str(tokens)
+    ) as server:
+        assert "reachable from other machines" in server.log
+        url = server.url.replace("0.0.0.0", "127.0.0.1")
+        assert _post(url, "tok-editor").status_code == 200
+        assert _post(url, "tok-editor", Host="mnote.internal").status_code == 421
+
+
+async def test_minted_tokens_are_stored_hashed_and_work(db: Path, tmp_path: Path) -> None:
+    import sys
+
+    import anyio
+
+    from tests.support.helpers import ROOT
+
+    auth = tmp_path / "minted.json"
+    minted = await anyio.run_process(
+        [
+            sys.executable,
+            "-m",
+            "mnote_mcp",
+            "token",
+            "--auth-file",
+            str(auth),
+            "--actor",
+            "user_viewer",
+            "--scope",
+            "page.read",
+            "--workspaces",
+            "ws_1",
+        ],
+        cwd=ROOT,
+    )
+    token = minted.stdout.decode().strip()
+    assert stat.S_IMODE(auth.stat().st_mode) == 0o600
+    stored = json.loads(auth.read_text())["tokens"][0]
+    assert token not in auth.read_text() and stored["actorId"] == "user_viewer"
+    assert stored["scopes"] == ["page.read"] and stored["workspaces"] == ["ws_1"]
+    with http_server(db, "--auth-file", str(auth)) as server:
+        async with mcp_http(server.url, token) as client:
+            read = await call(client, "mnote.page.get", **page_args())
+    assert read["ok"]

@@ -1,0 +1,157 @@
+"""The MCP path end to end through a relay: `mnote-mcp --kernel http://...` (and `cli:...`) over stdio
+gives the envelopes the embedded kernel gives, and the runtime receives the envelope's trace and key.
+
+The demo tour (page get → dryRun → save → retry → conflict → options → summary → ai note → refusal)
+runs once on a local store and once per relay, each on a new store seeded with the demo workspace;
+the envelopes must match exactly, but for the random part of each commandId.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from mnote_mcp.demo import tour
+from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.protocol import decode_key
+from mnote_mcp.tracecontext import trace_id_of, w3c_trace_id
+from tests.support.helpers import RAW_INITIALIZE, ROOT
+from tests.support.runtimes import free_port, mnote_command, reference_runtime
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+TIMEOUT = 60
+_COMMAND_ID = re.compile(r"((?:page|artifact)_[a-z_]+_trace_demo)_[0-9a-f]{8}")
+
+
+def params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mnote_mcp", "serve", "--locale", "en", "--log-level", "warning", *args],
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        cwd=str(ROOT),
+    )
+
+
+def without_nonces(envelopes: list[dict[str, Any]]) -> str:
+    return _COMMAND_ID.sub(r"\1", repr(envelopes))
+
+
+async def run_tour(server: StdioServerParameters, db: Path) -> list[dict[str, Any]]:
+    async with Client(server, read_timeout_seconds=TIMEOUT) as client:
+        return await tour(client, db)
+
+
+@pytest.fixture
+async def local_envelopes(tmp_path: Path) -> list[dict[str, Any]]:
+    db = tmp_path / "local.db"
+    return await run_tour(params("--db", str(db)), db)
+
+
+async def test_http_relay_gives_the_local_envelopes(
+    tmp_path: Path, local_envelopes: list[dict[str, Any]]
+) -> None:
+    db = tmp_path / "runtime.db"
+    with reference_runtime(db, tmp_path, demo=True, token="tok-e2e") as runtime:
+        server = params("--kernel", runtime.url, env={"MNOTE_RUNTIME_TOKEN": "tok-e2e\n"})
+        relayed = await run_tour(server, db)
+        records = runtime.records()
+    assert len(relayed) == len(local_envelopes) >= 9
+    assert without_nonces(relayed) == without_nonces(local_envelopes)
+    assert relayed[2]["audit"]["commandId"] != local_envelopes[2]["audit"]["commandId"], "two stores"
+
+    # What the runtime received: the envelope's trace as W3C trace context, the envelope's key.
+    commands = [r for r in records if r["path"] == "/v1/commands"]
+    writes = [e for e in relayed if e["toolName"] != "mnote.page.get"]
+    assert len(commands) == len(writes)
+    keys = [decode_key(r["idempotencyKey"]) for r in commands]
+    assert keys[:4] == ["demo_save", "demo_save", "demo_save", "demo_title"]
+    assert all(key.startswith("demo_") for key in keys)
+    assert all(r["authorization"] for r in records if r["path"] != "/v1/health")
+    traced = [r for r in records if r["path"] in ("/v1/commands", "/v1/pages/query")]
+    assert len(traced) == len(relayed), "every call of the tour reached the runtime, traced"
+    assert {trace_id_of(r["traceparent"]) for r in traced} == {w3c_trace_id("trace_demo")}
+    store = LocalStore(db)
+    try:
+        trail = store.audit_trail(trace_id="trace_demo")
+    finally:
+        store.close()
+    committed = [
+        e["audit"]["commandId"]
+        for e in relayed
+        if e["ok"] and e["audit"]["effect"] == "write" and not e["result"].get("idempotentReplay")
+    ]
+    assert [r["commandId"] for r in trail if r["effect"] == "write"] == committed, (
+        "every commandId the tools returned is a runtime audit record"
+    )
+
+
+async def test_cli_relay_gives_the_local_envelopes(
+    tmp_path: Path, local_envelopes: list[dict[str, Any]]
+) -> None:
+    db = tmp_path / "cli.db"  # new: the reference adapter seeds the demo workspace on first use
+    kernel = "cli:" + shlex.join(mnote_command("runtime", "cli", "--db", str(db)))
+    relayed = await run_tour(params("--kernel", kernel), db)
+    assert without_nonces(relayed) == without_nonces(local_envelopes)
+
+
+def test_a_relay_server_starts_without_its_runtime_and_keeps_stdout_clean(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    requests = [
+        RAW_INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "mnote.page.get", "arguments": {"workspaceId": "ws_1", "documentId": "doc_1"}},
+        },
+    ]
+    proc = subprocess.run(
+        mnote_command(
+            "serve", "--kernel", dead, "--db", str(tmp_path / "unused.db"), "--runtime-retries", "0"
+        ),
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=ROOT,
+    )
+    messages = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert [m["id"] for m in messages] == [1, 2], proc.stderr
+    envelope = messages[1]["result"]["structuredContent"]
+    assert envelope["error"]["code"] == "mnote_tool_runtime_unavailable" and envelope["error"]["retryable"]
+    assert f"kernel=http store={dead} (no token)" in proc.stderr
+    assert "workspaces=unknown (kernel: mnote_tool_runtime_unavailable connect)" in proc.stderr
+    assert not (tmp_path / "unused.db").exists(), "a relay opens no local store"
+
+
+def test_the_stdio_server_on_the_local_kernel_loads_no_relay_code() -> None:
+    code = (
+        "import sys, mnote_mcp.serve, mnote_mcp.cli;"
+        "print(sorted(m for m in sys.modules if m.startswith(('mnote_mcp.kernel.http', 'mnote_mcp.kernel.cli',"
+        " 'mnote_mcp.kernel.protocol', 'mnote_mcp.runtime'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_cli_adapter_starts_without_the_mcp_sdk() -> None:
+    """`runtime cli` runs once per call: it must not pay for importing the MCP SDK."""
+    code = "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter; print('mcp' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

@@ -1,0 +1,167 @@
+"""Token files under pressure (issue 9): `mnote-mcp token` run concurrently loses nothing; the runtime's
+service token comes from the environment or a private file, never from the command line."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mnote_mcp.app import service_token
+from mnote_mcp.secretfiles import SecretFileError
+from mnote_mcp.transports.auth import TokenStore
+from tests.support.helpers import ROOT
+from tests.support.runtimes import RuntimeProcess
+
+pytestmark = pytest.mark.anyio
+RUNS = 8
+
+
+async def test_concurrent_token_runs_store_every_token(tmp_path: Path) -> None:
+    auth = tmp_path / "tokens.json"
+    printed: list[str] = []
+
+    async def mint(index: int) -> None:
+        done = await anyio.run_process(
+            [
+                sys.executable,
+                "-m",
+                "mnote_mcp",
+                "token",
+                "--auth-file",
+                str(auth),
+                "--actor",
+                f"user_{index}",
+            ],
+            cwd=ROOT,
+        )
+        printed.append(done.stdout.decode().strip())
+
+    async with anyio.create_task_group() as group:
+        for index in range(RUNS):
+            group.start_soon(mint, index)
+    stored = json.loads(auth.read_text())["tokens"]
+    assert len(printed) == len(stored) == RUNS
+    assert sorted(entry["actorId"] for entry in stored) == sorted(f"user_{i}" for i in range(RUNS))
+    store = TokenStore.from_file(auth)
+    assert sorted(grant.actor_id for t in printed if (grant := store.verify(t))) == sorted(
+        f"user_{i}" for i in range(RUNS)
+    ), "every printed token works"
+    assert stat.S_IMODE(auth.stat().st_mode) == 0o600
+    assert not list(tmp_path.glob("*.tmp")), "no temporary left"  # noqa: ASYNC240
+
+
+def test_a_garbled_tokens_file_is_not_overwritten(tmp_path: Path) -> None:
+    auth = tmp_path / "tokens.json"
+    auth.write_text('{"tokens": [')
+    auth.chmod(0o600)
+    done = subprocess.run(
+        [sys.executable, "-m", "mnote_mcp", "token", "--auth-file", str(auth), "--actor", "u"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "fix or remove it" in done.stderr
+    assert auth.read_text() == '{"tokens": [', "left as it was"
+
+
+def test_the_runtime_token_never_rides_the_command_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mnote_mcp", "runtime", "serve", "--token", "s3cret"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--token" in done.stderr and "MNOTE_RUNTIME_TOKEN or --token-file" in done.stderr
+
+
+def test_the_runtime_token_from_a_private_file(db: Path, tmp_path: Path) -> None:
+    import httpx2
+
+    secret = tmp_path / "runtime-token"
+    secret.write_text("from-a-file\n")
+    secret.chmod(0o600)
+    runtime = RuntimeProcess(db=db, workdir=tmp_path)
+    runtime.start(env={"MNOTE_RUNTIME_TOKEN_FILE": str(secret)})
+    try:
+        refused = httpx2.get(f"{runtime.url}/v1/pages?actorId=user_editor", trust_env=False)
+        allowed = httpx2.get(
+            f"{runtime.url}/v1/pages?actorId=user_editor",
+            headers={"Authorization": "Bearer from-a-file"},
+            trust_env=False,
+        )
+    finally:
+        runtime.stop()
+    assert refused.status_code == 401 and allowed.status_code == 200
+    assert "from-a-file" not in runtime.log.read_text()
+
+
+def test_the_relay_reads_its_token_file_and_refuses_a_loose_one(tmp_path: Path) -> None:
+    secret = tmp_path / "runtime-token"
+    secret.write_text("t0k\n")
+    secret.chmod(0o600)
+    assert service_token(None, secret) == "t0k"
+    assert service_token(" env ", None) == "env"
+    with pytest.raises(ValueError, match="keep one"):
+        service_token("env", secret)
+    secret.chmod(0o644)
+    with pytest.raises(SecretFileError, match="chmod 600"):
+        service_token(None, secret)
+
+
+def _status(url: str, token: str) -> int:
+    import httpx2
+
+    from tests.support.helpers import RAW_INITIALIZE
+
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}",
+    }
+    return httpx2.post(f"{url}/mcp", json=RAW_INITIALIZE, headers=headers, timeout=10).status_code
+
+
+@pytest.mark.e2e
+async def test_the_tokens_file_is_reloaded_and_fails_closed(db: Path, tmp_path: Path) -> None:
+    """Removed: refused within seconds (and its subscriptions dropped); added: accepted; world-readable
+    or garbled: every token refused until the file is fixed. No restart."""
+    import httpx2
+
+    from tests.support.http_helpers import http_server, mcp_http, wait_until, write_tokens
+
+    auth = write_tokens(
+        tmp_path / "tokens.json", {"tok-a": {"actorId": "user_editor"}, "tok-b": {"actorId": "user_editor"}}
+    )
+    with http_server(db, "--auth-file", str(auth), "--auth-reload-interval", "0.3") as server:
+
+        def health() -> dict[str, int]:
+            answer: dict[str, int] = httpx2.get(f"{server.url}/healthz", timeout=10).json()
+            return answer
+
+        async with mcp_http(server.url, "tok-b") as client:
+            await client.subscribe_resource("mnote://workspaces/ws_1/pages/doc_1")
+            assert health()["watches"] == 1
+            write_tokens(auth, {"tok-a": {"actorId": "user_editor"}, "tok-c": {"actorId": "user_viewer"}})
+            assert wait_until(lambda: _status(server.url, "tok-b") == 401, timeout=5), "removed: refused"
+            assert wait_until(lambda: health()["watches"] == 0, timeout=5), "its subscription dropped"
+        assert _status(server.url, "tok-c") == 200, "added: accepted"
+        assert _status(server.url, "tok-a") == 200
+        auth.chmod(0o644)
+        assert wait_until(lambda: _status(server.url, "tok-a") == 401, timeout=5), "world-readable: closed"
+        auth.chmod(0o600)
+        assert wait_until(lambda: _status(server.url, "tok-a") == 200, timeout=5), "fixed: open again"
+        auth.write_text('{"tokens": [')
+        assert wait_until(lambda: _status(server.url, "tok-a") == 401, timeout=5), "garbled: closed"
+        write_tokens(auth, {"tok-a": {"actorId": "user_editor"}})
+        assert wait_until(lambda: _status(server.url, "tok-a") == 200, timeout=5)
+    assert "refusing every token until it is fixed" in server.log and "chmod 600" in server.log
+    assert "tok-a" not in server.log, "no token in the log"

@@ -1,0 +1,203 @@
+"""Shared test plumbing: servers on a seeded store, calls that check every envelope they get back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+from jsonschema import Draft202012Validator
+from mcp import Client, StdioServerParameters
+from mcp.types import RequestParamsMeta
+
+from mnote_mcp.app import App, build_registry
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.dispatch import Dispatcher
+from mnote_mcp.kernel.local import LocalKernel
+from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+from mnote_mcp.stores import open_kernel, open_store
+from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURE = FIXTURES / "workspace.json"
+SECRETS = ("SECRET-TITLE-7f3a", "SECRET-BODY-91c2", "OTHER-SECRET-TITLE-c0de", "OTHER-SECRET-BODY-beef")
+MODES = ("legacy", "auto")
+_ENVELOPE = Draft202012Validator(OUTPUT_SCHEMA)
+
+IDS = {"sessionId": "sess_t", "runId": "run_t", "toolCallId": "call_t", "traceId": "trace_t"}
+# The handshake a raw JSON-RPC client (no SDK) opens with.
+RAW_INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+def seeded_store(path: Path) -> Path:
+    kernel = LocalKernel.open(path)
+    load_fixture(kernel.store, read_fixture(FIXTURE))
+    kernel.store.close()
+    return path
+
+
+def store_with_pages(path: Path, fixture: Path, *pages: dict[str, Any]) -> Path:
+    """A store seeded from a fixture file, with more pages in the fixture's first workspace."""
+    data = json.loads(fixture.read_text(encoding="utf-8"))
+    data["workspaces"][0]["pages"] += list(pages)
+    kernel = LocalKernel.open(path)
+    try:
+        load_fixture(kernel.store, data)
+    finally:
+        kernel.store.close()
+    return path
+
+
+def dump(path: Path | str, *, audit: bool = True) -> str:
+    """Every row of the store (SQLite or PostgreSQL) as SQL; `audit=False` leaves out the audit log (a
+    replay adds a record of the retry there, and nothing anywhere else)."""
+    store = open_store(path)
+    try:
+        text = store.dump()
+    finally:
+        store.close()
+    if audit:
+        return text
+    return "\n".join(line for line in text.splitlines() if not line.startswith('INSERT INTO "audit"'))
+
+
+def make_app(db: Path | str, **config: Any) -> App:
+    cfg = replace(ServerConfig(db=db, locale="en", demo=False, actor="user_editor"), **config)
+    kernel = (
+        open_kernel(db, demo=False, limits=cfg.page_limits)
+        if isinstance(db, str)
+        else LocalKernel.open(db, limits=cfg.page_limits)  # tests swap `LocalKernel` here
+    )
+    dispatcher = Dispatcher(
+        build_registry(cfg),
+        kernel,
+        locale=cfg.locale,
+        read_only=cfg.read_only,
+        max_result_chars=cfg.max_result_chars,
+        max_argument_depth=cfg.max_argument_depth,
+    )
+    return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
+
+
+@asynccontextmanager
+async def connect(
+    db: Path | str, mode: str = "legacy", *, message_handler: Any = None, **config: Any
+) -> AsyncIterator[Client]:
+    app = make_app(db, **config)
+    try:
+        async with Client(app.server(), mode=mode, message_handler=message_handler) as client:
+            yield client
+    finally:
+        await app.kernel.aclose()
+
+
+def envelope_of(result: Any) -> dict[str, Any]:
+    """The envelope of a CallToolResult, after checking the promises every result keeps."""
+    assert result.structured_content is not None, "every result carries structuredContent"
+    envelope: dict[str, Any] = result.structured_content
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    assert json.loads(result.content[0].text) == envelope, "text content is the same JSON"
+    errors = [e.message for e in _ENVELOPE.iter_errors(envelope)]
+    assert not errors, errors
+    assert result.is_error is (not envelope["ok"])
+    return envelope
+
+
+async def call(
+    client: Client, tool: str, meta: dict[str, Any] | None = None, **arguments: Any
+) -> dict[str, Any]:
+    return envelope_of(await client.call_tool(tool, arguments, meta=cast(RequestParamsMeta | None, meta)))
+
+
+def page_args(document_id: str = "doc_1", workspace_id: str = "ws_1", **extra: Any) -> dict[str, Any]:
+    return {"workspaceId": workspace_id, "documentId": document_id, **IDS, **extra}
+
+
+def write_args(key: str, dry_run: bool = False, document_id: str = "doc_1", **extra: Any) -> dict[str, Any]:
+    return page_args(document_id, idempotencyKey=key, dryRun=dry_run, **extra)
+
+
+def stdio_params(db: Path | str, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mnote_mcp", "serve", "--db", str(db), "--locale", "en", *args],
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        cwd=str(ROOT),
+    )
+
+
+async def basic_path(client: Client) -> list[dict[str, Any]]:
+    """page get -> dry run -> save -> idempotent retry, with fixed correlation ids."""
+    block = [{"type": "paragraph", "text": "over the wire"}]
+    get = await call(client, "mnote.page.get", **page_args())
+    revision = get["result"]["revision"]
+    plan = await call(
+        client, "mnote.page.save", **write_args("path", dry_run=True, content=block, mode="append")
+    )
+    save = await call(
+        client, "mnote.page.save", **write_args("path", content=block, mode="append", baseRevision=revision)
+    )
+    retry = await call(
+        client, "mnote.page.save", **write_args("path", content=block, mode="append", baseRevision=revision)
+    )
+    return [get, plan, save, retry]
+
+
+def comparable(envelope: dict[str, Any]) -> dict[str, Any]:
+    """An envelope with its one non-deterministic part (the commandId's nonce) blanked."""
+    copy: dict[str, Any] = json.loads(json.dumps(envelope))
+    command_id = (copy.get("audit") or {}).get("commandId")
+    if command_id:
+        copy["audit"]["commandId"] = command_id.rsplit("_", 1)[0]
+    return copy
+
+
+INSPECTOR = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+
+
+def inspector(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """The MCP Inspector CLI (`bash .ci/run` installs it under .ci/node); HOME is a temp folder."""
+    import pytest
+
+    if not INSPECTOR.exists():
+        if os.environ.get("MNOTE_REQUIRE_INSPECTOR") == "1":
+            pytest.fail(f"the MCP Inspector CLI is not installed at {INSPECTOR}")
+        pytest.skip("the MCP Inspector CLI is not installed (bash .ci/run installs it)")
+    return subprocess.run(
+        [str(INSPECTOR), "--cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+        env={**os.environ, "HOME": str(home)},
+    )
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m mnote_mcp ARGS` as a user runs it: no `MNOTE_*` variable but those in `env`, no stdin."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("MNOTE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "mnote_mcp", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**clean, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )

@@ -1,0 +1,146 @@
+"""The layers of docs/architecture.md are the code's: no import runs up them, and no import cycle.
+
+The layer table is read from the document itself, so the document and the code cannot drift apart:
+a module that is in no layer, a layer entry naming no module, an import of a higher layer, and a
+cycle all fail here, each naming the modules involved.
+"""
+
+from __future__ import annotations
+
+import graphlib
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import grimp
+import pytest
+
+from tests.support.helpers import ROOT
+
+DOC = ROOT / "docs" / "architecture.md"
+PACKAGE = "mnote_mcp"
+# Cycles that another branch is removing, each with who removes it. The test fails as soon as one
+# is gone, so that this list only ever shrinks.
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
+
+
+@cache
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph(PACKAGE, cache_dir=None)
+
+
+@cache
+def layers() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(layer, module patterns) from the first table of docs/architecture.md, top layer first."""
+    rows: list[tuple[str, tuple[str, ...]]] = []
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| layer |"))
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows.append((cells[0], tuple(re.findall(r"`([\w.*]+)`", cells[1]))))
+    return tuple(rows)
+
+
+def _matches(pattern: str, module: str) -> int:
+    """How specifically `pattern` names `module`: 0 not at all; `pkg.*` is the package and below."""
+    if pattern.endswith(".*"):
+        package = pattern[:-2]
+        return len(package) if module == package or module.startswith(package + ".") else 0
+    return len(pattern) + 1 if module == pattern else 0
+
+
+def layer_of(module: str) -> int | None:
+    """The index of the layer whose most specific pattern names `module` (0 is the top)."""
+    best: tuple[int, int] | None = None
+    for index, (_, patterns) in enumerate(layers()):
+        for pattern in patterns:
+            score = _matches(pattern, module)
+            if score and (best is None or score > best[0]):
+                best = (score, index)
+    return best[1] if best else None
+
+
+def imports() -> Iterator[tuple[str, str]]:
+    for importer in graph().modules:
+        for imported in graph().find_modules_directly_imported_by(importer):
+            if imported.split(".")[0] == PACKAGE:
+                yield importer, imported
+
+
+def test_the_document_has_the_layer_table() -> None:
+    assert len(layers()) >= 8
+    assert all(patterns for _, patterns in layers()), "every layer names its modules"
+
+
+def test_every_module_is_in_a_layer() -> None:
+    unplaced = sorted(module for module in graph().modules if layer_of(module) is None)
+    assert not unplaced, f"add these modules to the layer table of docs/architecture.md: {unplaced}"
+
+
+def test_every_layer_entry_names_an_existing_module() -> None:
+    modules = graph().modules
+    for layer, patterns in layers():
+        for pattern in patterns:
+            assert any(_matches(pattern, module) for module in modules), f"{layer}: {pattern} names no module"
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    names = [name for name, _ in layers()]
+    upward = []
+    for importer, imported in imports():
+        low, high = layer_of(importer), layer_of(imported)
+        if low is not None and high is not None and high < low:
+            details = graph().get_import_details(importer=importer, imported=imported)
+            line = details[0]["line_number"] if details else "?"
+            upward.append(f"{importer}:{line} ({names[low]}) imports {imported} ({names[high]})")
+    assert not upward, "imports running up the layers:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_cycle() -> None:
+    """Every import counts, lazy ones and those for type checking included."""
+    edges: dict[str, set[str]] = {module: set() for module in graph().modules}
+    for importer, imported in imports():
+        edges[importer].add(imported)
+    found: list[frozenset[str]] = []
+    while True:
+        try:
+            graphlib.TopologicalSorter(edges).prepare()
+            break
+        except graphlib.CycleError as error:
+            members: list[str] = error.args[1]
+            found.append(frozenset(members))
+            edges[members[-2]].discard(members[-1])  # break it, and look for the next one
+    unknown = [sorted(cycle) for cycle in found if cycle not in KNOWN_CYCLES]
+    assert not unknown, f"import cycles: {unknown}"
+    for cycle, owner in KNOWN_CYCLES.items():
+        if cycle not in found:
+            pytest.fail(f"the cycle {sorted(cycle)} is gone ({owner}): remove it from KNOWN_CYCLES")
+
+
+def test_the_document_names_only_modules_that_exist() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    paths = set(re.findall(r"mnote_mcp/[\w/{},.]+\.py", text))
+    missing = []
+    for written in paths:
+        # `mnote_mcp/transports/{http,auth}.py` names several files
+        stem, _, rest = written.partition("{")
+        names = rest.split("}", 1)[0].split(",") if rest else [""]
+        suffix = rest.split("}", 1)[1] if rest else ""
+        for name in names:
+            if not (ROOT / f"{stem}{name}{suffix}").exists():
+                missing.append(f"{stem}{name}{suffix}")
+    dotted = set(re.findall(r"`(mnote_mcp(?:\.\w+)+)`", text))
+    missing += [name for name in dotted if name not in graph().modules]
+    assert not missing, f"docs/architecture.md names what does not exist: {sorted(missing)}"
+
+
+def test_the_layer_table_covers_the_package_directory() -> None:
+    """grimp sees what is importable; this sees every file, so nothing hides from the layers."""
+    files = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for path in Path(ROOT / PACKAGE).rglob("*.py")
+    }
+    assert files == set(graph().modules)
