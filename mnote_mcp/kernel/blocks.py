@@ -17,6 +17,9 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 
 Block = dict[str, Any]
 
+# The advertised schema's pattern (ECMA-262, matched by jsonschema-rs: `$` is the end of the text).
+# Python's `re` lets `$` match before a final newline too, so the kernel uses it with `fullmatch`:
+# "evil\n" is no id (it would break the Markdown id comment of its block).
 BLOCK_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$"
 _BLOCK_ID_RE = re.compile(BLOCK_ID_PATTERN)
 MAX_TEXT_LENGTH = 100_000
@@ -148,7 +151,7 @@ def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list
 def _block_id(value: Any, pointer: str, seen: set[str]) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not _BLOCK_ID_RE.match(value):
+    if not isinstance(value, str) or not _BLOCK_ID_RE.fullmatch(value):
         raise invalid(pointer, "a block id is 1-128 characters of letters, digits, _ . : -")
     if value in seen:
         raise invalid(pointer, "duplicate block id", blockId=value)
