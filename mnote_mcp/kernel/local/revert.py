@@ -1,5 +1,8 @@
 """`page.revert`: take a page back to a revision, or undo one write, or every write of one run.
 
+A run is the caller's: `runId` undoes the writes the calling actor made under that run id, never
+another actor's writes that happen to carry the same id (run ids are the clients' to choose).
+
 The revert is written as a new revision (the inverse change): history is never rewritten, and the
 revert can itself be reverted. Going back to a revision undoes every write after it. Undoing writes
 (one command, one run) puts back what they changed, unless a later write outside them changed the same
@@ -71,7 +74,7 @@ def plan_revert(tx: Tx, p: dict[str, Any]) -> Plan:
 def _undone(tx: Tx, p: dict[str, Any]) -> list[int]:
     page = tx.page
     if "runId" in p:
-        return history.run_revisions(tx.conn, page.workspace_id, page.id, p["runId"])
+        return history.run_revisions(tx.conn, page.workspace_id, page.id, p["runId"], tx.command.actor_id)
     revision = history.command_revision(tx.conn, page.workspace_id, page.id, p["commandId"])
     if revision is None:
         raise history.command_not_found(p["commandId"])
