@@ -123,11 +123,11 @@ def start_failure(
 
 @asynccontextmanager
 async def mcp_http(
-    url: str, token: str | None, mode: str = "legacy", **headers: str
+    url: str, token: str | None, mode: str = "legacy", *, http_timeout: float = 30, **headers: str
 ) -> AsyncIterator[Client]:
     sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **headers}
     async with (
-        httpx2.AsyncClient(headers=sent, timeout=30) as http,
+        httpx2.AsyncClient(headers=sent, timeout=http_timeout) as http,
         Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client,
     ):
         yield client
