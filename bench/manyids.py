@@ -39,7 +39,7 @@ from anyio.streams.text import TextReceiveStream
 
 from bench.targets import ROOT
 from tests.helpers import FIXTURE, call, list_page, list_page_ids, page_args, store_with_pages, write_args
-from tests.http_helpers import http_server, mcp_http, write_tokens
+from tests.http_helpers import http_server, mcp_http_client, write_tokens
 
 TOKENS: dict[str, dict[str, Any]] = {
     "tok-viewer": {"actorId": "user_viewer"},  # every scope: the role refuses the write
@@ -102,7 +102,10 @@ async def attacker(url: str, name: str) -> None:
         await anyio.to_thread.run_sync(sys.stdin.readline)
         stop.set()
 
-    async with mcp_http(url, token, http_timeout=CALL_TIMEOUT) as client, anyio.create_task_group() as group:
+    async with (
+        mcp_http_client(url, token, http_timeout=CALL_TIMEOUT) as client,
+        anyio.create_task_group() as group,
+    ):
         group.start_soon(until_told)
         print("ready", flush=True)
         while not stop.is_set():
@@ -132,7 +135,7 @@ async def under_attack(url: str, name: str) -> dict[str, Any]:
         assert await anext(lines) == "ready"
         took: list[float] = []
         # the attacker sends its first call meanwhile
-        async with mcp_http(url, "tok-other", http_timeout=CALL_TIMEOUT) as client:
+        async with mcp_http_client(url, "tok-other", http_timeout=CALL_TIMEOUT) as client:
             started = time.perf_counter()
             while time.perf_counter() - started < WINDOW:
                 took.append(await _read(client))
@@ -151,7 +154,7 @@ async def run_against(db: Path, tokens: Path, source: Path | None) -> dict[str, 
     env = {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(source)} if source is not None else None
     results: dict[str, Any] = {}
     with http_server(db, "--auth-file", str(tokens), env=env, timeout=60) as server:
-        async with mcp_http(server.url, "tok-other", http_timeout=CALL_TIMEOUT) as client:
+        async with mcp_http_client(server.url, "tok-other", http_timeout=CALL_TIMEOUT) as client:
             for _ in range(20):  # warm up
                 await _read(client)
             idle = [await _read(client) for _ in range(IDLE_READS)]
