@@ -393,7 +393,7 @@ def test_undoing_a_delete_under_blocks_inserted_in_its_place_is_linear(tmp_path:
     """Delete every block of a page (run A), insert as many at the same place (run B: the same order
     keys), undo A: each restored block shares its key with one of B's, and gets a fresh one right
     after it. Each shared key once sorted all the page's keys again: 4,000 blocks took 7-12 s, and
-    an editor chooses N (up to 20,000: minutes of a worker thread holding the write lock)."""
+    an editor chooses N (up to 20,000: minutes, by extrapolation, of a thread holding the write lock)."""
     count = 6_000
     page = {"id": "p", "title": "t", "blocks": [{"id": f"o{i}", "type": "paragraph"} for i in range(count)]}
     store = LocalStore(store_with_pages(tmp_path / "undo.db", FIXTURE, page))
