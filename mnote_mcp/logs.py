@@ -14,7 +14,7 @@ import logging
 import re
 import sys
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 LogFormat = Literal["text", "json"]
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -23,7 +23,7 @@ CALLS = logging.getLogger("mnote_mcp.calls")
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
             "level": record.levelname.lower(),
             "logger": record.name,
@@ -88,7 +88,7 @@ def log_call(
 ) -> None:
     if not CALLS.isEnabledFor(logging.INFO):
         return
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "tool": tool,
         "actor": actor,
         "outcome": outcome,
@@ -100,7 +100,7 @@ def log_call(
     CALLS.info("call %s", text, extra={"fields": fields})
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     """A field's value in a `key=value` line: quoted (JSON) when it holds a space, quote or `=`, so a
     client's id cannot add fields to the line."""
     text = str(value)

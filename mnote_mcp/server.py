@@ -7,7 +7,7 @@ Pages are also resources (`mnote_mcp.resources`), with change notifications in b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp.types as types
@@ -49,7 +49,9 @@ _Sieve = tuple[tuple[str, ...], tuple[str, ...] | None]
 _SIEVES: dict[_Shape, _Sieve | None] = {}
 
 
-def _learn_sieve(version: str, data: Mapping[str, Any], content: list[dict[str, Any]]) -> _Sieve | None:
+def _learn_sieve(
+    version: str, data: Mapping[str, Any], content: Sequence[Mapping[str, object]]
+) -> _Sieve | None:
     """What the SDK's pass does to a result of this shape, learnt from the SDK itself once: the same
     keys with stand-in values (an empty text, an empty envelope); trusted only if it kept every kept
     value as it was (the flags, the result type) and changed nothing but which keys are kept."""
@@ -64,7 +66,7 @@ def _learn_sieve(version: str, data: Mapping[str, Any], content: list[dict[str, 
     kept = tuple(out)
     if any(out[key] != stand_in.get(key) for key in kept):
         return None
-    items: list[dict[str, Any]] = out.get("content", [])
+    items: list[Mapping[str, object]] = out.get("content", [])
     item_keys = {tuple(item) for item in items}
     if len(item_keys) > 1 or "content" not in kept:
         return None
@@ -82,9 +84,10 @@ def serialize_result(method: str, version: str, data: Mapping[str, Any], **optio
     result, and a shape the SDK would change otherwise, gets the SDK's pass. `tests/unit/test_server.py`
     compares both on every protocol version, so an SDK that changes its models fails there.
     """
-    content = data.get("content")
-    if method != "tools/call" or type(content) is not WireContent or options:
+    wire = data.get("content")
+    if method != "tools/call" or type(wire) is not WireContent or options:
         return _SDK_SERIALIZE(method, version, data, **options)
+    content: Sequence[Mapping[str, object]] = wire
     shape = (version, tuple(data), tuple(tuple(item) for item in content))
     if shape in _SIEVES:
         sieve = _SIEVES[shape]
@@ -183,7 +186,7 @@ def create_server(
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
         if envelope["ok"] and envelope["audit"]["effect"] == "write":
             pages.nudge()
-        return delivery.call_result(envelope)
+        return dict(delivery.call_result(envelope))  # the SDK's handler type: a plain dict
 
     server: Server[Any] = Server(
         "mnote-mcp",

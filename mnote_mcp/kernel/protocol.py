@@ -22,7 +22,8 @@ from urllib.parse import quote, unquote
 
 from jsonschema_rs import Draft202012Validator, Validator
 from pydantic import JsonValue, TypeAdapter
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic_core import CoreSchema
 from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
@@ -100,8 +101,8 @@ def decode_key(value: str) -> str:
 class _WireSchema(GenerateJsonSchema):
     """pydantic's JSON Schema in the protocol's spelling (see `_tidy`)."""
 
-    def generate(self, schema: Any, mode: Any = "validation") -> dict[str, Any]:
-        return cast(dict[str, Any], _tidy(super().generate(schema, mode)))
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
+        return cast(JsonSchemaValue, _tidy(super().generate(schema, mode)))
 
 
 def _tidy(node: JsonValue) -> JsonValue:
@@ -196,13 +197,14 @@ def listed(kind: type[W]) -> WireForm[list[W]]:
     )
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
 def as_is(declared: type[T]) -> WireForm[T]:
-    """JSON the kernel builds itself (a TypedDict, a list of them): checked by the schema, never copied."""
-    return WireForm(declared, _same, _same)
+    """JSON the kernel builds itself (a TypedDict, a list of them): checked by the schema, never copied
+    (a TypedDict is its own JSON, so both ways are the value itself)."""
+    return WireForm(declared, cast(Callable[[T], JsonValue], _same), cast(Callable[[JsonValue], T], _same))
+
+
+def _same(value: T) -> T:
+    return value
 
 
 class ErrorBody(TypedDict):

@@ -78,7 +78,7 @@ async def answer(
 
 def _bounded(request: Req, asked: bool, max_records: int | None) -> Req:
     """An audit query asks for the newest `limit` records (100, or `max_records` if lower, when it
-    does not say, `asked`); a `limit` over `max_records` is refused. Any other request is as it came."""
+    does not say, `asked`); a `limit` over `max_records` is refused. Every other request is as it came."""
     if not isinstance(request, AuditQuery):
         return request
     most = max_records if max_records is not None else MAX_INT64

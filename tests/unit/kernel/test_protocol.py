@@ -140,9 +140,10 @@ async def test_a_refused_service_token_tells_the_agent_not_to_retry(
     finally:
         await kernel.aclose()
     error = envelope["error"]
-    assert error["code"] == "mnote_tool_runtime_unavailable" and error["retryable"] is False
+    assert error is not None and error["code"] == "mnote_tool_runtime_unavailable"
+    assert error["retryable"] is False
     words = {"en": ("configuration", "MNOTE_RUNTIME_TOKEN"), "zh-CN": ("配置", "MNOTE_RUNTIME_TOKEN")}[locale]
-    assert words[0] in error["message"] and words[1] in error["hint"]
+    assert words[0] in error["message"] and words[1] in error.get("hint", "")
     assert "retry later" not in error["message"] and "稍后" not in error["message"]
 
 
