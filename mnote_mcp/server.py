@@ -13,7 +13,7 @@ from typing import Any
 import mcp.types as types
 import mcp_types.methods
 from mcp.server import Server
-from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 
@@ -21,12 +21,14 @@ from mnote_mcp import __version__
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
+from mnote_mcp.resources.pages import Context
+from mnote_mcp.resources.watch import PageWatcher
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.naming import respell
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, Scope
 
-IdentityResolver = Callable[[ServerRequestContext[Any, Any]], Identity]
+IdentityResolver = Callable[[Context], Identity]
 
 INSTRUCTIONS = (
     "mnote pages are made of blocks. Read a page with mnote.page.get before writing; pass its revision as "
@@ -122,7 +124,7 @@ class SpansWhenTraced:
     def __init__(self, spans: ServerMiddleware[Any]) -> None:
         self.spans = spans
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    async def __call__(self, ctx: Context, call_next: CallNext) -> HandlerResult:
         if type(trace.get_tracer_provider()) is trace.ProxyTracerProvider:
             return await call_next(ctx)
         return await self.spans(ctx, call_next)
@@ -144,7 +146,7 @@ def create_server(
     watch_interval: float = 1.0,
     delivery: Delivery | None = None,
     pages: PageResources | None = None,
-) -> Server[Any]:
+) -> Server[PageWatcher]:
     """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
     `delivery` says how envelopes are carried (result forms, `isError`); `pages`, the page resources
     (given by a transport that reports their watches)."""
@@ -169,14 +171,10 @@ def create_server(
     )
     pages = pages or PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
+    async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return listing(identity_for(ctx).scopes)
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> dict[str, Any]:
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> dict[str, Any]:
         """Answers the wire form directly: the SDK copies a dict result instead of walking a model, one
         pass less over an envelope that may hold thousands of blocks."""
         meta = ctx.meta if ctx.meta is not None else params.meta
@@ -188,7 +186,7 @@ def create_server(
             pages.nudge()
         return dict(delivery.call_result(envelope))  # the SDK's handler type: a plain dict
 
-    server: Server[Any] = Server(
+    server: Server[PageWatcher] = Server(
         "mnote-mcp",
         version=__version__,
         title="mnote",
