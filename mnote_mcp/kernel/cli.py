@@ -20,11 +20,10 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
-from pydantic import JsonValue
 
 from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.protocol import (
@@ -36,6 +35,9 @@ from mnote_mcp.kernel.protocol import (
 )
 from mnote_mcp.kernel.relay import Relay
 from mnote_mcp.tracecontext import traceparent
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
 Req = TypeVar("Req")

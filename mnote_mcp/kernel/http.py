@@ -16,11 +16,10 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import httpx2
-from pydantic import JsonValue
 
 from mnote_mcp import __version__
 from mnote_mcp.kernel.errors import MnoteError, Reason
@@ -38,6 +37,9 @@ from mnote_mcp.kernel.protocol import (
 )
 from mnote_mcp.kernel.relay import Relay
 from mnote_mcp.tracecontext import traceparent
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
 Req = TypeVar("Req")

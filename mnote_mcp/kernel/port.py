@@ -5,28 +5,34 @@ relay, mnote-cli relay) must offer, in plain data that crosses a process boundar
 here knows about MCP.
 
 Each wire form is declared once, here. What a caller builds (a query, a command, an outcome) is a
-frozen dataclass deriving from `Wire`: a field `workspace_id` is `workspaceId` on the wire, and an
-`Annotated` pydantic `Field` says where a name or a bound differs. What the kernel answers as JSON (a
-page view, a history view, search hits, audit records) is a `TypedDict` whose keys are the wire's.
-`to_wire`, `from_wire` and the runtime protocol's JSON Schemas (`kernel/protocol.py`) are derived from
-these declarations. The embedded kernel pays nothing for that: it is handed the dataclasses as they
-were built and hands back the dicts it made. `from_wire` (pydantic) runs where a value crosses a
-process boundary (the relays and the reference runtime) and on an idempotent replay read back from
-the ledger; `to_wire` is a walk over the fields that copies no JSON it is given.
+frozen dataclass deriving from `Wire`: a field `workspace_id` is `workspaceId` on the wire (another
+name is given in `__wire_names__`), and an `Annotated` pydantic marker says where a value is bounded
+or `null` means the default. What the kernel answers as JSON (a page view, a history view, search
+hits, audit records) is a `TypedDict` whose keys are the wire's. `to_wire`, `from_wire` and the
+runtime protocol's JSON Schemas are derived from these declarations: the schemas by pydantic
+(`kernel/wireschema.py`, kept as data in `kernel/schemas.py`), `to_wire` and `from_wire` by walking
+the fields (held to pydantic's own reading by tests/unit/kernel/test_port.py). So the embedded kernel
+pays nothing for the wire: it is handed the dataclasses as they were built, hands back the dicts it
+made, and `to_wire` copies no JSON it is given; and no process that serves calls imports pydantic for
+it (the MCP SDK does, for its own models; `runtime cli`, a process per call, does not).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum, StrEnum
+from types import UnionType
 from typing import (
+    TYPE_CHECKING,
     Annotated,
     Any,
     ClassVar,
     NotRequired,
     Protocol,
     Self,
+    Union,
     cast,
     get_args,
     get_origin,
@@ -34,9 +40,6 @@ from typing import (
     runtime_checkable,
 )
 
-from pydantic import BeforeValidator, ConfigDict, Field, JsonValue, SkipValidation, TypeAdapter
-from pydantic.alias_generators import to_camel
-from pydantic.fields import FieldInfo
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from mnote_mcp.kernel.blocks import Block
@@ -48,15 +51,21 @@ DEFAULT_HISTORY_LIMIT = 20
 DEFAULT_AUDIT_LIMIT = 100
 MAX_INT64 = 2**63 - 1  # revisions are stored as 64-bit integers: a larger one is refused, never cut
 
-JSONObject = dict[str, JsonValue]
+# The annotations below name pydantic's markers, which this module imports only for type checking:
+# kernel/wireschema.py gives them to pydantic, and `_reader` reads them its own way (`_READER_NAMES`).
+if TYPE_CHECKING:
+    from pydantic import BeforeValidator, Field, JsonValue, SkipValidation
+
+    Revision = int  # a revision: bounded to 64 bits by its schema (kernel/wireschema.py)
+
+JSONObject = dict[str, "JsonValue"]
 
 
 def null_means(default: object, kind: object) -> BeforeValidator:
     """On the wire, `null` for this field means its default: what older peers send, still accepted."""
+    from pydantic import BeforeValidator
+
     return BeforeValidator(lambda value: default if value is None else value, json_schema_input_type=kind)
-
-
-Revision = Annotated[int, Field(ge=0, le=MAX_INT64)]
 
 
 class CommandName(StrEnum):
@@ -75,16 +84,30 @@ class CommandName(StrEnum):
 # -- the wire form of a dataclass ----------------------------------------------------------------
 
 
+def camel(name: str) -> str:
+    """A field's name on the wire: `workspace_id` is `workspaceId`."""
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
 class Wire:
     """A frozen dataclass that crosses a process boundary: its fields in camelCase on the wire.
 
-    `to_wire` is the JSON object the runtime protocol carries; `from_wire` checks and converts one
-    (pydantic; raises `pydantic.ValidationError`). `kernel/protocol.py` derives the JSON Schema from
-    the same declaration, and tests/test_port_wire.py holds `to_wire` to pydantic's own dump.
+    `to_wire` is the JSON object the runtime protocol carries, `from_wire` reads one back; both walk
+    the declaration's fields, and tests/unit/kernel/test_port.py holds them to pydantic's own dump and
+    validation of the same declaration, from which kernel/wireschema.py derives the JSON Schema. A
+    field whose wire name is not its name in camelCase says so in `__wire_names__`; pydantic takes
+    every wire name from the same function (its alias generator, `__pydantic_config__`).
     """
 
     __slots__ = ()
-    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(alias_generator=to_camel)
+    __wire_names__: ClassVar[Mapping[str, str]] = {}
+    __pydantic_config__: ClassVar[Mapping[str, Callable[[str], str]]]
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        renamed = cls.__wire_names__
+        cls.__pydantic_config__ = {"alias_generator": lambda name: renamed.get(name) or camel(name)}
 
     def to_wire(self) -> JSONObject:
         kind = type(self)
@@ -92,36 +115,90 @@ class Wire:
         return {alias: _plain(getattr(self, name)) for name, alias in names}
 
     @classmethod
-    def from_wire(cls, data: object) -> Self:
-        return cast(Self, wire_adapter(cls).validate_python(data))
+    def from_wire(cls, data: Mapping[str, Any]) -> Self:
+        """`data`, which follows this form's schema (the runtime checks a request, a relay a reply,
+        before reading it), as this form."""
+        read = _READERS.get(cls) or _READERS.setdefault(cls, _reader(cls))
+        return cast(Self, read(data))
 
 
 _NAMES: dict[type[Wire], tuple[tuple[str, str], ...]] = {}
 
 
 def wire_names(kind: type[Wire]) -> tuple[tuple[str, str], ...]:
-    """(field, wire name) of each field of `kind`, in declaration order (the wire's key order): the
-    alias an `Annotated` `Field` gives, else the name in camelCase (as pydantic's alias generator)."""
-    hints = get_type_hints(kind, include_extras=True)
-    names = []
-    for item in fields(cast(Any, kind)):
-        hint = hints[item.name]
-        extras = get_args(hint)[1:] if get_origin(hint) is Annotated else ()
-        aliases = [meta.alias for meta in extras if isinstance(meta, FieldInfo) and meta.alias]
-        names.append((item.name, aliases[0] if aliases else to_camel(item.name)))
-    return tuple(names)
+    """(field, wire name) of each field of `kind`, in declaration order: the wire's key order."""
+    alias = kind.__pydantic_config__["alias_generator"]
+    return tuple((item.name, alias(item.name)) for item in fields(cast(Any, kind)))
 
 
-def wire_adapter(kind: Any) -> TypeAdapter[Any]:
-    """pydantic's view of a wire type (any type expression), built on first use: only the relays, the
-    runtime and a replay from the ledger ever read a wire form."""
-    adapter = _ADAPTERS.get(kind)
-    if adapter is None:
-        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
-    return adapter
+class _NullMeans:
+    """`null_means(default, …)` as the reader sees it: `null` is `default`."""
+
+    def __init__(self, default: object, kind: object = None) -> None:
+        self.default = default
 
 
-_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+class _Inner:
+    """`SkipValidation[T]` as the reader sees it: `T`."""
+
+    def __class_getitem__(cls, item: object) -> object:
+        return item
+
+
+# How the reader reads the pydantic markers of the annotations (kernel/wireschema.py has pydantic's).
+_READER_NAMES: dict[str, object] = {
+    "Field": lambda *args, **kwargs: None,
+    "JsonValue": object,
+    "Revision": int,
+    "SkipValidation": _Inner,
+    "null_means": _NullMeans,
+}
+Reader = Callable[[Mapping[str, Any]], Wire]
+_READERS: dict[type[Wire], Reader] = {}
+
+
+def _reader(kind: type[Wire]) -> Reader:
+    """How a JSON object that follows `kind`'s schema becomes a `kind`, from its declaration: each
+    field under its wire name, a nested form read as one, a list as a tuple, an enum as its member,
+    `null` as the default where the declaration says so, a missing field as the default."""
+    names = {**vars(sys.modules[kind.__module__]), **_READER_NAMES}
+    hints = get_type_hints(kind, globalns=names, include_extras=True)
+    plan = []
+    for name, alias in wire_names(kind):
+        hint = hints[name]
+        null = next((m for m in getattr(hint, "__metadata__", ()) if isinstance(m, _NullMeans)), None)
+        plan.append((name, alias, _converter(hint), null))
+
+    def read(data: Mapping[str, Any]) -> Wire:
+        values: dict[str, object] = {}
+        for name, alias, convert, null in plan:
+            if alias not in data:
+                continue
+            value = data[alias]
+            if value is None and null is not None:
+                continue
+            values[name] = convert(value) if convert is not None and value is not None else value
+        return kind(**values)
+
+    return read
+
+
+def _converter(hint: Any) -> Callable[[Any], object] | None:
+    """What reading a value of this type takes beyond taking the JSON as it is, if anything."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return _converter(args[0])
+    if origin in (Union, UnionType):
+        (inner,) = [arg for arg in args if arg is not type(None)]
+        return _converter(inner)
+    if origin is tuple:
+        each = _converter(args[0])
+        return tuple if each is None else lambda items: tuple(each(item) for item in items)
+    if isinstance(hint, type) and issubclass(hint, Wire):
+        return hint.from_wire
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return hint
+    return None
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None), list, dict)
@@ -129,16 +206,16 @@ _JSON_SCALARS = (str, int, float, bool, type(None), list, dict)
 
 def _plain(value: object) -> JsonValue:
     if type(value) in _JSON_SCALARS:  # most fields: as they are, never copied
-        return cast(JsonValue, value)
+        return cast("JsonValue", value)
     if isinstance(value, Wire):
         return value.to_wire()
     if isinstance(value, tuple):
         return [_plain(item) for item in value]
     if isinstance(value, Enum):
-        return cast(JsonValue, value.value)
+        return cast("JsonValue", value.value)
     if isinstance(value, Mapping) and not isinstance(value, dict):
         return dict(value)
-    return cast(JsonValue, value)
+    return cast("JsonValue", value)
 
 
 # -- what the tools ask ------------------------------------------------------------------------
@@ -240,7 +317,9 @@ class SearchQuery(Wire):
 class Command(Wire):
     """One kernel command: what a write tool asks the runtime to do (or, with dry_run, to plan)."""
 
-    name: Annotated[str, Field(alias="command", min_length=1)]
+    __wire_names__: ClassVar[Mapping[str, str]] = {"name": "command"}
+
+    name: Annotated[str, Field(min_length=1)]
     workspace_id: str
     document_id: str
     actor_id: str

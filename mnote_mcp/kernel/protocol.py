@@ -17,13 +17,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Generic, Literal, NotRequired, Protocol, TypeVar, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    NotRequired,
+    Protocol,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+)
 from urllib.parse import quote, unquote
 
 from jsonschema_rs import Draft202012Validator, Validator
-from pydantic import JsonValue, TypeAdapter
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
-from pydantic_core import CoreSchema
 from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
@@ -49,8 +57,11 @@ from mnote_mcp.kernel.port import (
     Wire,
     revisions_from_wire,
     revisions_to_wire,
-    wire_adapter,
 )
+from mnote_mcp.kernel.schemas import SCHEMAS
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 PROTOCOL = "mnote-runtime/v1"
 CLI_PROTOCOL_VERSION = 1
@@ -98,45 +109,6 @@ def decode_key(value: str) -> str:
 # -- schemas, derived from the declarations ----------------------------------------------------------
 
 
-class _WireSchema(GenerateJsonSchema):
-    """pydantic's JSON Schema in the protocol's spelling (see `_tidy`)."""
-
-    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
-        return cast(JsonSchemaValue, _tidy(super().generate(schema, mode)))
-
-
-def _tidy(node: JsonValue) -> JsonValue:
-    """No titles or descriptions (the prose is docs/runtime-protocol.md), no defaults that are not
-    plain values, and `null` allowed as a type where pydantic writes `anyOf: [X, {type: null}]`:
-    `{type: [X, "null"]}`, as a hand-written schema would (and as jsonschema reports it: "is not of
-    types ...")."""
-    if isinstance(node, list):
-        return [_tidy(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, JsonValue] = {}
-    for key, value in node.items():
-        if key in ("properties", "$defs") and isinstance(value, dict):  # names, not keywords
-            out[key] = {name: _tidy(schema) for name, schema in value.items()}
-        elif key not in ("title", "description") and not (
-            key == "default" and isinstance(value, dict | list)
-        ):
-            out[key] = _tidy(value)
-    options = out.get("anyOf")
-    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-        (other,) = (option for option in options if option != {"type": "null"})
-        if isinstance(other, dict) and isinstance(other.get("type"), str):
-            del out["anyOf"]
-            out = {**other, **out, "type": [other["type"], "null"]}
-    return out
-
-
-def schema_of(declared: Any) -> JSONObject:
-    """The JSON Schema of a declared wire type (a `Wire` dataclass, a TypedDict, a list of them)."""
-    schema = TypeAdapter(declared).json_schema(by_alias=True, schema_generator=_WireSchema)
-    return cast(JSONObject, schema)
-
-
 def _validator(schema: JSONObject) -> Validator:
     return Draft202012Validator(schema, validate_formats=False)
 
@@ -167,15 +139,31 @@ def check_request(validator: Validator, value: object, pointer_prefix: str = "")
 @dataclass(frozen=True)
 class WireForm(Generic[T]):
     """How a value of type T travels: `declared` is the wire type its schema is derived from (`T`
-    itself, or what T is written as), `encode`/`decode` turn one into the other. Schema and validator
-    are built on first use."""
+    itself, or what T is written as), `encode`/`decode` turn one into the other. Its schema is the one
+    `kernel/schemas.py` keeps under its name (derived by pydantic from `declared`: `derived_schema`);
+    the validator is built on first use."""
 
     declared: Any  # a type expression
     encode: Callable[[T], JsonValue]
     decode: Callable[[JsonValue], T]
 
+    @property
+    def name(self) -> str:
+        """`Command`, `list[PageRef]`: the declared type's name, the key of its schema."""
+        args = get_args(self.declared)
+        if get_origin(self.declared) is list:
+            return f"list[{args[0].__name__}]"
+        return str(getattr(self.declared, "__name__", None) or self.declared).removeprefix("typing.")
+
     @cached_property
     def schema(self) -> JSONObject:
+        return SCHEMAS[self.name]
+
+    @property
+    def derived_schema(self) -> JSONObject:
+        """The schema pydantic derives from the declaration (imports pydantic: for kernel/schemas.py)."""
+        from mnote_mcp.kernel.wireschema import schema_of
+
         return schema_of(self.declared)
 
     @cached_property
@@ -184,23 +172,24 @@ class WireForm(Generic[T]):
 
 
 def modeled(kind: type[W]) -> WireForm[W]:
-    """A `Wire` dataclass: `to_wire` out, pydantic's `from_wire` in."""
-    return WireForm(kind, kind.to_wire, kind.from_wire)
+    """A `Wire` dataclass: `to_wire` out, `from_wire` in."""
+    return WireForm(kind, kind.to_wire, cast("Callable[[JsonValue], W]", kind.from_wire))
 
 
 def listed(kind: type[W]) -> WireForm[list[W]]:
-    adapter = wire_adapter(list[kind])  # type: ignore[valid-type]
     return WireForm(
         list[kind],  # type: ignore[valid-type]
         lambda items: [item.to_wire() for item in items],
-        lambda data: cast(list[W], adapter.validate_python(data)),
+        lambda data: [kind.from_wire(item) for item in cast(list[JSONObject], data)],
     )
 
 
 def as_is(declared: type[T]) -> WireForm[T]:
     """JSON the kernel builds itself (a TypedDict, a list of them): checked by the schema, never copied
     (a TypedDict is its own JSON, so both ways are the value itself)."""
-    return WireForm(declared, cast(Callable[[T], JsonValue], _same), cast(Callable[[JsonValue], T], _same))
+    return WireForm(
+        declared, cast("Callable[[T], JsonValue]", _same), cast("Callable[[JsonValue], T]", _same)
+    )
 
 
 def _same(value: T) -> T:
@@ -330,7 +319,7 @@ PAGE_REVISIONS = Operation(
     modeled(RevisionsQuery),
     WireForm(
         list[PageRevision],
-        lambda revisions: cast(JsonValue, revisions_to_wire(revisions)),
+        lambda revisions: cast("JsonValue", revisions_to_wire(revisions)),
         lambda data: revisions_from_wire(cast(list[PageRevision], data)),
     ),
     lambda kernel, query: kernel.page_revisions(query.actor_id, query.pages),

@@ -8,11 +8,26 @@ the section; tests/test_declarations.py fails while it is stale.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from pydantic import JsonValue
 
 from mnote_mcp.kernel.port import JSONObject
-from mnote_mcp.kernel.protocol import CLI_REQUEST, ERROR, OPERATIONS
+from mnote_mcp.kernel.protocol import CLI_REQUEST, ERROR, OPERATIONS, WireForm
+
+SCHEMAS_BEGIN = "# <!-- generated: wire schemas, by `python -m mnote_mcp.tools.docs`; do not edit -->"
+SCHEMAS_END = "# <!-- end of generated: wire schemas -->"
+
+
+def _forms() -> list[WireForm[Any]]:
+    return [CLI_REQUEST, ERROR, *(form for op in OPERATIONS.values() for form in (op.request, op.answer))]
+
+
+def schemas_module() -> str:
+    """kernel/schemas.py's block: every wire form's derived schema, one form per line."""
+    derived = {form.name: form.derived_schema for form in _forms()}
+    rows = ",\n".join(f"{_line(name)}: {_line(schema)}" for name, schema in sorted(derived.items()))
+    return f'{SCHEMAS_BEGIN}\n_SCHEMAS = r"""\n{{\n{rows}\n}}\n"""\n{SCHEMAS_END}'
 
 
 def _line(value: JsonValue) -> str:
@@ -45,17 +60,17 @@ def _json(text: str) -> list[str]:
 
 def schemas_markdown() -> str:
     lines: list[str] = []
-    schemas = [CLI_REQUEST.schema, ERROR.schema]
+    schemas = [CLI_REQUEST.derived_schema, ERROR.derived_schema]
     for op in OPERATIONS.values():
         where = f'under `"{op.carrier}"`' if op.carrier else "its fields at the top level"
         lines += ["", f"#### `{op.name}`: `{op.method} {op.path}`", ""]
         lines += [f"Request (the {'body' if op.carrier else 'query string'}; mnote-cli: {where}):", ""]
-        lines += _json(_block(op.request.schema))
+        lines += _json(_block(op.request.derived_schema))
         lines += ["", f'Answer (HTTP: under `"{op.reply_key}"`; mnote-cli: `value`):', ""]
-        lines += _json(_block(op.answer.schema))
-        schemas += [op.request.schema, op.answer.schema]
+        lines += _json(_block(op.answer.derived_schema))
+        schemas += [op.request.derived_schema, op.answer.derived_schema]
     lines += ["", "#### Error body, mnote-cli request", ""]
-    lines += _json(f"{_block(ERROR.schema)}\n{_block(CLI_REQUEST.schema)}")
+    lines += _json(f"{_block(ERROR.derived_schema)}\n{_block(CLI_REQUEST.derived_schema)}")
     lines += ["", '#### Definitions (`"$ref": "#/$defs/NAME"`)', ""]
     lines += _json("\n".join(f"{_line(name)}: {_block(schema)}" for name, schema in _defs(schemas).items()))
     return "\n".join(lines[1:])

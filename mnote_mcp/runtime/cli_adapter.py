@@ -12,16 +12,18 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
-from pydantic import JsonValue
 
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import JSONObject, Kernel
 from mnote_mcp.kernel.protocol import CLI_REQUEST, OPERATIONS, Operation, check_request
 from mnote_mcp.runtime import faults, service
 from mnote_mcp.tracecontext import trace_id_of
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 
 def parse_request(raw: bytes) -> tuple[Operation[Any, Any], JSONObject]:

@@ -19,9 +19,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import JsonValue
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -46,6 +45,9 @@ from mnote_mcp.kernel.protocol import (
 from mnote_mcp.net import is_loopback
 from mnote_mcp.runtime import faults, service
 from mnote_mcp.tracecontext import trace_id_of
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
 Endpoint = Callable[[Request, Kernel], Awaitable[JSONObject]]

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TypeVar, cast
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import DEFAULT_AUDIT_LIMIT, MAX_INT64, AuditQuery, Command, CommandOutcome, Kernel
 from mnote_mcp.kernel.protocol import Operation, check_request
 from mnote_mcp.runtime import faults
 from mnote_mcp.tracecontext import w3c_trace_id
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
 Req = TypeVar("Req")

@@ -7,12 +7,14 @@ Messages interpolate only safe details (ids, revisions, option names, JSON point
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, NotRequired
+from typing import TYPE_CHECKING, Literal, NotRequired
 
-from pydantic import JsonValue
 from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, reason_of
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 Locale = Literal["zh-CN", "en"]
 DEFAULT_LOCALE: Locale = "zh-CN"

@@ -28,9 +28,9 @@ from mnote_mcp.kernel.port import (
     Wire,
     revisions_from_wire,
     revisions_to_wire,
-    wire_adapter,
 )
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.wireschema import adapter
 
 pytestmark = pytest.mark.anyio
 IDS = Correlation("s", "r", "c", "t")
@@ -113,17 +113,22 @@ WIRE_VALUES: list[Wire] = [
 
 @pytest.mark.parametrize("value", WIRE_VALUES, ids=lambda value: type(value).__name__)
 def test_a_wire_form_is_what_pydantic_makes_of_its_declaration(value: Wire) -> None:
-    """`to_wire` walks the fields itself (the embedded kernel's writes call it), so it is held here to
-    pydantic's own dump of the same declaration, key order included; `from_wire` reads it back."""
+    """`to_wire` and `from_wire` walk the fields themselves (the embedded kernel's writes call one, and
+    neither may import pydantic), so they are held here to pydantic's own reading of the same
+    declaration: its dump, key order included, and its validation of the JSON."""
     wire = value.to_wire()
-    dumped = wire_adapter(type(value)).dump_python(value, mode="json", by_alias=True)
+    dumped = adapter(type(value)).dump_python(value, mode="json", by_alias=True)
     assert json.dumps(wire) == json.dumps(dumped)
-    assert type(value).from_wire(json.loads(json.dumps(wire))) == value
+    sent = json.loads(json.dumps(wire))
+    assert type(value).from_wire(sent) == adapter(type(value)).validate_python(sent) == value
 
 
 def test_null_still_means_the_default_where_older_peers_sent_it() -> None:
     bare = {"workspaceId": "ws_1", "documentId": "doc_1", "actorId": "u", "correlation": IDS.to_wire()}
-    history = HistoryQuery.from_wire({**bare, "filter": None, "limit": None})
-    assert (history.filter, history.limit) == (HistoryFilter(), 20)
-    assert PageQuery.from_wire({**bare, "format": None}).format == "blocks"
-    assert SearchQuery.from_wire({"actorId": "u", "correlation": IDS.to_wire(), "limit": None}).limit == 10
+    for read in (HistoryQuery.from_wire, adapter(HistoryQuery).validate_python):
+        history = read({**bare, "filter": None, "limit": None})
+        assert (history.filter, history.limit) == (HistoryFilter(), 20)
+    page = {**bare, "format": None}
+    assert PageQuery.from_wire(page).format == adapter(PageQuery).validate_python(page).format == "blocks"
+    search = {"actorId": "u", "correlation": IDS.to_wire(), "limit": None}
+    assert SearchQuery.from_wire(search).limit == adapter(SearchQuery).validate_python(search).limit == 10

@@ -50,6 +50,14 @@ def test_the_protocol_schemas_are_valid_json_schemas() -> None:
         Draft202012Validator.check_schema(form.schema)
 
 
+def test_the_schemas_checked_are_the_ones_derived_from_the_declarations() -> None:
+    """kernel/schemas.py is generated (python -m mnote_mcp.tools.docs): a declaration changed since is
+    a schema the runtime and the relays would not check."""
+    forms = [form for op in OPERATIONS.values() for form in (op.request, op.answer)]
+    for form in (*forms, ERROR, CLI_REQUEST):
+        assert form.schema == form.derived_schema, f"{form.name}: run python -m mnote_mcp.tools.docs"
+
+
 # -- trace context and the idempotency header --------------------------------------------------
 
 
