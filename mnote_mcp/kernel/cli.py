@@ -20,7 +20,7 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -28,8 +28,10 @@ from anyio.abc import ByteReceiveStream, Process
 from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.protocol import (
     CLI_PROTOCOL_VERSION,
+    Ans,
     MalformedReplyError,
     Operation,
+    Req,
     decode_error,
     unavailable,
 )
@@ -40,8 +42,6 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
-Req = TypeVar("Req")
-Ans = TypeVar("Ans")
 
 DEFAULT_TIMEOUT = 10.0
 MAX_PROCESSES = 8

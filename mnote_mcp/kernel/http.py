@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx2
@@ -29,8 +29,10 @@ from mnote_mcp.kernel.protocol import (
     RETRY_STATUSES,
     SERVICE_TOKEN_STATUS,
     TRACEPARENT_HEADER,
+    Ans,
     MalformedReplyError,
     Operation,
+    Req,
     decode_error,
     encode_key,
     unavailable,
@@ -42,8 +44,6 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
-Req = TypeVar("Req")
-Ans = TypeVar("Ans")
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_RETRIES = 2

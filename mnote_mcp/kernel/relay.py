@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TypeVar
 
 from mnote_mcp.kernel.port import (
     AuditQuery,
@@ -37,12 +36,11 @@ from mnote_mcp.kernel.protocol import (
     PAGE_HISTORY,
     PAGE_REVISIONS,
     SEARCH_PAGES,
+    Ans,
     Operation,
+    Req,
 )
 from mnote_mcp.kernel.scopes import Scope
-
-Req = TypeVar("Req")
-Ans = TypeVar("Ans")
 
 
 class Relay(ABC):

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, cast
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import DEFAULT_AUDIT_LIMIT, MAX_INT64, AuditQuery, Command, CommandOutcome, Kernel
-from mnote_mcp.kernel.protocol import Operation, check_request
+from mnote_mcp.kernel.protocol import Ans, Operation, Req, check_request
 from mnote_mcp.runtime import faults
 from mnote_mcp.tracecontext import w3c_trace_id
 
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
-Req = TypeVar("Req")
-Ans = TypeVar("Ans")
 
 
 def invalid(pointer: str, reason: str) -> MnoteError:
