@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnote_mcp import __version__
 from mnote_mcp.httpguard import ClientLimits, CloseUnreadBodies, ReadBody, guarded_protocol
+from mnote_mcp.httplisten import GuardedServer
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.protocol import (
@@ -316,4 +317,4 @@ def serve_runtime(
         access_log=False,
         timeout_graceful_shutdown=5,
     )
-    uvicorn.Server(config).run()
+    GuardedServer(config).run()
