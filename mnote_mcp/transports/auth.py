@@ -14,7 +14,7 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -223,9 +223,19 @@ class AuthSetup:
     source: Path | None = None  # the tokens file the store is read from, re-read while serving
 
 
+def endpoint_grant(store: TokenStore, subject: str) -> TokenGrant | None:
+    """The grant of the token whose digest (hex) is `subject`, if it is still accepted and carries
+    the scopes every endpoint needs (`ENDPOINT_SCOPES`)."""
+    grant = store.grant_of(subject)
+    if grant is None or not {Scope(name) for name in ENDPOINT_SCOPES} <= grant.scopes:
+        return None
+    return grant
+
+
 class TokensFileWatcher:
     """Re-reads a tokens file when it changes (checked every `interval` seconds): a token removed
-    from it is refused from then on, one added is accepted.
+    from it is refused from then on, one added is accepted; then `changed()` runs (which ends what
+    the tokens no longer accepted still hold open).
 
     Fails closed: while the file is readable by others, does not parse, or is gone, every token is
     refused (401) and an error is logged at each change; the last good set is not kept, since a file
@@ -233,10 +243,17 @@ class TokensFileWatcher:
     file is good again, its tokens are accepted again.
     """
 
-    def __init__(self, store: TokenStore, path: Path, interval: float) -> None:
+    def __init__(
+        self,
+        store: TokenStore,
+        path: Path,
+        interval: float,
+        changed: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.store = store
         self.path = path
         self.interval = interval
+        self.changed = changed
         self._seen = self._signature()
 
     def _signature(self) -> tuple[int, ...] | None:
@@ -251,12 +268,14 @@ class TokensFileWatcher:
 
         while True:
             await anyio.sleep(self.interval)
-            self.check()
+            if self.check() and self.changed is not None:
+                await self.changed()
 
-    def check(self) -> None:
+    def check(self) -> bool:
+        """Re-read the file if it changed; whether it did."""
         signature = self._signature()
         if signature == self._seen:
-            return
+            return False
         self._seen = signature
         try:
             fresh = TokenStore.from_file(self.path)
@@ -265,9 +284,10 @@ class TokensFileWatcher:
             logger.error(
                 "tokens file changed and cannot be used; refusing every token until it is fixed: %s", exc
             )
-            return
+            return True
         self.store.replace(fresh)
         logger.warning("tokens file %s changed: %d token(s) accepted now", self.path, len(fresh))
+        return True
 
 
 def resolve_auth(config: ServerConfig) -> AuthSetup:
