@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.config import ServerConfig, default_store_path
 from mnote_mcp.net import is_loopback
-from mnote_mcp.secretfiles import SecretFileError, check_private, locked, write_private
+from mnote_mcp.secretfiles import SecretFileError, check_private, load_or_generate, locked, write_private
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope, parse_scopes
 
@@ -137,23 +137,6 @@ def _entry(path: Path, index: int, item: Any) -> tuple[bytes, TokenGrant]:
         raise AuthConfigError(f"{where}.workspaces must be a list of workspace ids")
     name = item.get("name") if isinstance(item.get("name"), str) else None
     return stored, TokenGrant(actor, scopes, frozenset(workspaces) if workspaces is not None else None, name)
-
-
-def load_or_generate_token(path: Path) -> tuple[str, bool]:
-    """The token kept in `path`, or a new one written there; True when it was generated now."""
-    with locked(path):
-        return _load_or_generate_token(path)
-
-
-def _load_or_generate_token(path: Path) -> tuple[str, bool]:
-    if path.exists():
-        check_private(path)
-        token = path.read_text(encoding="utf-8").strip()
-        if token:
-            return token, False
-    token = secrets.token_urlsafe(TOKEN_BYTES)
-    write_private(path, token + "\n")
-    return token, True
 
 
 def add_token(path: Path, grant: TokenGrant) -> str:
@@ -312,7 +295,7 @@ def resolve_auth(config: ServerConfig) -> AuthSetup:
     if config.token:
         return AuthSetup(TokenStore.single(config.token, grant), f"MNOTE_TOKEN as {config.actor}")
     path = config.token_file or default_store_path().with_name("http-token")
-    token, created = load_or_generate_token(path)
+    token, created = load_or_generate(path, TOKEN_BYTES)
     logger.warning(
         "%s bearer token for %s in %s (send 'Authorization: Bearer <token>')",
         "generated a" if created else "using the",
