@@ -65,7 +65,7 @@ def serve_argv(db: Path | str, *args: str) -> list[str]:
     ]
 
 
-def _file_limit(limit: int) -> None:
+def file_limit(limit: int) -> None:
     """In the child before it runs: at most `limit` open files (soft and hard), as `ulimit -n`."""
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
@@ -77,17 +77,19 @@ def http_server(
     env: dict[str, str] | None = None,
     timeout: float = 30,
     open_files: int | None = None,
+    root: Path = ROOT,
 ) -> Iterator[RunningServer]:
-    """The server, with at most `open_files` file descriptors if given (`ulimit -n`)."""
+    """The server, with at most `open_files` file descriptors if given (`ulimit -n`); `root` is the
+    checkout whose code runs (another one's, for a benchmark's before and after)."""
     process = subprocess.Popen(
         serve_argv(db, "--locale", "en", *args),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
+        cwd=root,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        preexec_fn=None if open_files is None else partial(_file_limit, open_files),
+        preexec_fn=None if open_files is None else partial(file_limit, open_files),
     )
     server = RunningServer(url="", process=process)
     found = threading.Event()

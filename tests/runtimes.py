@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from starlette.types import ASGIApp
 
 from mnote_mcp.kernel.port import Command, CommandName, Correlation
 from tests.helpers import ROOT
+from tests.http_helpers import file_limit
 
 START_TIMEOUT = 30.0
 
@@ -100,7 +102,8 @@ class RuntimeProcess:
     def log(self) -> Path:
         return self.workdir / f"runtime-{self.starts}.log"
 
-    def start(self, env: dict[str, str] | None = None) -> None:
+    def start(self, env: dict[str, str] | None = None, open_files: int | None = None) -> None:
+        """Start it (at most `open_files` descriptors if given, as `ulimit -n`) and wait until healthy."""
         assert self.process is None or self.process.poll() is not None, "already running"
         self.starts += 1
         args = ["runtime", "serve", "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
@@ -116,7 +119,12 @@ class RuntimeProcess:
             environment["MNOTE_RUNTIME_TOKEN"] = self.token
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                mnote_command(*args), stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=ROOT
+                mnote_command(*args),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                cwd=ROOT,
+                preexec_fn=None if open_files is None else partial(file_limit, open_files),
             )
         self._wait_healthy()
 
