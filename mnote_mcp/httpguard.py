@@ -90,10 +90,10 @@ class _Guard(asyncio.Protocol):
     _fd = -1
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.gate.open.add(self)
-        super().connection_made(transport)
         sock = transport.get_extra_info("socket")
         self._fd = sock.fileno() if sock is not None else -1
+        self.gate.started(self, self._fd)
+        super().connection_made(transport)
         self._arm(fresh=True)
 
     def unread(self) -> int:

@@ -78,14 +78,14 @@ class Gate:
         self.cap = cap
         self.configured = cap
         self.open: set[Waiting] = set()  # from connection_made to connection_lost
-        self.pending = 0  # accepted, the protocol not started yet
+        self.pending: set[int] = set()  # accepted (their descriptors), the protocol not started yet
         self.evicting: set[Waiting] = set()  # closed to make room, not gone yet
         self._fresh: dict[Waiting, None] = {}  # waiting for a first request, oldest first
         self._idle: dict[Waiting, None] = {}  # waiting for a next request (keep-alive)
         self._on_change: list[Callable[[], None]] = []
 
     def held(self) -> int:
-        return len(self.open) + self.pending
+        return len(self.open) + len(self.pending)
 
     def wait(self, connection: Waiting, *, fresh: bool) -> None:
         """`connection` waits for a request's headers from now on (and may make room)."""
@@ -97,6 +97,11 @@ class Gate:
         """`connection` has a request (or is closing): it is not to be evicted."""
         self._fresh.pop(connection, None)
         self._idle.pop(connection, None)
+
+    def started(self, connection: Waiting, fd: int) -> None:
+        """`connection` (on the accepted descriptor `fd`) is made: counted open from now on."""
+        self.pending.discard(fd)
+        self.open.add(connection)
 
     def ended(self, connection: Waiting) -> None:
         self.busy(connection)
@@ -243,7 +248,7 @@ class Listener:
                 self._out_of_files(exc)  # over the lowered cap now: room is made next turn
                 return
             conn.setblocking(False)
-            gate.pending += 1
+            gate.pending.add(conn.fileno())
             task = self._loop.create_task(self._start(conn))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -265,16 +270,15 @@ class Listener:
             )
 
     async def _start(self, conn: socket.socket) -> None:
+        """Hand `conn` to the loop; its protocol's `connection_made` moves it from pending to open."""
+        fd = conn.fileno()
         try:
             await self._loop.connect_accepted_socket(self._factory, conn)
-        except OSError:  # gone before it could start
+        except Exception as exc:
+            self._gate.pending.discard(fd)  # before closing it: the number may be reused at once
             conn.close()
-        except Exception:
-            conn.close()
-            if self._error_log.ready():
+            if not isinstance(exc, OSError) and self._error_log.ready():  # OSError: gone before it began
                 logger.exception("a connection could not be started")
-        finally:
-            self._gate.pending -= 1
             self._resume()
 
     def close(self) -> None:
