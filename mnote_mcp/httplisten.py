@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import itertools
 import logging
 import resource
 import socket
@@ -123,7 +124,7 @@ class Gate:
         sent a request, none starting, none closing): they are clients that did send requests."""
         evictable = self._fresh if self._fresh or self.pending or self.evicting else self._idle
         skipped = 0
-        for connection in list(evictable):
+        for connection in list(itertools.islice(evictable, wanted + BATCH)):  # oldest first
             if len(self.evicting) >= wanted or skipped >= BATCH:
                 break
             if connection.unread():
