@@ -252,7 +252,10 @@ class TokensFileWatcher:
         while True:
             await anyio.sleep(self.interval)
             if self.check() and self.changed is not None:
-                await self.changed()
+                try:
+                    await self.changed()
+                except Exception:  # the watcher must go on: the next reload tries again
+                    logger.exception("ending what the tokens no longer accepted hold open failed")
 
     def check(self) -> bool:
         """Re-read the file if it changed; whether it did."""
