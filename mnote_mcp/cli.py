@@ -33,6 +33,7 @@ from mnote_mcp.config import (
     SettingError,
     TokenConfig,
     choice,
+    default_runtime_token_path,
     from_sources,
     options,
     store_or_default,
@@ -221,14 +222,9 @@ def _demo(config: DemoConfig) -> int:
 
 def _runtime_serve(config: RuntimeConfig) -> int:
     from mnote_mcp.runtime.http_app import serve_runtime
-    from mnote_mcp.secretfiles import read_secret
     from mnote_mcp.stores import describe, open_kernel
 
-    token = config.token
-    if config.token_file is not None:
-        if token:
-            raise ValueError("MNOTE_RUNTIME_TOKEN and --token-file are both set: keep one")
-        token = read_secret(config.token_file)
+    token, token_path = _runtime_service_token(config)
 
     db = store_or_default(config.db)
     serve_runtime(
@@ -244,12 +240,40 @@ def _runtime_serve(config: RuntimeConfig) -> int:
         host=config.host,
         port=config.port,
         token=token,
+        token_path=token_path,
         record=config.record,
         description=describe(db),
         limits=config.client_limits,
         max_audit_records=config.max_audit_records,
     )
     return 0
+
+
+def _runtime_service_token(config: RuntimeConfig) -> tuple[str | None, Path | None]:
+    """The token `runtime serve` requires, or the file to keep a generated one in: MNOTE_RUNTIME_TOKEN
+    or --token-file; else, on loopback, the default file a relay on this machine reads (generated
+    once the store is open, so a store error stays the one error); neither only with
+    --unsafe-no-auth. Beyond loopback a token must be given (serve_runtime refuses to start)."""
+    from mnote_mcp.net import is_loopback
+    from mnote_mcp.secretfiles import read_secret
+
+    if config.unsafe_no_auth:
+        if config.token or config.token_file is not None:
+            raise ValueError("--unsafe-no-auth and a service token are both set: keep one")
+        if not is_loopback(config.host):
+            raise ValueError("--unsafe-no-auth is only allowed on a loopback address")
+        logger.warning(
+            "!!! --unsafe-no-auth: every local process can read and write as any actor through %s !!!",
+            config.host,
+        )
+        return None, None
+    if config.token_file is not None:
+        if config.token:
+            raise ValueError("MNOTE_RUNTIME_TOKEN and --token-file are both set: keep one")
+        return read_secret(config.token_file), None
+    if config.token or not is_loopback(config.host):
+        return config.token, None
+    return None, default_runtime_token_path()
 
 
 def _runtime_cli(config: RuntimeCliConfig) -> int:

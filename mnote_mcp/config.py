@@ -75,6 +75,12 @@ def default_store_path() -> Path:
     return user_data_path("mnote-mcp", appauthor=False) / "mnote.db"
 
 
+def default_runtime_token_path() -> Path:
+    """Where `runtime serve` keeps the service token it generates when given none, and where a relay
+    to a runtime on this machine looks for it: beside the default store, private to its user."""
+    return default_store_path().with_name("runtime-token")
+
+
 # -- parsers: text in, a checked value out, or ValueError with the reason ------------------------
 
 
@@ -773,9 +779,16 @@ class RuntimeConfig(StoreSettings, LogSettings):
     token_file: Path | None = setting(
         None,
         optional_path,
-        "read the service token to require from this file (mode 0600) instead of MNOTE_RUNTIME_TOKEN",
+        "read the service token to require from this file (mode 0600) instead of MNOTE_RUNTIME_TOKEN;"
+        " with neither, one is generated into runtime-token beside the default store, where a relay on"
+        " this machine finds it",
         metavar="FILE",
         env="MNOTE_RUNTIME_TOKEN_FILE",
+    )
+    unsafe_no_auth: bool = switch(
+        "serve without a service token (loopback only; every local process may then read and write as"
+        " any actor: for tests and development)",
+        env="MNOTE_RUNTIME_UNSAFE_NO_AUTH",
     )
     token_on_argv: str | None = setting(
         None,

@@ -14,14 +14,14 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.config import ServerConfig, default_store_path
 from mnote_mcp.net import is_loopback
-from mnote_mcp.secretfiles import SecretFileError, check_private, locked, write_private
+from mnote_mcp.secretfiles import SecretFileError, check_private, load_or_generate, locked, write_private
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope, parse_scopes
 
@@ -139,23 +139,6 @@ def _entry(path: Path, index: int, item: Any) -> tuple[bytes, TokenGrant]:
     return stored, TokenGrant(actor, scopes, frozenset(workspaces) if workspaces is not None else None, name)
 
 
-def load_or_generate_token(path: Path) -> tuple[str, bool]:
-    """The token kept in `path`, or a new one written there; True when it was generated now."""
-    with locked(path):
-        return _load_or_generate_token(path)
-
-
-def _load_or_generate_token(path: Path) -> tuple[str, bool]:
-    if path.exists():
-        check_private(path)
-        token = path.read_text(encoding="utf-8").strip()
-        if token:
-            return token, False
-    token = secrets.token_urlsafe(TOKEN_BYTES)
-    write_private(path, token + "\n")
-    return token, True
-
-
 def add_token(path: Path, grant: TokenGrant) -> str:
     """Mint a token for `grant`, append its digest to the tokens file (created 0600), return it once.
 
@@ -223,9 +206,19 @@ class AuthSetup:
     source: Path | None = None  # the tokens file the store is read from, re-read while serving
 
 
+def endpoint_grant(store: TokenStore, subject: str) -> TokenGrant | None:
+    """The grant of the token whose digest (hex) is `subject`, if it is still accepted and carries
+    the scopes every endpoint needs (`ENDPOINT_SCOPES`)."""
+    grant = store.grant_of(subject)
+    if grant is None or not {Scope(name) for name in ENDPOINT_SCOPES} <= grant.scopes:
+        return None
+    return grant
+
+
 class TokensFileWatcher:
     """Re-reads a tokens file when it changes (checked every `interval` seconds): a token removed
-    from it is refused from then on, one added is accepted.
+    from it is refused from then on, one added is accepted; then `changed()` runs (which ends what
+    the tokens no longer accepted still hold open).
 
     Fails closed: while the file is readable by others, does not parse, or is gone, every token is
     refused (401) and an error is logged at each change; the last good set is not kept, since a file
@@ -233,10 +226,17 @@ class TokensFileWatcher:
     file is good again, its tokens are accepted again.
     """
 
-    def __init__(self, store: TokenStore, path: Path, interval: float) -> None:
+    def __init__(
+        self,
+        store: TokenStore,
+        path: Path,
+        interval: float,
+        changed: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.store = store
         self.path = path
         self.interval = interval
+        self.changed = changed
         self._seen = self._signature()
 
     def _signature(self) -> tuple[int, ...] | None:
@@ -251,12 +251,17 @@ class TokensFileWatcher:
 
         while True:
             await anyio.sleep(self.interval)
-            self.check()
+            if self.check() and self.changed is not None:
+                try:
+                    await self.changed()
+                except Exception:  # the watcher must go on: the next reload tries again
+                    logger.exception("ending what the tokens no longer accepted hold open failed")
 
-    def check(self) -> None:
+    def check(self) -> bool:
+        """Re-read the file if it changed; whether it did."""
         signature = self._signature()
         if signature == self._seen:
-            return
+            return False
         self._seen = signature
         try:
             fresh = TokenStore.from_file(self.path)
@@ -265,9 +270,10 @@ class TokensFileWatcher:
             logger.error(
                 "tokens file changed and cannot be used; refusing every token until it is fixed: %s", exc
             )
-            return
+            return True
         self.store.replace(fresh)
         logger.warning("tokens file %s changed: %d token(s) accepted now", self.path, len(fresh))
+        return True
 
 
 def resolve_auth(config: ServerConfig) -> AuthSetup:
@@ -292,7 +298,7 @@ def resolve_auth(config: ServerConfig) -> AuthSetup:
     if config.token:
         return AuthSetup(TokenStore.single(config.token, grant), f"MNOTE_TOKEN as {config.actor}")
     path = config.token_file or default_store_path().with_name("http-token")
-    token, created = load_or_generate_token(path)
+    token, created = load_or_generate(path, TOKEN_BYTES)
     logger.warning(
         "%s bearer token for %s in %s (send 'Authorization: Bearer <token>')",
         "generated a" if created else "using the",

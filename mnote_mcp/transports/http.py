@@ -46,12 +46,13 @@ from mnote_mcp.transports.auth import (
     AuthSetup,
     GrantVerifier,
     TokensFileWatcher,
+    endpoint_grant,
     within,
 )
 from mnote_mcp.transports.headers import identity_from_request
 from mnote_mcp.transports.limits import SessionCaps, owner_of
+from mnote_mcp.transports.revocation import OpenStreams
 from mnote_mcp.vocabulary.identity import Identity
-from mnote_mcp.vocabulary.scopes import Scope as Grant
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -91,12 +92,14 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
         """A subscription's token is still accepted, with page.read and the page's workspace."""
         if store is None or identity.credential is None:
             return True
-        grant = store.grant_of(identity.credential)
-        return (
-            grant is not None
-            and Grant.PAGE_READ in grant.scopes
-            and (grant.workspaces is None or key.workspace_id in grant.workspaces)
-        )
+        grant = endpoint_grant(store, identity.credential)
+        return grant is not None and (grant.workspaces is None or key.workspace_id in grant.workspaces)
+
+    def may_stream(owner: Hashable) -> bool:
+        """A stream's token is still accepted, with the scopes every endpoint needs."""
+        return store is None or (isinstance(owner, str) and endpoint_grant(store, owner) is not None)
+
+    streams = OpenStreams(may_stream)
 
     pages = PageResources(
         app.dispatcher.kernel,
@@ -144,7 +147,10 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
         if _opens_listen_stream(scope):  # from its headers: a stream refused is never read
             owner = owner_of(scope)
             if not await listens.refuse(owner, send):
-                await listens.opening(streamable, owner, scope, receive, send)
+                await listens.opening(streams.held(streamable, owner), owner, scope, receive, send)
+            return
+        if scope["method"] == "GET":  # a session's stream
+            await streams.run(streamable, owner_of(scope), scope, receive, send)
             return
         if config.stateless or not _opens_session(scope):
             await streamable(scope, receive, send)
@@ -160,7 +166,19 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     async def sse_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         owner = owner_of(scope)
         if not await caps.refuse(owner, send):
-            await caps.opening(sse_stream, owner, scope, receive, send)
+            await caps.opening(streams.held(sse_stream, owner), owner, scope, receive, send)
+
+    async def end_revoked() -> None:
+        """After a reload of the tokens file: what tokens no longer allowed hold open is ended, their
+        streams and their streamable-HTTP sessions."""
+        streams.end_revoked()
+        ended = [sid for sid, owner in manager._session_owners.items() if not may_stream(owner["subject"])]
+        if ended:
+            logger.warning("ending %d session(s) of tokens no longer accepted", len(ended))
+        for session_id in ended:  # the SDK's own way to end one: forgotten (404), its transport ended
+            transport = manager._server_instances.get(session_id)
+            if transport is not None:
+                await manager._discard_session(session_id, transport)
 
     def guarded(endpoint: ASGIApp) -> ASGIApp:
         """Authentication (from the headers alone) before anything else, the body included."""
@@ -190,7 +208,8 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
             if store is not None and auth.source is not None:
-                group.start_soon(TokensFileWatcher(store, auth.source, config.auth_reload_interval).run)
+                watcher = TokensFileWatcher(store, auth.source, config.auth_reload_interval, end_revoked)
+                group.start_soon(watcher.run)
             if config.streamable_http:
                 async with manager.run():
                     yield
