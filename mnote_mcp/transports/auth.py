@@ -26,7 +26,10 @@ from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope, parse_scopes
 
 if TYPE_CHECKING:  # `mnote-mcp token` runs without loading the MCP SDK
-    from mcp.server.auth.provider import AccessToken
+    from starlette.types import ASGIApp
+
+    from mnote_mcp.transports.bearer import CallerToken
+    from mnote_mcp.transports.oauth import ResourceServer, Verifier
 
 logger = logging.getLogger("mnote_mcp")
 TOKEN_BYTES = 32
@@ -191,36 +194,61 @@ def _add_token(path: Path, grant: TokenGrant) -> str:
 
 
 class GrantVerifier:
-    """The SDK's `TokenVerifier`, backed by a `TokenStore`: the actor rides as the token's client id."""
+    """The SDK's `TokenVerifier`, backed by a `TokenStore`."""
 
     def __init__(self, store: TokenStore) -> None:
         self.store = store
 
-    async def verify_token(self, token: str) -> AccessToken | None:
-        from mcp.server.auth.provider import AccessToken
+    async def verify_token(self, token: str) -> CallerToken | None:
+        from mnote_mcp.transports.bearer import CallerToken
 
         grant = self.store.verify(token)
         if grant is None:
             return None
-        claims: dict[str, Any] = (
-            {"workspaces": sorted(grant.workspaces)} if grant.workspaces is not None else {}
-        )
-        return AccessToken(
+        scopes = sorted(s.value for s in grant.scopes)
+        return CallerToken(
             token="",  # never keep the secret around in request state
+            # The actor rides as the client id too: with the subject, the principal the SDK binds a
+            # session to.
             client_id=grant.actor_id,
             # The token's digest: the SDK binds a session to the principal that opened it, so a
             # session belongs to this token, not to its actor (another token of the actor gets 404).
             subject=digest(token).hex(),
-            scopes=sorted(s.value for s in grant.scopes),
-            claims=claims,
+            scopes=scopes,
+            actor_id=grant.actor_id,
+            capabilities=scopes,
+            workspaces=sorted(grant.workspaces) if grant.workspaces is not None else None,
         )
 
 
 @dataclass(frozen=True)
 class AuthSetup:
+    """How HTTP callers sign in: a token store (`--auth-file`, `MNOTE_TOKEN`, a generated token), an
+    OAuth resource server (`--auth oauth`), or neither (`--unsafe-no-auth`)."""
+
     store: TokenStore | None
     description: str
     source: Path | None = None  # the tokens file the store is read from, re-read while serving
+    oauth: ResourceServer | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.store is not None or self.oauth is not None
+
+    def verifier(self) -> Verifier | None:
+        """The SDK's `TokenVerifier` for this mode (None: no token needed)."""
+        if self.oauth is not None:
+            return self.oauth.verifier
+        return GrantVerifier(self.store) if self.store is not None else None
+
+    def gate(self, endpoint: ASGIApp) -> ASGIApp:
+        """`endpoint` behind the token check (from the headers alone, before anything else)."""
+        from mnote_mcp.transports.bearer import RequireToken
+
+        if self.oauth is not None:
+            required = list(self.oauth.policy.required_scopes)
+            return RequireToken(endpoint, required, self.oauth.resource_metadata_url)
+        return RequireToken(endpoint, ENDPOINT_SCOPES)
 
 
 class TokensFileWatcher:
@@ -271,7 +299,13 @@ class TokensFileWatcher:
 
 
 def resolve_auth(config: ServerConfig) -> AuthSetup:
-    """Tokens from --auth-file, else MNOTE_TOKEN, else a generated token kept in a 0600 file."""
+    """Access tokens of an authorization server with --auth oauth; else tokens from --auth-file, else
+    MNOTE_TOKEN, else a generated token kept in a 0600 file."""
+    if config.auth == "oauth":
+        from mnote_mcp.transports.oauth import resolve_oauth
+
+        server = resolve_oauth(config)
+        return AuthSetup(None, server.description, oauth=server)
     if config.unsafe_no_auth:
         if not is_loopback(config.host):
             raise AuthConfigError("--unsafe-no-auth is only allowed on a loopback address")
