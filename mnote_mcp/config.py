@@ -897,6 +897,30 @@ class TokenConfig(LogSettings):
 
 
 @dataclass(frozen=True)
+class TokenListConfig(LogSettings):
+    """`mnote-mcp token list`: the tokens of a tokens file (JSON lines; never a token or its digest)."""
+
+    auth_file: Path = setting(None, path, "the tokens file", metavar="FILE", required=True)
+
+
+@dataclass(frozen=True)
+class TokenRevokeConfig(LogSettings):
+    """`mnote-mcp token revoke ID`: remove a token from a tokens file (a server reading the file
+    refuses it within --auth-reload-interval)."""
+
+    token_id: str = setting(
+        None,
+        text,
+        "the token's id, as `token list` shows it",
+        positional=True,
+        required=True,
+        env="",
+        metavar="ID",
+    )
+    auth_file: Path = setting(None, path, "the tokens file", metavar="FILE", required=True)
+
+
+@dataclass(frozen=True)
 class DemoConfig(LogSettings):
     """`mnote-mcp demo`: a scripted tour of every tool over a real stdio MCP session."""
 

@@ -16,6 +16,7 @@ import logging
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -169,28 +170,80 @@ def add_token(path: Path, grant: TokenGrant) -> str:
 
 
 def _add_token(path: Path, grant: TokenGrant) -> str:
-    data: dict[str, Any] = {"tokens": []}
-    if path.exists():
-        check_private(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise AuthConfigError(f"{path}: {exc}; fix or remove it first") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
-            raise AuthConfigError(f'{path}: expected {{"tokens": [...]}}')
+    data = _read_tokens_file(path, missing_ok=True)
     token = secrets.token_urlsafe(TOKEN_BYTES)
     entry: dict[str, Any] = {
+        "id": f"tok_{secrets.token_hex(6)}",
         "sha256": digest(token).hex(),
         "actorId": grant.actor_id,
         "scopes": sorted(s.value for s in grant.scopes),
+        "created": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
     }
     if grant.workspaces is not None:
         entry["workspaces"] = sorted(grant.workspaces)
     if grant.name:
         entry["name"] = grant.name
-    data.setdefault("tokens", []).append(entry)
+    data["tokens"].append(entry)
     write_private(path, json.dumps(data, indent=2) + "\n")
     return token
+
+
+def _read_tokens_file(path: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """A tokens file's JSON, checked private and shaped `{"tokens": [...]}`, for a change to it."""
+    if not path.exists():
+        if missing_ok:
+            return {"tokens": []}
+        raise AuthConfigError(f"{path}: no such tokens file")
+    check_private(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise AuthConfigError(f"{path}: {exc}; fix or remove it first") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+        raise AuthConfigError(f'{path}: expected {{"tokens": [...]}}')
+    return data
+
+
+def token_id(entry: Mapping[str, Any]) -> str:
+    """How `token list` and `token revoke` name an entry: its `id`, or (an entry written before ids,
+    or by hand) the first 12 hex digits of its digest, which give nothing of the token away."""
+    if isinstance(entry.get("id"), str) and entry["id"]:
+        return str(entry["id"])
+    if isinstance(entry.get("sha256"), str):
+        return "sha256:" + str(entry["sha256"])[:12]
+    if isinstance(entry.get("token"), str):
+        return "sha256:" + digest(entry["token"]).hex()[:12]
+    return "?"
+
+
+def list_tokens(path: Path) -> list[dict[str, Any]]:
+    """The tokens of a tokens file as `token list` shows them: id, actor, scopes, workspaces, name,
+    created; never the token nor its digest."""
+    shown = ("actorId", "scopes", "workspaces", "name", "created")
+    return [
+        {"id": token_id(entry), **{key: entry[key] for key in shown if key in entry}}
+        for entry in _read_tokens_file(path)["tokens"]
+        if isinstance(entry, Mapping)
+    ]
+
+
+def revoke_token(path: Path, wanted: str) -> dict[str, Any] | None:
+    """Remove the token `token list` names `wanted` from the file (under its lock, replaced whole);
+    the entry removed, or None when there is none by that id. A server re-reading the file refuses
+    the token from its next check on (`--auth-reload-interval`)."""
+    with locked(path):
+        data = _read_tokens_file(path)
+        kept = [
+            entry
+            for entry in data["tokens"]
+            if not (isinstance(entry, Mapping) and token_id(entry) == wanted)
+        ]
+        if len(kept) == len(data["tokens"]):
+            return None
+        removed = next(entry for entry in data["tokens"] if entry not in kept)
+        data["tokens"] = kept
+        write_private(path, json.dumps(data, indent=2) + "\n")
+        return {"id": wanted, "actorId": removed.get("actorId")}
 
 
 class GrantVerifier:
