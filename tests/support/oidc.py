@@ -106,6 +106,7 @@ class OidcProvider:
     keys: list[SigningKey] = field(default_factory=lambda: [SigningKey.rsa("key-1")])
     clients: list[dict[str, Any]] = field(default_factory=list)
     registration: bool = True
+    refresh_tokens: bool = False  # to every client allowed the grant, without offline_access
     short_lived_clients: dict[str, int] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[str] | None = None
@@ -133,6 +134,7 @@ class OidcProvider:
                     "resources": self.resources,
                     "clients": self.clients,
                     "registration": self.registration,
+                    "refresh_tokens": self.refresh_tokens,
                     "short_lived_clients": self.short_lived_clients,
                 }
             )

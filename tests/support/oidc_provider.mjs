@@ -28,6 +28,9 @@ const provider = new Provider(config.issuer, {
   // What a client may register for and ask: OpenID's own and every resource server's.
   scopes: ['openid', 'offline_access', ...new Set(Object.values(resources).flatMap((r) => r.scope.split(' ')))],
   findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+  // Refresh tokens to every client allowed the grant, as Keycloak does by default (oidc-provider's own
+  // default asks for the offline_access scope, which not every client requests).
+  ...(config.refresh_tokens ? { issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token') } : {}),
   clientBasedCORS: () => true,
   ttl: {
     AccessToken: (ctx, token, client) => shortLived[client?.clientId] || token.resourceServer?.accessTokenTTL || 600,
