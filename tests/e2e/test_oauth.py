@@ -26,11 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx2
 import pytest
 
 from tests.support.helpers import RAW_INITIALIZE, call, run_cli, seeded_store, write_args
-from tests.support.http_helpers import RunningServer, http_server, mcp_http, raw_connection, read_until_closed
+from tests.support.http_helpers import (
+    RunningServer,
+    http_server,
+    mcp_http,
+    raw_connection,
+    read_until_closed,
+    wait_until,
+)
 from tests.support.oidc import (
     MNOTE_SCOPES,
     OidcProvider,
@@ -329,6 +338,19 @@ def test_a_token_that_expires_mid_session_gets_401_on_its_next_request(oauth: Se
     refused = ping(oauth.url, token, session)
     assert refused.status_code == 401
     assert challenge(refused)["error_description"] == "token expired"
+
+
+async def test_a_subscription_ends_when_its_token_expires(oauth: Setup) -> None:
+    """A resource subscription is re-checked before each poll: past its token's expiry (and the
+    allowed skew) it is dropped, as a revoked file token's is."""
+    token = oauth.token("user_owner")  # 2 s, and 1 s of skew
+    expires = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["exp"]
+    watches = lambda: httpx2.get(f"{oauth.url}/healthz", timeout=10).json()["watches"]  # noqa: E731
+    async with mcp_http(oauth.url, token) as client:
+        await client.subscribe_resource("mnote://workspaces/ws_1/pages/doc_1")
+        assert watches() == 1
+        assert await anyio.to_thread.run_sync(lambda: wait_until(lambda: watches() == 0, timeout=30))
+        assert time.time() > expires + 1, "dropped only once the token had expired"
 
 
 def test_no_token_or_claim_value_is_logged(oauth: Setup) -> None:
