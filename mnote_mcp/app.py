@@ -54,6 +54,7 @@ def build_registry(config: ServerConfig) -> Registry:
         strict=config.strict_contract,
         form=config.schema_form,
         max_id_chars=config.max_id_chars,
+        max_block_ids=config.max_block_ids,
     )
 
 
@@ -75,6 +76,7 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
             busy_timeout=config.store_busy_timeout,
             pool_size=config.db_pool_size,
             read_only=config.read_only,
+            search=config.search_bounds,
         )
         return kernel, describe(config.store)
     if not spec.startswith(("http://", "https://", "cli:")):

@@ -267,6 +267,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
             pool_size=config.db_pool_size,
+            search=config.search_bounds,
         ),
         host=config.host,
         port=config.port,
@@ -291,6 +292,7 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
             pool_size=1,
+            search=config.search_bounds,
         ),
         max_bytes=config.max_body_bytes,
     )

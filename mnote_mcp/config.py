@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
+from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
+from mnote_mcp.kernel.postgres.gate import (
+    DEFAULT_SEARCH_CONNECTIONS,
+    DEFAULT_SEARCH_TIMEOUT,
+    DEFAULT_SEARCHES_PER_ACTOR,
+    SearchBounds,
+)
 from mnote_mcp.logs import LogFormat
 from mnote_mcp.net import is_loopback
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
@@ -152,6 +159,13 @@ def _integer(value: str) -> int:
         return int(value.strip().replace("_", ""))
     except ValueError:
         raise ValueError(f"{value!r} is not a whole number") from None
+
+
+def block_id_count(value: str) -> int:
+    number = _integer(value)
+    if not 1 <= number <= MAX_BLOCKS:
+        raise ValueError(f"must be between 1 and {MAX_BLOCKS}, not {value}")
+    return number
 
 
 def result_budget(value: str) -> int:
@@ -455,10 +469,35 @@ class StoreSettings:
         "most PostgreSQL connections (and calls at once) this process holds (--db postgresql://…)",
         group=STORE,
     )
+    db_search_connections: int = setting(
+        DEFAULT_SEARCH_CONNECTIONS,
+        positive_int,
+        "most of those connections searches hold at once (at most one less than the pool: other calls"
+        " keep the rest; --db postgresql://…)",
+        group=STORE,
+    )
+    db_searches_per_actor: int = setting(
+        DEFAULT_SEARCHES_PER_ACTOR,
+        positive_int,
+        "searches one actor may have in flight (they run one at a time, the others wait); one more is"
+        " refused at once (search_busy, retryable; --db postgresql://…)",
+        group=STORE,
+    )
+    db_search_timeout: float = setting(
+        DEFAULT_SEARCH_TIMEOUT,
+        positive_number,
+        "seconds a search statement may run before it is stopped (search_timeout, retryable;"
+        " --db postgresql://…)",
+        group=STORE,
+    )
 
     @property
     def page_limits(self) -> PageLimits:
         return PageLimits(self.max_page_blocks, self.max_page_bytes)
+
+    @property
+    def search_bounds(self) -> SearchBounds:
+        return SearchBounds(self.db_search_connections, self.db_searches_per_actor, self.db_search_timeout)
 
 
 def store_location(value: str) -> Path | str | None:
@@ -550,8 +589,9 @@ class ServerConfig(StoreSettings, LogSettings):
         env="MNOTE_SCOPE",
     )
     read_only: bool = switch(
-        "grant page.read alone, hide every write tool, and open an existing SQLite store read-only"
-        " (never created nor migrated: a snapshot on a read-only mount or a backup can be served)"
+        "grant page.read alone, hide every write tool, and open an existing store read-only (never"
+        " created nor migrated: a SQLite snapshot on a read-only mount or a backup can be served; a"
+        " PostgreSQL store over READ ONLY connections)"
     )
     toolsets: frozenset[Toolset] = setting(
         frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)})", shown="all"
@@ -606,6 +646,13 @@ class ServerConfig(StoreSettings, LogSettings):
         DEFAULT_MAX_ID_CHARS,
         positive_int,
         "longest idempotencyKey or correlation id (sessionId, runId, toolCallId, traceId) a call may send",
+        metavar="N",
+    )
+    max_block_ids: int = setting(
+        DEFAULT_MAX_BLOCK_IDS,
+        block_id_count,
+        f"most block ids one call may name (mnote.block.delete, mnote.page.get blockIds; at most"
+        f" {MAX_BLOCKS}, the kernel's own bound)",
         metavar="N",
     )
     max_argument_depth: int = setting(

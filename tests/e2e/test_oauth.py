@@ -345,7 +345,11 @@ async def test_a_subscription_ends_when_its_token_expires(oauth: Setup) -> None:
     allowed skew) it is dropped, as a revoked file token's is."""
     token = oauth.token("user_owner")  # 2 s, and 1 s of skew
     expires = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["exp"]
-    watches = lambda: httpx2.get(f"{oauth.url}/healthz", timeout=10).json()["watches"]  # noqa: E731
+
+    def watches() -> int:
+        count: int = httpx2.get(f"{oauth.url}/healthz", timeout=10).json()["watches"]
+        return count
+
     async with mcp_http(oauth.url, token) as client:
         await client.subscribe_resource("mnote://workspaces/ws_1/pages/doc_1")
         assert watches() == 1
