@@ -97,7 +97,9 @@ class Setup:
         return self.provider.keys[0].sign(self.claims(**changes))
 
 
-def serve_oauth(db: Path, port: int, issuer: str, resource: str, *extra: str) -> Any:
+def serve_oauth(
+    db: Path, port: int, issuer: str, resource: str, *extra: str, env: dict[str, str] | None = None
+) -> Any:
     return http_server(
         db,
         "--port",
@@ -111,6 +113,7 @@ def serve_oauth(db: Path, port: int, issuer: str, resource: str, *extra: str) ->
         "--log-level",
         "debug",
         *extra,
+        env=env,
     )
 
 
@@ -470,19 +473,7 @@ def test_opaque_tokens_are_checked_by_introspection(tmp_path: Path) -> None:
             "client_id",  # the provider's client-credentials tokens name no `sub` when introspected
         )
         env = {"MNOTE_OAUTH_CLIENT_SECRET": "rs-secret"}
-        with http_server(
-            db,
-            "--port",
-            str(port),
-            "--auth",
-            "oauth",
-            "--oauth-issuer",
-            provider.issuer,
-            "--oauth-resource",
-            resource,
-            *extra,
-            env=env,
-        ) as server:
+        with serve_oauth(db, port, provider.issuer, resource, *extra, env=env) as server:
             token = provider.client_credentials("user_editor", SECRET, resource, MNOTE_SCOPES)
             assert "." not in token, "an opaque token"
             assert initialize(server.url, token).status_code == 200

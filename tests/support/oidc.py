@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -270,12 +269,3 @@ def sign_in(authorization_url: str, redirect_uri: str, login: str, *, steps: int
                 inputs.update(login=login, password="any password")
             url, form_data, method = urljoin(url, form["action"]), inputs, "POST"
         raise AssertionError(f"no redirect to {redirect_uri} after {steps} steps")
-
-
-def wait_for(predicate: Any, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())

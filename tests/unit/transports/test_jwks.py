@@ -100,6 +100,7 @@ async def test_a_rotated_key_is_fetched_when_a_token_names_it(endpoint: tuple[En
     assert (await keys.key("c")).key_id == "c" and served.asked == 2
 
 
+@pytest.mark.slow
 async def test_a_hanging_endpoint_is_bounded_and_known_keys_keep_working(
     endpoint: tuple[Endpoint, str],
 ) -> None:

@@ -120,6 +120,7 @@ def test_the_metadata_is_served_at_the_rfc_9728_url_and_where_clients_also_look(
     assert server.policy.scopes_supported == ["mnote:read", "mnote:write", "mnote:artifacts"]
 
 
+@pytest.mark.slow
 def test_a_usage_error_not_a_traceback() -> None:
     done = run_cli("serve", "--transport", "http", "--auth", "oauth", "--oauth-issuer", ISSUER)
     assert done.returncode == 2 and "Traceback" not in done.stderr
