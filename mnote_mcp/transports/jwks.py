@@ -2,7 +2,8 @@
 between requests and fetched again only within bounds.
 
 - `PyJWKClient` is blocking (urllib): every fetch runs on a worker thread, and the request waits for
-  it at most `timeout` seconds (the thread is abandoned then; urllib's own timeout ends it soon after).
+  it at most `timeout` seconds (the thread is abandoned then; urllib's own timeout ends it a second
+  later).
 - Keys are kept by `kid`. A token naming a key not kept yet (the issuer rotated its keys) fetches
   the set again, at most once per `refetch_interval`: a stream of tokens with made-up `kid`s costs the
   issuer one request per interval, not one per token. Requests arriving during a fetch wait for that
@@ -43,7 +44,9 @@ class KeySet:
             uri,
             cache_keys=False,
             cache_jwk_set=False,  # kept here instead, with the bounds above
-            timeout=math.ceil(timeout),
+            # urllib's own bound, past ours: the request has its answer (a refusal) at `timeout`, and
+            # the abandoned thread ends a second later.
+            timeout=timeout + 1,
             headers={"User-Agent": f"mnote-mcp/{__version__}"},
         )
         self._keys: dict[str, PyJWK] = {}
