@@ -16,6 +16,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,10 @@ from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope, parse_scopes
 
 if TYPE_CHECKING:  # `mnote-mcp token` runs without loading the MCP SDK
-    from mcp.server.auth.provider import AccessToken
+    from starlette.types import ASGIApp
+
+    from mnote_mcp.transports.bearer import CallerToken
+    from mnote_mcp.transports.oauth import ResourceServer, Verifier
 
 logger = logging.getLogger("mnote_mcp")
 TOKEN_BYTES = 32
@@ -149,61 +153,138 @@ def add_token(path: Path, grant: TokenGrant) -> str:
 
 
 def _add_token(path: Path, grant: TokenGrant) -> str:
-    data: dict[str, Any] = {"tokens": []}
-    if path.exists():
-        check_private(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise AuthConfigError(f"{path}: {exc}; fix or remove it first") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
-            raise AuthConfigError(f'{path}: expected {{"tokens": [...]}}')
+    data = _read_tokens_file(path, missing_ok=True)
     token = secrets.token_urlsafe(TOKEN_BYTES)
     entry: dict[str, Any] = {
+        "id": f"tok_{secrets.token_hex(6)}",
         "sha256": digest(token).hex(),
         "actorId": grant.actor_id,
         "scopes": sorted(s.value for s in grant.scopes),
+        "created": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
     }
     if grant.workspaces is not None:
         entry["workspaces"] = sorted(grant.workspaces)
     if grant.name:
         entry["name"] = grant.name
-    data.setdefault("tokens", []).append(entry)
+    data["tokens"].append(entry)
     write_private(path, json.dumps(data, indent=2) + "\n")
     return token
 
 
+def _read_tokens_file(path: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """A tokens file's JSON, checked private and shaped `{"tokens": [...]}`, for a change to it."""
+    if not path.exists():
+        if missing_ok:
+            return {"tokens": []}
+        raise AuthConfigError(f"{path}: no such tokens file")
+    check_private(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise AuthConfigError(f"{path}: {exc}; fix or remove it first") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+        raise AuthConfigError(f'{path}: expected {{"tokens": [...]}}')
+    return data
+
+
+def token_id(entry: Mapping[str, Any]) -> str:
+    """How `token list` and `token revoke` name an entry: its `id`, or (an entry written before ids,
+    or by hand) the first 12 hex digits of its digest, which give nothing of the token away."""
+    if isinstance(entry.get("id"), str) and entry["id"]:
+        return str(entry["id"])
+    if isinstance(entry.get("sha256"), str):
+        return "sha256:" + str(entry["sha256"])[:12]
+    if isinstance(entry.get("token"), str):
+        return "sha256:" + digest(entry["token"]).hex()[:12]
+    return "?"
+
+
+def list_tokens(path: Path) -> list[dict[str, Any]]:
+    """The tokens of a tokens file as `token list` shows them: id, actor, scopes, workspaces, name,
+    created; never the token nor its digest."""
+    shown = ("actorId", "scopes", "workspaces", "name", "created")
+    return [
+        {"id": token_id(entry), **{key: entry[key] for key in shown if key in entry}}
+        for entry in _read_tokens_file(path)["tokens"]
+        if isinstance(entry, Mapping)
+    ]
+
+
+def revoke_token(path: Path, wanted: str) -> dict[str, Any] | None:
+    """Remove the token `token list` names `wanted` from the file (under its lock, replaced whole);
+    the entry removed, or None when there is none by that id. A server re-reading the file refuses
+    the token from its next check on (`--auth-reload-interval`)."""
+    with locked(path):
+        data = _read_tokens_file(path)
+        kept = [
+            entry
+            for entry in data["tokens"]
+            if not (isinstance(entry, Mapping) and token_id(entry) == wanted)
+        ]
+        if len(kept) == len(data["tokens"]):
+            return None
+        removed = next(entry for entry in data["tokens"] if entry not in kept)
+        data["tokens"] = kept
+        write_private(path, json.dumps(data, indent=2) + "\n")
+        return {"id": wanted, "actorId": removed.get("actorId")}
+
+
 class GrantVerifier:
-    """The SDK's `TokenVerifier`, backed by a `TokenStore`: the actor rides as the token's client id."""
+    """The SDK's `TokenVerifier`, backed by a `TokenStore`."""
 
     def __init__(self, store: TokenStore) -> None:
         self.store = store
 
-    async def verify_token(self, token: str) -> AccessToken | None:
-        from mcp.server.auth.provider import AccessToken
+    async def verify_token(self, token: str) -> CallerToken | None:
+        from mnote_mcp.transports.bearer import CallerToken
 
         grant = self.store.verify(token)
         if grant is None:
             return None
-        claims: dict[str, Any] = (
-            {"workspaces": sorted(grant.workspaces)} if grant.workspaces is not None else {}
-        )
-        return AccessToken(
+        scopes = sorted(s.value for s in grant.scopes)
+        return CallerToken(
             token="",  # never keep the secret around in request state
+            # The actor rides as the client id too: with the subject, the principal the SDK binds a
+            # session to.
             client_id=grant.actor_id,
             # The token's digest: the SDK binds a session to the principal that opened it, so a
             # session belongs to this token, not to its actor (another token of the actor gets 404).
             subject=digest(token).hex(),
-            scopes=sorted(s.value for s in grant.scopes),
-            claims=claims,
+            scopes=scopes,
+            actor_id=grant.actor_id,
+            capabilities=scopes,
+            workspaces=sorted(grant.workspaces) if grant.workspaces is not None else None,
         )
 
 
 @dataclass(frozen=True)
 class AuthSetup:
+    """How HTTP callers sign in: a token store (`--auth-file`, `MNOTE_TOKEN`, a generated token), an
+    OAuth resource server (`--auth oauth`), or neither (`--unsafe-no-auth`)."""
+
     store: TokenStore | None
     description: str
     source: Path | None = None  # the tokens file the store is read from, re-read while serving
+    oauth: ResourceServer | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.store is not None or self.oauth is not None
+
+    def verifier(self) -> Verifier | None:
+        """The SDK's `TokenVerifier` for this mode (None: no token needed)."""
+        if self.oauth is not None:
+            return self.oauth.verifier
+        return GrantVerifier(self.store) if self.store is not None else None
+
+    def gate(self, endpoint: ASGIApp) -> ASGIApp:
+        """`endpoint` behind the token check (from the headers alone, before anything else)."""
+        from mnote_mcp.transports.bearer import RequireToken
+
+        if self.oauth is not None:
+            required = list(self.oauth.policy.required_scopes)
+            return RequireToken(endpoint, required, self.oauth.resource_metadata_url)
+        return RequireToken(endpoint, ENDPOINT_SCOPES)
 
 
 def endpoint_grant(store: TokenStore, subject: str) -> TokenGrant | None:
@@ -277,7 +358,13 @@ class TokensFileWatcher:
 
 
 def resolve_auth(config: ServerConfig) -> AuthSetup:
-    """Tokens from --auth-file, else MNOTE_TOKEN, else a generated token kept in a 0600 file."""
+    """Access tokens of an authorization server with --auth oauth; else tokens from --auth-file, else
+    MNOTE_TOKEN, else a generated token kept in a 0600 file."""
+    if config.auth == "oauth":
+        from mnote_mcp.transports.oauth import resolve_oauth
+
+        server = resolve_oauth(config)
+        return AuthSetup(None, server.description, oauth=server)
     if config.unsafe_no_auth:
         if not is_loopback(config.host):
             raise AuthConfigError("--unsafe-no-auth is only allowed on a loopback address")

@@ -13,6 +13,7 @@ behind a load balancer.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
@@ -20,7 +21,6 @@ from typing import Any
 
 import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -41,14 +41,13 @@ from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.net import is_loopback
 from mnote_mcp.resources import PageResources
 from mnote_mcp.transports.auth import (
-    ENDPOINT_SCOPES,
     AuthConfigError,
     AuthSetup,
-    GrantVerifier,
     TokensFileWatcher,
     endpoint_grant,
     within,
 )
+from mnote_mcp.transports.bearer import ExplainingBearerBackend
 from mnote_mcp.transports.headers import identity_from_request
 from mnote_mcp.transports.limits import SessionCaps, owner_of
 from mnote_mcp.transports.revocation import OpenStreams
@@ -80,7 +79,7 @@ def security_settings(config: ServerConfig) -> TransportSecuritySettings:
 
 def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     config = app.config
-    fallback: Identity | None = config.stdio_identity() if auth.store is None else None
+    fallback: Identity | None = None if auth.required else config.stdio_identity()
     ceiling = config.granted_scopes
 
     def identity_for(ctx: Any) -> Identity:
@@ -89,7 +88,10 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     store = auth.store
 
     def still_allowed(identity: Identity, key: PageKey) -> bool:
-        """A subscription's token is still accepted, with page.read and the page's workspace."""
+        """A subscription's token is still accepted (and in date), with page.read and the page's
+        workspace."""
+        if identity.expires_at is not None and identity.expires_at < time.time():
+            return False
         if store is None or identity.credential is None:
             return True
         grant = endpoint_grant(store, identity.credential)
@@ -182,7 +184,7 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
 
     def guarded(endpoint: ASGIApp) -> ASGIApp:
         """Authentication (from the headers alone) before anything else, the body included."""
-        return _Asgi(endpoint) if auth.store is None else RequireAuthMiddleware(endpoint, ENDPOINT_SCOPES)
+        return auth.gate(endpoint) if auth.required else _Asgi(endpoint)
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(
@@ -198,6 +200,8 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
         )
 
     routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
+    if auth.oauth is not None:
+        routes.extend(auth.oauth.routes())  # Protected Resource Metadata (RFC 9728)
     if config.streamable_http:
         routes.append(Route("/mcp", endpoint=guarded(mcp_endpoint)))
     if config.sse:
@@ -216,12 +220,14 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
             else:
                 yield
             group.cancel_scope.cancel()
+        if auth.oauth is not None:
+            await auth.oauth.aclose()
 
     middleware = []
-    if auth.store is not None:
-        verifier = GrantVerifier(auth.store)
+    verifier = auth.verifier()
+    if verifier is not None:
         middleware = [
-            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
+            Middleware(AuthenticationMiddleware, backend=ExplainingBearerBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ]
     starlette = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

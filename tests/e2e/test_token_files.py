@@ -260,3 +260,57 @@ def test_a_relay_reads_the_local_runtime_token_only_for_a_local_runtime(
     secret.chmod(0o644)
     with pytest.raises(SecretFileError, match="chmod 600"):
         local_service_token("http://127.0.0.1:8766")
+def _mnote(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mnote_mcp", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+
+
+@pytest.mark.e2e
+def test_token_list_and_a_live_revoke(db: Path, tmp_path: Path) -> None:
+    """`token list` names every token (id, actor, scopes, created) and never gives one away;
+    `token revoke ID` removes it, and a running server refuses it within --auth-reload-interval while
+    the others keep working. Rotation: mint the new token, switch the agent, revoke the old one."""
+    from tests.support.http_helpers import http_server, wait_until
+
+    auth = tmp_path / "tokens.json"
+    old = _mnote(
+        "token", "--auth-file", str(auth), "--actor", "user_editor", "--name", "laptop"
+    ).stdout.strip()
+    other = _mnote("token", "--auth-file", str(auth), "--actor", "user_viewer", "--scope", "page.read").stdout
+    other = other.strip()
+    data = json.loads(auth.read_text())
+    data["tokens"].append({"token": "hand-written-token", "actorId": "user_owner"})  # no id: written by hand
+    auth.write_text(json.dumps(data))
+
+    listed = _mnote("token", "list", "--auth-file", str(auth))
+    assert listed.returncode == 0, listed.stderr
+    entries = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [entry["actorId"] for entry in entries] == ["user_editor", "user_viewer", "user_owner"]
+    assert entries[0]["name"] == "laptop" and entries[1]["scopes"] == ["page.read"]
+    assert all(entry["created"].endswith("Z") for entry in entries[:2])
+    assert entries[2]["id"].startswith("sha256:") and len(entries[2]["id"]) == len("sha256:") + 12
+    for secret in (old, other, "hand-written-token", *(entry["sha256"] for entry in data["tokens"][:2])):
+        assert secret not in listed.stdout + listed.stderr
+
+    with http_server(db, "--auth-file", str(auth), "--auth-reload-interval", "0.3") as server:
+        assert _status(server.url, old) == 200 and _status(server.url, "hand-written-token") == 200
+        new = _mnote("token", "--auth-file", str(auth), "--actor", "user_editor").stdout.strip()
+        assert wait_until(lambda: _status(server.url, new) == 200, timeout=10), "the new token: accepted"
+        revoked = _mnote("token", "revoke", entries[0]["id"], "--auth-file", str(auth))
+        assert revoked.returncode == 0 and "user_editor" in revoked.stderr and old not in revoked.stderr
+        assert wait_until(lambda: _status(server.url, old) == 401, timeout=10), "revoked: refused live"
+        assert _status(server.url, new) == 200 and _status(server.url, other) == 200
+        by_digest = _mnote("token", "revoke", entries[2]["id"], "--auth-file", str(auth))
+        assert by_digest.returncode == 0
+        assert wait_until(lambda: _status(server.url, "hand-written-token") == 401, timeout=10)
+    again = _mnote("token", "revoke", entries[0]["id"], "--auth-file", str(auth))
+    assert again.returncode == 1 and "no token" in again.stderr and "token list" in again.stderr
+    assert [
+        json.loads(line)["actorId"]
+        for line in _mnote("token", "list", "--auth-file", str(auth)).stdout.splitlines()
+    ] == [
+        "user_viewer",
+        "user_editor",
+    ]
+    assert stat.S_IMODE(auth.stat().st_mode) == 0o600
