@@ -24,6 +24,7 @@ table of flags is `python -m mnote_mcp --help`.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,6 +148,19 @@ def _integer(value: str) -> int:
         return int(value.strip().replace("_", ""))
     except ValueError:
         raise ValueError(f"{value!r} is not a whole number") from None
+
+
+_SESSION_TAG = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def replica_tag(value: str) -> str | None:
+    """`--session-tag`: letters, digits, `-` and `_` (up to 32), safe in a header, a path and an nginx
+    regex; empty means none."""
+    if not value:
+        return None
+    if not _SESSION_TAG.fullmatch(value):
+        raise ValueError(f"{value!r} is not a session tag: 1 to 32 letters, digits, '-' or '_'")
+    return value
 
 
 def result_budget(value: str) -> int:
@@ -618,6 +632,15 @@ class ServerConfig(StoreSettings, LogSettings):
         600.0,
         positive_number,
         "seconds a streamable-HTTP session may sit idle (no request, no open stream) before it is closed",
+        group=HTTP,
+    )
+    session_tag: str | None = setting(
+        None,
+        replica_tag,
+        "start this replica's session ids (streamable HTTP) and message paths (/sse) with TAG, so a"
+        " proxy can send a session's requests to the replica that holds it (docs/deploy.md)",
+        metavar="TAG",
+        shown="none",
         group=HTTP,
     )
     auth_reload_interval: float = setting(
