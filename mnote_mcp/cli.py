@@ -158,9 +158,13 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     environ = os.environ if environ is None else environ
     if args.command == "runtime":
         config_type = RUNTIME_COMMANDS[args.runtime_command][0]
-        return f"runtime {args.runtime_command}", from_sources(config_type, given, environ)
+        runtime_config = from_sources(config_type, given, environ)
+        if isinstance(runtime_config, (RuntimeConfig, RuntimeCliConfig)):
+            _ = runtime_config.seeds_demo  # as for serve
+        return f"runtime {args.runtime_command}", runtime_config
     config = from_sources(COMMANDS[args.command][0], given, environ)
     if isinstance(config, ServerConfig):
+        _ = config.seeds_demo  # --demo with --no-demo, or on PostgreSQL: a usage error
         from mnote_mcp.tools.catalog import ALL_TOOLS
 
         try:
@@ -235,7 +239,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
         lambda: open_kernel(
             db,
             seed=config.seed,
-            demo=config.demo,
+            demo=config.seeds_demo,
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
             pool_size=config.db_pool_size,
@@ -259,7 +263,7 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
     return answer_one(
         lambda: open_kernel(
             db,
-            demo=config.demo,
+            demo=config.seeds_demo,
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
             pool_size=1,

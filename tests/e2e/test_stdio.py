@@ -29,8 +29,8 @@ def console_script() -> str:
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_demo_path_over_stdio(tmp_path: Path, mode: str) -> None:
-    db = tmp_path / "fresh.db"  # new store: the server seeds the demo workspace itself
-    async with Client(stdio_params(db), mode=mode, read_timeout_seconds=TIMEOUT) as client:
+    db = tmp_path / "fresh.db"  # new store: the server seeds the demo workspace itself (asked: --demo)
+    async with Client(stdio_params(db, "--demo"), mode=mode, read_timeout_seconds=TIMEOUT) as client:
         envelopes = await tour(client, db)
     outcomes = [(e["toolName"], e["ok"], (e["error"] or {}).get("code")) for e in envelopes]
     assert outcomes == [
