@@ -22,6 +22,7 @@ import anyio
 from mnote_mcp import __version__
 from mnote_mcp.config import (
     AuditConfig,
+    BackupConfig,
     DemoConfig,
     LogSettings,
     MigrateConfig,
@@ -52,6 +53,7 @@ COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
     "seed": (SeedConfig, "load a workspace fixture into a store"),
     "audit": (AuditConfig, "read the audit trail of a store (JSON lines)"),
     "migrate": (MigrateConfig, "bring a store's schema to this release's version (JSON)"),
+    "backup": (BackupConfig, "copy a SQLite store, consistent while it is served (JSON)"),
     "token": (TokenConfig, "mint a bearer token into a tokens file (printed once)"),
     "demo": (DemoConfig, "a scripted tour of every tool over a real stdio MCP session"),
 }
@@ -306,6 +308,20 @@ def _seed(config: SeedConfig) -> int:
     return 0
 
 
+def _backup(config: BackupConfig) -> int:
+    from mnote_mcp.backup import backup_sqlite
+    from mnote_mcp.stores import is_postgres
+
+    db = store_or_default(config.db)
+    if is_postgres(db):
+        raise ValueError(
+            "backup copies a SQLite store; back a PostgreSQL one up with pg_dump -Fc"
+            " (docs/deploy.md, Backups and restores)"
+        )
+    print(json.dumps(backup_sqlite(Path(db), config.dest).to_json()))
+    return 0
+
+
 def _audit(config: AuditConfig) -> int:
     """Print the audit trail; the store is only read (a backup on a read-only mount will do), never
     created, migrated or changed."""
@@ -353,6 +369,7 @@ def _token(config: TokenConfig) -> int:
 RUNNERS: dict[str, Any] = {
     "seed": _seed,
     "audit": _audit,
+    "backup": _backup,
     "migrate": _migrate,
     "token": _token,
     "demo": _demo,

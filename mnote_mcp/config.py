@@ -743,6 +743,22 @@ class MigrateConfig(LogSettings):
 
 
 @dataclass(frozen=True)
+class BackupConfig(LogSettings):
+    """`mnote-mcp backup`: a consistent copy of a SQLite store, taken while it is served."""
+
+    dest: Path = setting(
+        None,
+        path,
+        "where the copy goes (a new file, never overwritten)",
+        positional=True,
+        required=True,
+        env="",
+        metavar="DEST",
+    )
+    db: Path | str | None = db_setting()
+
+
+@dataclass(frozen=True)
 class AuditConfig(LogSettings):
     """`mnote-mcp audit`: read the audit trail of a store."""
 
