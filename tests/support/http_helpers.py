@@ -80,15 +80,16 @@ def serve_argv(db: Path | str, *args: str) -> list[str]:
 
 @contextmanager
 def http_server(
-    db: Path | str, *args: str, env: dict[str, str] | None = None, timeout: float = 30
+    db: Path | str, *args: str, env: dict[str, str] | None = None, timeout: float = 30, cwd: Path = ROOT
 ) -> Iterator[RunningServer]:
+    """`cwd`: where `python -m mnote_mcp` finds the package first (another release's tree, say)."""
     process = subprocess.Popen(
         serve_argv(db, "--locale", "en", *args),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     server = RunningServer(url="", process=process)
