@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ TOKENS: dict[str, dict[str, Any]] = {"tok-editor": {"actorId": "user_editor"}}
 
 
 @pytest.fixture(scope="module")
-def previous_release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def previous_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The previous release's `mnote_mcp` package, extracted from git (it runs on this environment)."""
     tree = tmp_path_factory.mktemp("previous-release")
     git = shutil.which("git")
@@ -44,7 +43,7 @@ def previous_release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
         [git, "archive", PREVIOUS_RELEASE, "mnote_mcp"], cwd=ROOT, capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    yield tree
+    return tree
 
 
 def mnote(*args: str, release: Path = ROOT) -> subprocess.CompletedProcess[str]:
