@@ -18,6 +18,7 @@ from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import LocalKernel, LocalStore
 from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
+from mnote_mcp.kernel.postgres.gate import SearchBounds
 
 StoreLocation = Path | str
 # The package is not published: the extra is installed from the checkout.
@@ -59,25 +60,25 @@ def open_kernel(
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     pool_size: int | None = None,
     read_only: bool = False,
+    search: SearchBounds | None = None,
 ) -> LocalKernel:
     """The kernel on that store, seeded (`LocalKernel.open_seeded`). `read_only` opens an existing
-    SQLite store read-only and unseeded (`kernel.local.opening`); a PostgreSQL store is opened as usual."""
+    store read-only and unseeded, never created nor migrated (`open_store`): a SQLite file through
+    `kernel.local.opening`, a PostgreSQL database with its schema checked and every connection READ ONLY.
+    `pool_size` and `search` (its bounds: `kernel.postgres.gate`) are PostgreSQL's alone."""
     if read_only and seed is not None:
         raise ValueError(
             "--seed writes the store, but --read-only only reads it: seed it first"
             " (mnote-mcp seed --db PATH FILE), then serve it read-only"
         )
+    kernel: type[LocalKernel] = LocalKernel
+    options: dict[str, Any] = {}
     if is_postgres(db):
-        postgres_kernel = postgres_module(str(db), "kernel")
-        options: dict[str, Any] = {} if pool_size is None else {"pool_size": pool_size}
-        return postgres_kernel.PostgresKernel.open_seeded(  # type: ignore[no-any-return]
-            db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout, **options
-        )
+        kernel = postgres_module(str(db), "kernel").PostgresKernel
+        options = {"search": search} if pool_size is None else {"search": search, "pool_size": pool_size}
     if read_only:
-        from mnote_mcp.kernel.local.opening import open_store as open_sqlite
-
-        return LocalKernel(open_sqlite(db, read_only=True, limits=limits, busy_timeout=busy_timeout))
-    return LocalKernel.open_seeded(db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout)
+        return kernel(open_store(db, read_only=True, limits=limits, busy_timeout=busy_timeout, **options))
+    return kernel.open_seeded(db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout, **options)
 
 
 def open_store(db: StoreLocation, *, read_only: bool = False, **options: Any) -> LocalStore:

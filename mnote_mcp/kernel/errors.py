@@ -73,6 +73,8 @@ class Reason(StrEnum):
     STORE_BUSY = "store_busy"  # the embedded store stayed locked past its busy timeout
     STORE_UNAVAILABLE = "store_unavailable"  # the embedded store could not be opened (out of descriptors)
     SHUTTING_DOWN = "shutting_down"  # the server is stopping: the call was not (or not wholly) run
+    SEARCH_BUSY = "search_busy"  # the actor has --db-searches-per-actor searches in flight already
+    SEARCH_TIMEOUT = "search_timeout"  # a search statement ran past --db-search-timeout
     # internal
     UNEXPECTED = "unexpected"
     UNKNOWN_ERROR_CODE = "unknown_error_code"

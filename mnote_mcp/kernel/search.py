@@ -43,12 +43,12 @@ MAX_CHANGED_PAGES = 256
 # Scripts written without spaces between words: indexed as bigrams. Han (with its extensions and
 # compatibility forms, the iteration marks 々〆〇), hiragana, katakana (and its phonetic extensions,
 # ー), Hangul syllables.
-_CJK_RANGES = (
+CJK_RANGES = (
     "\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 )
-_TOKEN = re.compile(rf"([{_CJK_RANGES}]+)|([^\W_{_CJK_RANGES}]+)")
-_WORD_CHAR = re.compile(rf"[^\W_{_CJK_RANGES}]")
+_TOKEN = re.compile(rf"([{CJK_RANGES}]+)|([^\W_{CJK_RANGES}]+)")
+_WORD_CHAR = re.compile(rf"[^\W_{CJK_RANGES}]")
 
 
 def fold(text: str) -> str:

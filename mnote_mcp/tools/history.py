@@ -102,7 +102,7 @@ PAGE_REVERT = ToolSpec(
     name="mnote.page.revert",
     title="Revert page",
     description=(
-        'Undo writes to a page. undoRunId: everything that run did here ("undo what this run did"); '
+        'Undo writes to a page. undoRunId: everything you did here in that run ("undo what this run did"); '
         "commandId: one write; toRevision: back to that revision. Written as a new revision; refused, "
         "naming the blocks, where a later write changed them. Summaries and AI notes are not touched. "
         "Try dryRun=true first."
@@ -116,7 +116,10 @@ PAGE_REVERT = ToolSpec(
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema(
         {
-            "undoRunId": {"type": "string", "description": "Undo every write of this run on the page."},
+            "undoRunId": {
+                "type": "string",
+                "description": "Undo every write you made in this run on the page.",
+            },
             "commandId": {"type": "string", "description": "Undo this one write (audit.commandId)."},
             "toRevision": {"type": "integer", "minimum": 0, "description": "Restore the page as at it."},
         },

@@ -129,6 +129,14 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "服务器正在关闭，请稍后重试",
         "en": "the server is shutting down; retry later",
     },
+    (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_BUSY): {
+        "zh-CN": "你同时进行的搜索已达上限（{searchesPerActor} 个），请等其中一个返回后再试",
+        "en": "you have {searchesPerActor} searches in flight already, the most allowed; retry when one has answered",
+    },
+    (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_TIMEOUT): {
+        "zh-CN": "搜索超过 {searchTimeoutSeconds} 秒，已被停止",
+        "en": "the search ran longer than {searchTimeoutSeconds} s and was stopped",
+    },
     (_C.RUNTIME_UNAVAILABLE, _R.SERVICE_TOKEN): {
         "zh-CN": "mnote 运行时拒绝了本服务器的服务令牌：这是服务器的配置错误，重试无法解决",
         "en": "the mnote runtime refused this server's service token: a configuration error that retrying will not fix",
@@ -166,6 +174,14 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (_C.RUNTIME_UNAVAILABLE, None): {
         "zh-CN": "稍后用相同的 idempotencyKey 重试，不会重复写入",
         "en": "retry later with the same idempotencyKey; it will not be written twice",
+    },
+    (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_BUSY): {
+        "zh-CN": "等已发出的搜索返回后再发新的搜索",
+        "en": "wait for the searches already sent to answer before sending another",
+    },
+    (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_TIMEOUT): {
+        "zh-CN": "缩小搜索范围（更长或更多的词、指定 workspaceId）后重试",
+        "en": "narrow the search (longer or more words, a workspaceId), then retry",
     },
     (_C.RUNTIME_UNAVAILABLE, _R.SERVICE_TOKEN): {
         "zh-CN": "请告知运维：服务器的 MNOTE_RUNTIME_TOKEN 与运行时要求的令牌不一致",

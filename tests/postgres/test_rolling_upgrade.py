@@ -72,7 +72,7 @@ async def test_old_and_new_replicas_serve_side_by_side_across_a_migration(
     assert mnote("seed", "--db", db, str(FIXTURE), release=previous_release).returncode == 0
 
     replica = ["--auth-file", str(tokens), "--stateless"]
-    with http_server(db, *replica, cwd=previous_release) as old:
+    with http_server(db, *replica, root=previous_release) as old:
         async with mcp_http(old.url, "tok-editor") as client:
             first = await call(
                 client, "mnote.block.update", **write_args("k_old_1", blockId="p_1", text="old 1")

@@ -248,6 +248,70 @@ def test_audit_refuses_a_postgresql_store_at_a_newer_schema_as_the_server_does(s
     assert catalog(seeded) == before
 
 
+def rows_of(url: str) -> str:
+    """Every row of every table (`PgDatabase.dump`), read through a read-only store."""
+    store = open_store(url, read_only=True)
+    try:
+        return store.db.dump()
+    finally:
+        store.close()
+
+
+def test_serve_read_only_creates_nothing_in_an_empty_postgresql_database(pg_url: str) -> None:
+    """As on SQLite: `serve --read-only` never creates a store (nor seeds the demo into it)."""
+    before = catalog(pg_url)
+    served = run_cli("serve", "--read-only", "--db", pg_url)
+    assert served.returncode == 3, (served.returncode, served.stderr[-2000:])
+    assert len(served.stderr.strip().splitlines()) == 1 and "Traceback" not in served.stderr
+    assert "not an mnote store (no schema)" in served.stderr and "mnote-mcp migrate" in served.stderr
+    assert catalog(pg_url) == before == [[], [], [], []], "nothing created"
+
+
+def test_serve_read_only_does_not_migrate_a_postgresql_store_at_an_older_schema(pg_url: str) -> None:
+    database_at(pg_url, 3)
+    before = catalog(pg_url)
+    served = run_cli("serve", "--read-only", "--db", pg_url)
+    assert served.returncode == 3, (served.returncode, served.stderr[-2000:])
+    assert len(served.stderr.strip().splitlines()) == 1 and "Traceback" not in served.stderr
+    assert "schema version 3 is older" in served.stderr and "mnote-mcp migrate" in served.stderr
+    assert catalog(pg_url) == before, "not migrated: schema and versions as they were"
+
+
+async def test_serve_read_only_serves_a_current_postgresql_store_over_read_only_connections(
+    seeded: str,
+) -> None:
+    """A current store is served (a page, a search) to a role that may only SELECT, a write refused,
+    nothing changed; the kernel it opens has every connection READ ONLY, so PostgreSQL refuses a write
+    through it whatever the role may do."""
+    import psycopg
+
+    from mnote_mcp.stores import open_kernel
+    from tests.unit.tools.test_search import search
+
+    before = (catalog(seeded), rows_of(seeded))
+    reader = select_only_role(seeded)
+    params = stdio_params(reader, "--read-only", "--actor", "user_editor", env={"MNOTE_LOG_LEVEL": "warning"})
+    async with Client(params, read_timeout_seconds=60) as client:
+        page = await call(client, "mnote.page.get", **page_args())
+        assert page["ok"], page
+        found = await search(client, query="plan")
+        assert found["hits"], found
+        save = await call(
+            client,
+            "mnote.page.save",
+            **write_args("ro", content=[{"type": "paragraph", "text": "x"}], mode="append"),
+        )
+        assert not save["ok"] and save["error"]["code"] == "mnote_tool_permission_denied", save
+    kernel = open_kernel(seeded, read_only=True)
+    try:
+        assert isinstance(kernel, PostgresKernel)
+        with kernel.store.pg.autocommit() as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("CREATE TABLE intruder (id INTEGER)")
+    finally:
+        await kernel.aclose()
+    assert (catalog(seeded), rows_of(seeded)) == before
+
+
 # -- MCP end to end ----------------------------------------------------------------------------
 
 
@@ -281,7 +345,7 @@ async def test_the_reference_runtime_serves_a_postgresql_store(seeded: str, tmp_
     """`runtime serve --db URL` and `runtime cli --db URL`: the relays reach the same pages."""
     query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
     with reference_runtime(seeded, tmp_path) as runtime:
-        http = HttpKernel(runtime.url)
+        http = HttpKernel(runtime.url, token=runtime.token)
         try:
             page = await http.get_page(query)
         finally:

@@ -4,7 +4,9 @@
 revert, ledger and audit record runs the same code as on SQLite (`kernel/local`), through the
 `sql.Database` seam. `PostgresKernel` is the async port over it: every call runs on a worker thread
 (a database round trip is I/O; nothing is ever run inline on the event loop), at most as many at
-once as the pool has connections, so a call never waits on the event loop for a connection.
+once as the pool has connections, so a call never waits on the event loop for a connection. A search
+also takes one of fewer places, and an actor may have only so many searches in flight (`gate.py`),
+so broad searches never hold every connection.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
+import psycopg
 from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.blocks import body_summary
@@ -33,6 +36,7 @@ from mnote_mcp.kernel.policy import Scope
 from mnote_mcp.kernel.port import PageChangeListener, PageQuery, SearchQuery
 from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, PgDatabase, redact
+from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate, search_timeout
 from mnote_mcp.kernel.postgres.notify import ChangeHub, notify_hook
 from mnote_mcp.kernel.postgres.schema import Migration, SchemaTooNewError, check, migrate
 from mnote_mcp.kernel.postgres.search import index_hook
@@ -47,7 +51,8 @@ class PostgresStore(LocalStore):
 
     `read_only` (`audit`): the schema is checked, never created nor migrated (`schema.check`), and
     every connection's transactions are READ ONLY (`default_transaction_read_only`), so PostgreSQL
-    itself refuses any write or DDL sent through this store."""
+    itself refuses any write or DDL sent through this store. `search`: the bounds of searches
+    (`gate.py`); the store applies the statement timeout, the kernel the places."""
 
     def __init__(
         self,
@@ -58,8 +63,10 @@ class PostgresStore(LocalStore):
         hooks: Iterable[WriteHook] = (),
         pool_size: int = DEFAULT_POOL_SIZE,
         read_only: bool = False,
+        search: SearchBounds | None = None,
     ) -> None:
         self.url = url
+        self.search = search or SearchBounds()
         self.location = redact(url)
         self.path = Path(self.location)
         self.limits = limits or PageLimits()
@@ -127,7 +134,13 @@ class PostgresStore(LocalStore):
         """Search or list the pages the actor may read (`kernel/postgres/search.py`)."""
         segments = local_search.check(query)
         with self.transaction(write=False, inline=inline) as conn:
-            return pg_search.search(conn, query, segments)
+            # each statement of this transaction stops after the search timeout (until its COMMIT)
+            milliseconds = max(1, round(self.search.timeout * 1000))
+            conn.execute("SELECT set_config('statement_timeout', ?, true)", (str(milliseconds),))
+            try:
+                return pg_search.search(conn, query, segments)
+            except psycopg.errors.QueryCanceled:
+                raise search_timeout(self.search.timeout) from None
 
 
 def open_postgres_store(url: str, **options: object) -> PostgresStore:
@@ -150,6 +163,13 @@ class PostgresKernel(LocalKernel):
     def __init__(self, store: PostgresStore) -> None:
         super().__init__(store, max_threads=store.pool_size)
         self._hub: ChangeHub | None = None
+        self.searches = SearchGate(store.search, store.pool_size)
+
+    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+        """A search holds a search place (fewer than the pool) besides its thread and connection,
+        and waits for its actor's turn; one over the actor's bound is refused at once (`gate.py`)."""
+        async with self.searches.admit(query.actor_id):
+            return await super().search_pages(query)
 
     def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
         """`PageChangeFeed`: hear every page write committed on the database, by any replica."""
@@ -171,9 +191,12 @@ class PostgresKernel(LocalKernel):
         limits: PageLimits | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         pool_size: int = DEFAULT_POOL_SIZE,
+        search: SearchBounds | None = None,
     ) -> PostgresKernel:
         return cls(
-            open_postgres_store(str(path), limits=limits, busy_timeout=busy_timeout, pool_size=pool_size)
+            open_postgres_store(
+                str(path), limits=limits, busy_timeout=busy_timeout, pool_size=pool_size, search=search
+            )
         )
 
     async def _run(self, call: Callable[..., T]) -> T:

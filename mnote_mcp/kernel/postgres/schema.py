@@ -231,7 +231,8 @@ def check(db: PgDatabase, *, location: str = "") -> Migration:
         raise _too_new(current, location)
     if current == 0:
         raise SchemaNotCurrentError(
-            "not an mnote store (no schema), and a store opened read-only is not created"
+            "not an mnote store (no schema), and a store opened read-only is not created:"
+            " run `mnote-mcp migrate --db URL` first to create it"
         )
     if current < SCHEMA_VERSION:
         raise SchemaNotCurrentError(

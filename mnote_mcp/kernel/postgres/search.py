@@ -3,13 +3,15 @@
 `search_text` holds one row per page title (`block_id` '') and per block: the text folded as the
 search folds it (`kernel/search.py`: NFKC, case folding), kept by a write hook in the writing
 transaction (a search after a write sees it; a rolled-back write leaves no trace). A search finds
-candidate rows with one `LIKE '%segment%'` per segment of the query (a `pg_trgm` GIN index serves
-them where the extension can be created, for CJK and Latin text alike; without it they scan the
-rows of the workspaces searched), then keeps the rows where every segment really matches, with the
-matching rule the embedded index implements (`kernel/search.py`: a CJK run anywhere, a word whole or
-as a prefix with `*`), so both stores answer the same pages, in the same order, with the same
-snippets: pages ranked by (title match, matching rows, creation order: the workspace's first page,
-then the page), snippets from the first and last matching blocks in the order they were written.
+candidate rows of the pages the actor may read with one `LIKE '%segment%'` per segment of the query
+(a `pg_trgm` GIN index serves them where the extension can be created, for CJK and Latin text alike;
+without it they scan the rows of the workspaces searched), then keeps the rows where every segment
+really matches, with the matching rule the embedded index implements (`kernel/search.py`: a CJK run
+anywhere, a word whole or as a prefix with `*`): decided and counted in SQL where PostgreSQL can
+(`_found`), in Python for the few rows it cannot. So both stores answer the same pages, in the same
+order, with the same snippets: pages ranked by (title match, matching rows, creation order: the
+workspace's first page, then the page), snippets from the first and last matching blocks in the
+order they were written.
 
 Not PostgreSQL's `to_tsvector`: its parser and stemming would decide matches differently from the
 embedded kernel, and the contract says every adapter answers alike (docs/decisions.md).
@@ -17,9 +19,10 @@ embedded kernel, and the contract says every adapter answers alike (docs/decisio
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
@@ -30,6 +33,7 @@ from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchQuery
 from mnote_mcp.kernel.postgres.database import PgConnection
 from mnote_mcp.kernel.search import (
+    CJK_RANGES,
     MAX_CHANGED_PAGES,
     MAX_WATERMARK_CHARS,
     SNIPPETS_PER_HIT,
@@ -243,15 +247,94 @@ class _Page:
     seq: int  # its own creation order
     title: bool = False
     rows: int = 0
-    blocks: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, block id, folded)
+    low: int | None = None  # the first and last matching blocks, in the order they were written
+    high: int | None = None
 
     def key(self) -> tuple[int, int, int, int]:
         return (int(self.title), self.rows, self.first, self.seq)
+
+    def add(self, title: bool, rows: int, low: int | None, high: int | None) -> None:
+        self.title = self.title or title
+        self.rows += rows
+        if low is not None and high is not None:
+            self.low = low if self.low is None else min(self.low, low)
+            self.high = high if self.high is None else max(self.high, high)
+
+    def ends(self) -> list[int]:
+        """Its first and last matching blocks (one if they are the same), whose snippets it shows."""
+        if self.low is None or self.high is None:
+            return []
+        return [self.low] if self.low == self.high else [self.low, self.high]
+
+
+# A word segment matches where the characters around it are not word characters (`kernel/search.py`:
+# letters and digits of any script, CJK aside). PostgreSQL's regular expressions cannot say that as
+# Python does, but they can for the characters that decide it in practice: next to an ASCII character
+# that is not a letter or digit, or a CJK one (or the text's ends), the word surely matches (`_EDGE`).
+# So in a text that is all ASCII a row matches exactly when that expression does; a text with other
+# characters where the expression fails (a word next to é, ü, α...) may still match, and is read back
+# and decided in Python.
+_EDGE = rf"[\x01-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f{CJK_RANGES}]"
 
 
 def _like(segment: Segment) -> str:
     escaped = segment.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def _word(segment: Segment) -> str:
+    """The regular expression of a word segment between two `_EDGE` characters (or the text's ends);
+    a prefix needs no edge after it."""
+    needle = "".join(f"\\{c}" if c.isascii() and not c.isalnum() else c for c in segment.text)
+    return f"(^|{_EDGE}){needle}" + ("" if segment.prefix else f"($|{_EDGE})")
+
+
+def _found(
+    conn: Connection,
+    segments: Sequence[Segment],
+    workspaces: list[str],
+    hidden: set[tuple[str, str]],
+) -> list[tuple[Any, ...]]:
+    """The matching rows of the pages the actor may read, as (workspace, page, title matched, matching
+    rows, first and last matching block, folded text, page's creation order): one row per page for
+    the rows that surely match (counted in SQL), one per row PostgreSQL cannot decide (with its folded
+    text, for `_matches` to check).
+
+    Each row is read once: `LIKE` (what the trigram index finds) keeps the rows holding every
+    segment, one regular expression per word segment says whether it surely matches (`_EDGE`), and
+    the rest of its text is looked at only where it does not (a text all ASCII cannot match then).
+    Restricted pages the actor may not read are left out in the query, so their rows are neither
+    sent nor checked (docs/search.md, "What timing tells")."""
+    params: dict[str, Any] = {"ws": workspaces}
+    where = ["s.workspace_id = ANY(:ws)"]
+    sure: list[str] = []
+    for n, segment in enumerate(segments):
+        params[f"l{n}"] = _like(segment)
+        where.append(f"s.folded LIKE :l{n}")
+        if not segment.cjk:
+            params[f"w{n}"] = _word(segment)
+            sure.append(f"s.folded ~ :w{n}")
+    if hidden:
+        params["hw"], params["hp"] = [ws for ws, _ in hidden], [page for _, page in hidden]
+        where.append(
+            "(s.workspace_id, s.page_id) NOT IN"
+            " (SELECT * FROM unnest(CAST(:hw AS text[]), CAST(:hp AS text[])))"
+        )
+    block = "CASE WHEN f.block_id <> '' THEN f.block_seq END"
+    grouped = (
+        f"SELECT f.workspace_id, f.page_id, bool_or(f.block_id = '') AS title, count(*) AS rows,"
+        f" min({block}) AS low, max({block}) AS high, max(f.folded) FILTER (WHERE NOT f.sure) AS folded"
+        " FROM (SELECT s.workspace_id, s.page_id, s.block_id, s.block_seq, s.folded,"
+        f" {' AND '.join(sure) or 'true'} AS sure FROM search_text s WHERE {' AND '.join(where)}"
+        " OFFSET 0) f"  # (a subquery of its own: each row's expression is evaluated once)
+        " WHERE f.sure OR octet_length(f.folded) <> char_length(f.folded)"
+        " GROUP BY f.workspace_id, f.page_id, CASE WHEN f.sure THEN NULL ELSE f.block_id END"
+    )
+    return conn.execute(
+        f"SELECT g.*, p.seq FROM ({grouped}) g"
+        " JOIN pages p ON p.workspace_id = g.workspace_id AND p.id = g.page_id",
+        params,
+    ).fetchall()
 
 
 def _matches(
@@ -262,26 +345,20 @@ def _matches(
         return {"hits": []}
     when = local_search.moment(conn, cursor, workspaces, PG_CLOCK)
     hidden = _hidden_pages(conn, query.actor_id, workspaces)
-    rows = conn.execute(
-        "SELECT s.workspace_id, s.page_id, s.block_id, s.block_seq, s.folded, p.seq, w.first"
-        " FROM search_text s JOIN pages p ON p.workspace_id = s.workspace_id AND p.id = s.page_id"
-        " JOIN (SELECT workspace_id, min(seq) AS first FROM pages WHERE workspace_id = ANY(?)"
-        " GROUP BY workspace_id) w ON w.workspace_id = s.workspace_id"
-        " WHERE s.workspace_id = ANY(?) AND " + " AND ".join("s.folded LIKE ?" for _ in segments),
-        (workspaces, workspaces, *(_like(segment) for segment in segments)),
-    ).fetchall()
+    firsts = dict(
+        conn.execute(
+            "SELECT workspace_id, min(seq) FROM pages WHERE workspace_id = ANY(?) GROUP BY workspace_id",
+            (workspaces,),
+        ).fetchall()
+    )
     pages: dict[tuple[str, str], _Page] = {}
-    for ws, page_id, block_id, block_seq, folded, seq, first in rows:
-        if (ws, page_id) in hidden or not all(find(folded, segment) for segment in segments):
+    for ws, page_id, title, rows, low, high, folded, seq in _found(conn, segments, workspaces, hidden):
+        if folded is not None and not all(find(folded, segment) for segment in segments):
             continue
         page = pages.get((ws, page_id))
         if page is None:
-            page = pages[(ws, page_id)] = _Page(first, seq)
-        page.rows += 1
-        if block_id == TITLE:
-            page.title = True
-        else:
-            page.blocks.append((block_seq, block_id, folded))
+            page = pages[(ws, page_id)] = _Page(firsts[ws], seq)
+        page.add(title, rows, low, high)
     ranked_pages: dict[tuple[str, str], _Page] = {
         key: page for key, page in pages.items() if key not in when.changed
     }
@@ -300,18 +377,22 @@ def _matches(
             continue
         now = pages.get((ws, page_id))
         ranked_pages[(ws, page_id)] = _Page(
-            order[1], order[0], bool(then[0]), then[1], now.blocks if now is not None else []
+            order[1], order[0], bool(then[0]), then[1], *((now.low, now.high) if now else (None, None))
         )
-    ranked = sorted(ranked_pages.items(), key=lambda item: item[1].key(), reverse=True)
-    if cursor is not None:
-        bound = tuple(cursor.after)
-        ranked = [item for item in ranked if item[1].key() < bound]
+    bound = tuple(cursor.after) if cursor is not None else None
+    ranked = heapq.nlargest(
+        query.limit + 1,
+        (item for item in ranked_pages.items() if bound is None or item[1].key() < bound),
+        key=lambda item: item[1].key(),
+    )
     more = len(ranked) > query.limit
     ranked = ranked[: query.limit]
+    heads = _heads(conn, [key for key, _ in ranked])
+    texts = _texts(conn, [seq for _, page in ranked for seq in page.ends()])
     hits = []
-    for (ws, page_id), page in ranked:
-        hit = _page_hit(conn, ws, page_id)
-        snippets = _snippets(conn, ws, page_id, page, segments)
+    for key, page in ranked:
+        hit = heads[key]
+        snippets = _snippets([texts[seq] for seq in page.ends() if seq in texts], segments)
         if snippets:
             hit["snippets"] = snippets
         hits.append(hit)
@@ -321,37 +402,41 @@ def _matches(
     return view
 
 
-def _page_hit(conn: Connection, ws: str, page_id: str) -> dict[str, Any]:
-    title, revision, updated_at = conn.execute(
-        "SELECT title, revision, updated_at FROM pages WHERE workspace_id = ? AND id = ?", (ws, page_id)
-    ).fetchone()
+def _heads(conn: Connection, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The hits of these pages (title, revision, when it changed), in one query."""
+    if not keys:
+        return {}
+    rows = conn.execute(
+        "SELECT workspace_id, id, title, revision, updated_at FROM pages"
+        " WHERE (workspace_id, id) IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))",
+        ([ws for ws, _ in keys], [page for _, page in keys]),
+    ).fetchall()
     return {
-        "workspaceId": ws,
-        "documentId": page_id,
-        "title": title,
-        "revision": revision,
-        "updatedAt": updated_at,
+        (ws, page_id): {
+            "workspaceId": ws,
+            "documentId": page_id,
+            "title": title,
+            "revision": revision,
+            "updatedAt": updated_at,
+        }
+        for ws, page_id, title, revision, updated_at in rows
     }
 
 
-def _snippets(
-    conn: Connection, ws: str, page_id: str, page: _Page, segments: Sequence[Segment]
-) -> list[dict[str, str]]:
-    """The snippets of the page's first and last matching blocks (in the order they were written),
-    as the embedded index gives them."""
-    if not page.blocks:
-        return []
-    ordered = sorted(page.blocks)
-    ends = [ordered[0]] if len(ordered) == 1 else [ordered[0], ordered[-1]]
-    texts = dict(
-        conn.execute(
-            "SELECT id, text FROM blocks WHERE workspace_id = ? AND page_id = ? AND id = ANY(?)",
-            (ws, page_id, [block_id for _, block_id, _ in ends]),
-        ).fetchall()
-    )
+def _texts(conn: Connection, seqs: list[int]) -> dict[int, tuple[str, str]]:
+    """(block id, text) of these block rows, in one query."""
+    if not seqs:
+        return {}
+    rows = conn.execute("SELECT seq, id, text FROM blocks WHERE seq = ANY(?)", (seqs,)).fetchall()
+    return {seq: (block_id, text) for seq, block_id, text in rows}
+
+
+def _snippets(blocks: list[tuple[str, str]], segments: Sequence[Segment]) -> list[dict[str, str]]:
+    """The snippets of a page's first and last matching blocks (in the order they were written), as
+    the embedded index gives them."""
     out: list[dict[str, str]] = []
-    for _, block_id, _ in ends:
-        marked = snippet(texts[block_id], segments)
+    for block_id, text in blocks:
+        marked = snippet(text, segments)
         if marked is not None:
             out.append({"blockId": block_id, "text": marked})
     return out[:SNIPPETS_PER_HIT]
