@@ -10,16 +10,14 @@ refused (exit 3), so the roll only goes forward.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.helpers import FIXTURE, ROOT, call, page_args, write_args
+from tests.support.helpers import FIXTURE, ROOT, call, page_args, run_cli, write_args
 from tests.support.http_helpers import http_server, mcp_http, write_tokens
 from tests.support.postgres import PgServer
 
@@ -48,28 +46,14 @@ def previous_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tree
 
 
-def mnote(*args: str, release: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """`python -m mnote_mcp ARGS` of a release (its tree first on the path)."""
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("MNOTE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "mnote_mcp", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=release,
-        env=clean,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 async def test_old_and_new_replicas_serve_side_by_side_across_a_migration(
     pg_server: PgServer, previous_release: Path, tmp_path: Path
 ) -> None:
     db = pg_server.database()
     tokens = write_tokens(tmp_path / "tokens.json", TOKENS)
-    created = mnote("migrate", "--db", db, release=previous_release)
+    created = run_cli("migrate", "--db", db, root=previous_release)
     assert created.returncode == 0 and json.loads(created.stdout)["schemaVersion"] == 3, created.stderr
-    assert mnote("seed", "--db", db, str(FIXTURE), release=previous_release).returncode == 0
+    assert run_cli("seed", "--db", db, str(FIXTURE), root=previous_release).returncode == 0
 
     replica = ["--auth-file", str(tokens), "--stateless"]
     with http_server(db, *replica, root=previous_release) as old:
@@ -79,7 +63,7 @@ async def test_old_and_new_replicas_serve_side_by_side_across_a_migration(
             )
         assert first["ok"], first["error"]
 
-        migrated = mnote("migrate", "--db", db)  # this release, while the old replica serves
+        migrated = run_cli("migrate", "--db", db)  # this release, while the old replica serves
         report = json.loads(migrated.stdout)
         assert report["schemaVersion"] == 4 and report["migrations"][-1]["version"] == 4, migrated.stderr
 
@@ -110,8 +94,6 @@ async def test_old_and_new_replicas_serve_side_by_side_across_a_migration(
     texts = {block["id"]: block["text"] for block in seen_by_old["result"]["blocks"]}
     assert (texts["p_1"], texts["p_2"]) == ("new 1", "written by the old")
 
-    late = mnote(
-        "serve", "--transport", "http", "--port", "0", "--db", db, *replica, release=previous_release
-    )
+    late = run_cli("serve", "--transport", "http", "--port", "0", "--db", db, *replica, root=previous_release)
     assert late.returncode == 3, late.stderr
     assert "schema version 4" in late.stderr and "knows 3" in late.stderr
