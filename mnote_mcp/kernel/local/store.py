@@ -37,7 +37,6 @@ from mnote_mcp.kernel.port import (
     Command,
     CommandName,
     CommandOutcome,
-    HistoryEntry,
     HistoryQuery,
     HistoryView,
     OutcomeData,
@@ -156,7 +155,7 @@ class LocalStore:
             "documentId": page.id,
             "revision": page.revision,
             "historyFrom": page.history_from,
-            "entries": cast(list[HistoryEntry], entries),  # the port's type for history.entries
+            "entries": entries,
         }
         if cursor is not None:
             view["nextCursor"] = cursor
@@ -179,10 +178,7 @@ class LocalStore:
         inline: bool = False,
     ) -> list[AuditRecord]:
         with self.transaction(write=False, inline=inline) as conn:
-            return cast(
-                list[AuditRecord],
-                ledger.audit_trail(conn, trace_id=trace_id, command_id=command_id, limit=limit),
-            )
+            return ledger.audit_trail(conn, trace_id=trace_id, command_id=command_id, limit=limit)
 
     def check_access(
         self, workspace_id: str, document_id: str, actor_id: str, need: Scope, *, inline: bool = False
