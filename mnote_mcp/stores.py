@@ -3,14 +3,19 @@
 Every command that takes `--db` (serve, seed, audit, migrate, runtime serve|cli) opens its store here,
 so `--db postgresql://…` works wherever a path does: the dialect is picked from `--db`, everything
 above it is the one portable kernel (`kernel/store`). The PostgreSQL dialect (and psycopg) is imported
-only when a URL is given; the fixture loader only when a store is seeded.
+only when a URL is given; without the `[postgres]` extra that is one line saying how to install it
+(exit status 3), never a traceback. The fixture loader is imported only when a store is seeded.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from pathlib import Path
+from types import ModuleType
+from urllib.parse import urlsplit, urlunsplit
 
+from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.postgres.gate import SearchBounds
 from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT
@@ -19,18 +24,33 @@ from mnote_mcp.kernel.store.store import Store
 
 StoreLocation = Path | str
 logger = logging.getLogger(__name__)
+# The package is not published: the extra is installed from the checkout.
+POSTGRES_EXTRA = "pip install -e '.[postgres]' in the mnote_mcp checkout"
 
 
 def is_postgres(db: StoreLocation) -> bool:
     return isinstance(db, str) and db.startswith(("postgresql://", "postgres://"))
 
 
+def postgres_module(db: str, name: str) -> ModuleType:
+    """`mnote_mcp.kernel.postgres.NAME`, or `StoreUnavailableError` naming the extra when psycopg (or
+    its pool) is not installed."""
+    try:
+        return importlib.import_module(f"mnote_mcp.kernel.postgres.{name}")
+    except ImportError as exc:
+        if not (exc.name or "").startswith("psycopg"):
+            raise
+        parts = urlsplit(db)  # no password to hide: the user and password are left out
+        host = f"{parts.hostname or ''}{'' if parts.port is None else f':{parts.port}'}"
+        where = urlunsplit(parts._replace(netloc=host, query=""))
+        raise StoreUnavailableError(where, f"PostgreSQL support is not installed: {POSTGRES_EXTRA}") from None
+
+
 def describe(db: StoreLocation) -> str:
     """Where the data lives, for the start-up line: `sqlite:PATH` or the URL without its password."""
     if is_postgres(db):
-        from mnote_mcp.kernel.postgres.database import redact
-
-        return redact(str(db))
+        redacted: str = postgres_module(str(db), "database").redact(str(db))
+        return redacted
     return f"sqlite:{db}"
 
 
@@ -87,17 +107,16 @@ def open_store(
     read-only URI (`kernel.sqlite.opening`), PostgreSQL with its schema checked and every transaction
     READ ONLY (`kernel.postgres.dialect`)."""
     if is_postgres(db):
-        from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE
-        from mnote_mcp.kernel.postgres.opening import open_store as open_postgres
-
-        return open_postgres(
+        opening = postgres_module(str(db), "opening")
+        store: Store = opening.open_store(
             str(db),
             read_only=read_only,
             limits=limits,
             busy_timeout=busy_timeout,
-            pool_size=pool_size or DEFAULT_POOL_SIZE,
+            pool_size=pool_size,
             search=search,
         )
+        return store
     from mnote_mcp.kernel.sqlite.opening import open_store as open_sqlite
 
     return open_sqlite(db, read_only=read_only, limits=limits, busy_timeout=busy_timeout)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, Reason
-from mnote_mcp.kernel.port import HistoryQuery, Kernel
+from mnote_mcp.kernel.port import HistoryFilter, HistoryQuery, Kernel
 from mnote_mcp.kernel.store.commands import revert as revert_commands
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
@@ -36,15 +36,17 @@ async def _history(request: ToolRequest, kernel: Kernel) -> ToolResult:
             document_id=request.document_id,
             actor_id=request.actor_id,
             correlation=request.correlation,
-            run_id=where.get("runId") or None,  # "": no filter (a strict host fills every field)
-            session_id=where.get("sessionId") or None,
-            by_actor_id=where.get("actorId") or None,
+            filter=HistoryFilter(  # "": no filter (a strict host fills every field)
+                run_id=where.get("runId") or None,
+                session_id=where.get("sessionId") or None,
+                actor_id=where.get("actorId") or None,
+            ),
             since_revision=args.get("sinceRevision"),
             limit=args.get("limit", 20),
             cursor=args.get("cursor"),
         )
     )
-    return ToolResult(result=view, effect="read")
+    return ToolResult(result=dict(view), effect="read")
 
 
 PAGE_HISTORY = ToolSpec(
@@ -103,7 +105,7 @@ PAGE_REVERT = ToolSpec(
     name="mnote.page.revert",
     title="Revert page",
     description=(
-        'Undo writes to a page. undoRunId: everything that run did here ("undo what this run did"); '
+        'Undo writes to a page. undoRunId: everything you did here in that run ("undo what this run did"); '
         "commandId: one write; toRevision: back to that revision. Written as a new revision; refused, "
         "naming the blocks, where a later write changed them. Summaries and AI notes are not touched. "
         "Try dryRun=true first."
@@ -117,7 +119,10 @@ PAGE_REVERT = ToolSpec(
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema(
         {
-            "undoRunId": {"type": "string", "description": "Undo every write of this run on the page."},
+            "undoRunId": {
+                "type": "string",
+                "description": "Undo every write you made in this run on the page.",
+            },
             "commandId": {"type": "string", "description": "Undo this one write (audit.commandId)."},
             "toRevision": {"type": "integer", "minimum": 0, "description": "Restore the page as at it."},
         },

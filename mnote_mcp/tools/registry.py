@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import mcp.types as types
 import orjson
 
+from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
@@ -51,6 +52,8 @@ _CORRELATION_PROPERTY: dict[str, Any] = {"type": "string"}
 # What an extension may add to a property the contract declares: words and item schemas, never a
 # constraint (type, enum, minLength, default, ...) the contract does not state.
 _ANNOTATING_KEYWORDS = frozenset({"description", "items", "examples"})
+# Arrays of block ids a caller names (a delete's targets, a read's subset): bounded by `maxItems`.
+ID_ARRAYS: tuple[str, ...] = ("blockIds",)
 _SCOPE_PROPERTY: dict[str, Any] = {
     "type": "array",
     "items": {"type": "string", "enum": [scope.value for scope in Scope]},
@@ -154,11 +157,18 @@ class ToolSpec:
     def absent_when_empty(self) -> frozenset[str]:
         return self.empty_means_absent | EMPTY_MEANS_ABSENT
 
-    def input_schema(self, *, strict: bool, max_id_chars: int = DEFAULT_MAX_ID_CHARS) -> dict[str, Any]:
+    def input_schema(
+        self,
+        *,
+        strict: bool,
+        max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
+    ) -> dict[str, Any]:
         """The advertised schema: the contract's, plus extensions; correlation ids optional unless strict.
 
-        The one constraint added to the contract's own properties is `maxLength` on the client's ids
-        (correlation ids, `idempotencyKey`): they are echoed, logged and stored, so they are bounded.
+        The constraints added to the contract's own properties bound what a client controls:
+        `maxLength` on the client's ids (correlation ids, `idempotencyKey`: they are echoed, logged and
+        stored) and `maxItems` on arrays of block ids (each is looked up in the page).
         """
         contract = copy.deepcopy(dict(self.contract_schema))
         extensions = self.all_extensions
@@ -172,6 +182,9 @@ class ToolSpec:
         for prop in ID_FIELDS:
             if properties.get(prop, {}).get("type") == "string":
                 properties[prop]["maxLength"] = max_id_chars
+        for prop in ID_ARRAYS:
+            if properties.get(prop, {}).get("type") == "array":
+                properties[prop]["maxItems"] = max_block_ids
         properties.setdefault("capabilityScope", copy.deepcopy(_SCOPE_PROPERTY))
         required = [name for name in contract.get("required", []) if strict or name not in CORRELATION_FIELDS]
         advertised: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
@@ -187,8 +200,9 @@ class ToolSpec:
         form: SchemaForm,
         style: ToolNames,
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
     ) -> dict[str, Any]:
-        schema = self.input_schema(strict=strict, max_id_chars=max_id_chars)
+        schema = self.input_schema(strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids)
         advertised: dict[str, Any] = respell_all(strict_form(schema) if form == "strict" else schema, style)
         return advertised
 
@@ -211,13 +225,14 @@ class ToolSpec:
         form: SchemaForm = "contract",
         output_schema: bool = True,
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
     ) -> types.Tool:
         return types.Tool(
             name=self.advertised_name(style),
             title=self.title,
             description=respell(self.description, style),
             input_schema=self.advertised_schema(
-                strict=strict, form=form, style=style, max_id_chars=max_id_chars
+                strict=strict, form=form, style=style, max_id_chars=max_id_chars, max_block_ids=max_block_ids
             ),
             output_schema=OUTPUT_SCHEMA if output_schema else None,
             annotations=self.mcp_annotations(),
@@ -241,12 +256,14 @@ class Registry:
         strict: bool = False,
         form: SchemaForm = "contract",
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
     ) -> None:
         self.specs: tuple[ToolSpec, ...] = tuple(specs)
         self.style: ToolNames = style
         self.strict = strict
         self.form: SchemaForm = form
         self.max_id_chars = max_id_chars
+        self.max_block_ids = max_block_ids
         self._by_name: dict[str, ToolSpec] = {}
         for spec in self.specs:
             for alias in (spec.name, spec.underscore_name):
@@ -254,7 +271,10 @@ class Registry:
                     raise ValueError(f"two tools answer to {alias!r}")
                 self._by_name[alias] = spec
         self._schemas = {
-            spec.name: spec.input_schema(strict=strict, max_id_chars=max_id_chars) for spec in self.specs
+            spec.name: spec.input_schema(
+                strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids
+            )
+            for spec in self.specs
         }
         self._validators: dict[str, Validator] = {}
 
@@ -290,6 +310,7 @@ class Registry:
                 form=self.form,
                 output_schema=output_schema,
                 max_id_chars=self.max_id_chars,
+                max_block_ids=self.max_block_ids,
             )
             for spec in self.specs
             if include(spec)

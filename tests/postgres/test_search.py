@@ -31,7 +31,7 @@ import pytest
 from mcp import Client
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.port import Correlation, PageQuery, SearchQuery
+from mnote_mcp.kernel.port import Correlation, PageQuery, SearchQuery, SearchResult
 from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate
 from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
@@ -325,7 +325,7 @@ def stall(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stall]:
     stall = Stall()
     real = Store.search_pages
 
-    def stalled(self: Store, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
+    def stalled(self: Store, query: SearchQuery, *, inline: bool = False) -> SearchResult:
         with pg_dialect(self).database.connection():  # hold a pooled connection, as a long statement does
             stall.begin(query.actor_id)
             stall.release.wait(60)

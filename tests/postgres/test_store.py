@@ -21,7 +21,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
-import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -29,7 +28,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey, PageQuery
+from mnote_mcp.kernel.port import (
+    Command,
+    CommandName,
+    CommandOutcome,
+    Correlation,
+    PageKey,
+    PageQuery,
+    PageView,
+)
 from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
@@ -51,7 +58,7 @@ from tests.support.helpers import (
     store_with_pages,
     write_args,
 )
-from tests.support.http_helpers import http_server, mcp_http, write_tokens
+from tests.support.http_helpers import ResourceUpdates, http_server, mcp_http, write_tokens
 from tests.support.postgres import PgServer, pg_dialect, seeded_database
 from tests.support.runtimes import reference_runtime, runtime_cli_command
 
@@ -353,7 +360,7 @@ async def test_the_reference_runtime_serves_a_postgresql_store(seeded: str, tmp_
     """`runtime serve --db URL` and `runtime cli --db URL`: the relays reach the same pages."""
     query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
     with reference_runtime(seeded, tmp_path) as runtime:
-        http = HttpKernel(runtime.url)
+        http = HttpKernel(runtime.url, token=runtime.token)
         try:
             page = await http.get_page(query)
         finally:
@@ -453,19 +460,8 @@ async def test_one_key_racing_on_two_pages_from_two_replicas_is_one_operation(se
     assert {e.code for e in refusals} == {ErrorCode.IDEMPOTENCY_CONFLICT}
 
 
-class Updates:
-    def __init__(self) -> None:
-        self.uris: list[str] = []
-        self.arrived = anyio.Event()
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            self.uris.append(str(message.params.uri))
-            self.arrived.set()
-
-
 async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded: str, tokens: Path) -> None:
-    updates = Updates()
+    updates = ResourceUpdates()
     with (
         # A polls once an hour: what it hears within seconds came through LISTEN/NOTIFY.
         http_server(seeded, "--auth-file", str(tokens), "--watch-interval", "3600") as a,
@@ -661,7 +657,7 @@ def test_a_page_read_is_statements_of_their_own_and_never_mixes_two_revisions(
         )
         elsewhere.clear()
 
-    def texts(page: dict[str, Any]) -> list[str]:
+    def texts(page: PageView) -> list[str]:
         return [block["text"] for block in page["blocks"]]
 
     try:

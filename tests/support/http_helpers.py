@@ -6,20 +6,24 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import httpx2
+import mcp.types as types
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -38,6 +42,19 @@ class RunningServer:
     @property
     def log(self) -> str:
         return "".join(self.stderr)
+
+
+class ResourceUpdates:
+    """A client's message handler that keeps the URIs of `notifications/resources/updated`."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+            self.arrived.set()
 
 
 def write_tokens(path: Path, tokens: dict[str, dict[str, Any]]) -> Path:
@@ -63,18 +80,31 @@ def serve_argv(db: Path | str, *args: str) -> list[str]:
     ]
 
 
+def file_limit(limit: int) -> None:
+    """In the child before it runs: at most `limit` open files (soft and hard), as `ulimit -n`."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
 @contextmanager
 def http_server(
-    db: Path | str, *args: str, env: dict[str, str] | None = None, timeout: float = 30
+    db: Path | str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 30,
+    open_files: int | None = None,
+    root: Path = ROOT,
 ) -> Iterator[RunningServer]:
+    """The server, with at most `open_files` file descriptors if given (`ulimit -n`); `root` is the
+    checkout whose code runs (another one's, for a benchmark's before and after)."""
     process = subprocess.Popen(
         serve_argv(db, "--locale", "en", *args),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
+        cwd=root,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        preexec_fn=None if open_files is None else partial(file_limit, open_files),
     )
     server = RunningServer(url="", process=process)
     found = threading.Event()
@@ -125,9 +155,23 @@ def start_failure(
 async def mcp_http(
     url: str, token: str | None, mode: str = "legacy", **headers: str
 ) -> AsyncIterator[Client]:
-    sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **headers}
+    async with mcp_http_client(url, token, headers, mode=mode) as client:
+        yield client
+
+
+@asynccontextmanager
+async def mcp_http_client(
+    url: str,
+    token: str | None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    mode: str = "legacy",
+    http_timeout: float = 30,
+) -> AsyncIterator[Client]:
+    """`mcp_http` with the HTTP client's timeout (a bench may wait longer than a test)."""
+    sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
     async with (
-        httpx2.AsyncClient(headers=sent, timeout=30) as http,
+        httpx2.AsyncClient(headers=sent, timeout=http_timeout) as http,
         Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client,
     ):
         yield client
@@ -198,3 +242,19 @@ def cut_off(held: list[socket.socket]) -> list[bool]:
             cut.append(False)
         sock.close()
     return cut
+
+
+def waits_until_one_ends(waiting: socket.socket, busy: list[socket.socket]) -> None:
+    """`waiting` (its request sent) is not answered while `busy` hold every connection the server
+    allows, and is once one of them ends; closes them all."""
+    waiting.settimeout(1)
+    try:
+        early = waiting.recv(64)
+    except TimeoutError:
+        early = b""
+    assert not early, f"answered while every connection was busy: {early!r}"
+    busy[0].close()
+    waiting.settimeout(10)
+    assert waiting.recv(64).startswith(b"HTTP/1.1 200"), "accepted once a connection ends"
+    for sock in [waiting, *busy[1:]]:
+        sock.close()

@@ -26,14 +26,15 @@ def open_store(
     limits: PageLimits | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     hooks: Iterable[WriteHook] = (),
-    pool_size: int = DEFAULT_POOL_SIZE,
+    pool_size: int | None = None,
     search: SearchBounds | None = None,
 ) -> Store:
-    """The store in that database (see `dialect.PostgresDialect`); raises `StoreUnavailableError`
-    naming the cause (without the password)."""
+    """The store in that database (see `dialect.PostgresDialect`; `pool_size` None: the default);
+    raises `StoreUnavailableError` naming the cause (without the password)."""
+    size = DEFAULT_POOL_SIZE if pool_size is None else pool_size
     try:
         dialect = PostgresDialect(
-            url, busy_timeout=busy_timeout, pool_size=pool_size, read_only=read_only, search=search
+            url, busy_timeout=busy_timeout, pool_size=size, read_only=read_only, search=search
         )
     except (SchemaTooNewError, SchemaNotCurrentError) as exc:
         raise StoreUnavailableError(redact(url), str(exc)) from None
@@ -49,7 +50,7 @@ def open_kernel(
     read_only: bool = False,
     limits: PageLimits | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-    pool_size: int = DEFAULT_POOL_SIZE,
+    pool_size: int | None = None,
     search: SearchBounds | None = None,
 ) -> StoreKernel:
     """The kernel port on that database (see `open_store`)."""

@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
-from mnote_mcp.kernel.port import SearchQuery
+from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult, Snippet
 from mnote_mcp.kernel.postgres.database import PgConnection
 from mnote_mcp.kernel.postgres.gate import DEFAULT_SEARCH_TIMEOUT, search_timeout
 from mnote_mcp.kernel.search import (
@@ -47,8 +47,6 @@ from mnote_mcp.kernel.search import (
 )
 from mnote_mcp.kernel.store.changes import PageChange, publish
 from mnote_mcp.kernel.store.search import (
-    SearchHit,
-    SearchView,
     as_it_was,
     hit,
     listing,
@@ -208,7 +206,9 @@ class TextIndex:
                 edited,
             )
 
-    def search(self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None) -> SearchView:
+    def search(
+        self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None
+    ) -> SearchResult:
         """The hits of one search (or the listing), best first; every statement of the transaction
         stops after the search timeout (until its COMMIT)."""
         milliseconds = max(1, round(self.timeout * 1000))
@@ -336,7 +336,7 @@ def _found(
 
 def _matches(
     conn: Connection, query: SearchQuery, segments: Sequence[Segment], workspaces: list[str]
-) -> SearchView:
+) -> SearchResult:
     cursor = decode_cursor(query, (int, int, int, int))
     if not workspaces:
         return {"hits": []}
@@ -393,7 +393,7 @@ def _matches(
         if snippets:
             found["snippets"] = snippets
         hits.append(found)
-    view: SearchView = {"hits": hits}
+    view: SearchResult = {"hits": hits}
     if more:
         view["nextCursor"] = encode_cursor(query, list(ranked[-1][1].key()), when.watermark)
     return view
@@ -419,10 +419,10 @@ def _texts(conn: Connection, seqs: list[int]) -> dict[int, tuple[str, str]]:
     return {seq: (block_id, text) for seq, block_id, text in rows}
 
 
-def _snippets(blocks: list[tuple[str, str]], segments: Sequence[Segment]) -> list[dict[str, str]]:
+def _snippets(blocks: list[tuple[str, str]], segments: Sequence[Segment]) -> list[Snippet]:
     """The snippets of a page's first and last matching blocks (in the order they were written), as
     the embedded index gives them."""
-    out: list[dict[str, str]] = []
+    out: list[Snippet] = []
     for block_id, text in blocks:
         marked = snippet(text, segments)
         if marked is not None:

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
-from mnote_mcp.kernel.port import SearchQuery
+from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult, Snippet
 from mnote_mcp.kernel.search import (
     MAX_CHANGED_PAGES,
     SNIPPETS_PER_HIT,
@@ -50,8 +50,6 @@ from mnote_mcp.kernel.search import (
 from mnote_mcp.kernel.store.changes import PageChange
 from mnote_mcp.kernel.store.rows import BlockChange, BlockRow, ids_in_chunks
 from mnote_mcp.kernel.store.search import (
-    SearchHit,
-    SearchView,
     as_it_was,
     hit,
     listing,
@@ -176,7 +174,9 @@ class Fts5Index:
                 (ws, page, change.revision),
             )
 
-    def search(self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None) -> SearchView:
+    def search(
+        self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None
+    ) -> SearchResult:
         """The listing, or the pages that match ranked by (title matched, number of matching rows,
         page number), best first."""
         workspaces = readable_workspaces(conn, query)
@@ -317,7 +317,7 @@ def _matches(
     segments: Sequence[Segment],
     workspaces: dict[str, int | None],
     chunk_pages: dict[int, int],
-) -> SearchView:
+) -> SearchResult:
     """Pages ranked by (title matched, number of matching rows, page number), best first.
 
     The index answers the matching rowids of each readable workspace's range (one pass over all of
@@ -402,7 +402,7 @@ def _matches(
         if snippets:
             hit["snippets"] = snippets
         hits.append(hit)
-    view: SearchView = {"hits": hits}
+    view: SearchResult = {"hits": hits}
     if more:
         view["nextCursor"] = encode_cursor(query, list(ranked[-1]), when.watermark)
     return view
@@ -450,7 +450,7 @@ def _page_hit(conn: Connection, page: int) -> SearchHit:
     return hit(workspace_id, page_id, title, revision, updated_at)
 
 
-def _snippets(conn: Connection, segments: Sequence[Segment], keys: set[int]) -> list[dict[str, str]]:
+def _snippets(conn: Connection, segments: Sequence[Segment], keys: set[int]) -> list[Snippet]:
     """The snippets of a hit's first and last matching blocks (the keys the ranking query found)."""
     if not keys:
         return []
@@ -459,7 +459,7 @@ def _snippets(conn: Connection, segments: Sequence[Segment], keys: set[int]) -> 
         f" WHERE s.key IN ({', '.join('?' * len(keys))}) ORDER BY s.key",
         sorted(keys),
     ).fetchall()
-    out: list[dict[str, str]] = []
+    out: list[Snippet] = []
     for block_id, text in rows:
         marked = snippet(text, segments)
         if marked is not None:

@@ -33,10 +33,10 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Protocol
 
-from mnote_mcp.kernel.port import PageChangeListener, SearchQuery
+from mnote_mcp.kernel.port import PageChangeListener, SearchQuery, SearchResult
 from mnote_mcp.kernel.search import Segment
 from mnote_mcp.kernel.store.changes import PageChange
-from mnote_mcp.kernel.store.search import Clock, SearchView
+from mnote_mcp.kernel.store.search import Clock
 from mnote_mcp.kernel.store.sql import Connection
 
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -70,7 +70,9 @@ class SearchIndex(Protocol):
     def apply(self, conn: Connection, change: PageChange) -> None:
         """Follow one write, in its transaction, after its rows are written (`changes.publish`)."""
 
-    def search(self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None) -> SearchView:
+    def search(
+        self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None
+    ) -> SearchResult:
         """The hits of one search, best first, of the pages the actor may read; without segments,
         the listing (`search.listing`, portable)."""
         ...

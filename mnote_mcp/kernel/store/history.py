@@ -4,7 +4,7 @@ A `page_history` row per revision names the command, the actor and the four corr
 the change set: each row it touched, before and after (`BlockChange.to_wire`), and the title and
 options before and after. Going back is applying change sets backwards: the page at revision R is
 the current page with every change after R undone, newest first. Undoing some writes (one command,
-or every write of one run) puts back what they changed, unless a later write outside them changed the
+or every write of one run: the writes of one actor under one run id) puts back what they changed, unless a later write outside them changed the
 same block, title or option since: then nothing is undone and the conflicts are named.
 
 History starts where the page's record starts (`history_from`): the revision a page was created at,
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
-from mnote_mcp.kernel.port import Correlation, HistoryQuery
+from mnote_mcp.kernel.port import Correlation, HistoryEntry, HistoryQuery, HistoryView
 from mnote_mcp.kernel.store.access import PageHead
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.rows import BlockChange, BlockRow
@@ -178,11 +178,11 @@ def filter_of(query: HistoryQuery) -> HistoryFilter:
 
 def view(
     conn: Connection, page: PageHead, where: HistoryFilter, *, limit: int, cursor: str | None
-) -> dict[str, Any]:
+) -> HistoryView:
     """What `mnote.page.history` answers: the page's revision, where its history starts, the entries
     and the cursor of the next ones."""
     found, more = entries(conn, page.workspace_id, page.id, where, limit=limit, cursor=cursor)
-    out: dict[str, Any] = {
+    out: HistoryView = {
         "workspaceId": page.workspace_id,
         "documentId": page.id,
         "revision": page.revision,
@@ -202,7 +202,7 @@ def entries(
     *,
     limit: int,
     cursor: str | None,
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[HistoryEntry], str | None]:
     """History entries newest first, at most `limit`, and the cursor of the next ones (or None)."""
     clauses = ["workspace_id = ?", "page_id = ?"]
     params: list[Any] = [workspace_id, page_id]
@@ -230,10 +230,10 @@ def entries(
     return out, _encode_cursor(out[-1]["revision"], workspace_id, page_id, where) if more else None
 
 
-def _entry(row: Sequence[Any]) -> dict[str, Any]:
+def _entry(row: Sequence[Any]) -> HistoryEntry:
     revision, name, command_id, actor, session, run, call, trace, created, summary = row
     compact = json.loads(summary)
-    entry = {
+    entry: HistoryEntry = {
         "revision": revision,
         "commandName": name,
         "commandId": command_id,
@@ -285,10 +285,14 @@ def revisions_after(conn: Connection, workspace_id: str, page_id: str, after: in
     return [Revision.of(*row) for row in rows]
 
 
-def run_revisions(conn: Connection, workspace_id: str, page_id: str, run_id: str) -> list[int]:
+def run_revisions(conn: Connection, workspace_id: str, page_id: str, run_id: str, actor_id: str) -> list[int]:
+    """The revisions of one run on this page. A run is an actor's: run ids are chosen by clients
+    (arguments, `_meta`, an HTTP header), so another actor may write under the same one, and undoing
+    "my run" must never undo their writes (docs/decisions.md)."""
     rows = conn.execute(
-        "SELECT revision FROM page_history WHERE workspace_id = ? AND page_id = ? AND run_id = ? ORDER BY revision",
-        (workspace_id, page_id, run_id),
+        "SELECT revision FROM page_history WHERE workspace_id = ? AND page_id = ? AND run_id = ?"
+        " AND actor_id = ? ORDER BY revision",
+        (workspace_id, page_id, run_id, actor_id),
     ).fetchall()
     return [row[0] for row in rows]
 

@@ -23,20 +23,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
 
 from mnote_mcp.kernel.port import (
+    AuditRecord,
     Command,
     CommandOutcome,
     HistoryQuery,
+    HistoryView,
     PageChangeListener,
     PageKey,
     PageQuery,
     PageRef,
+    PageView,
     SearchQuery,
+    SearchResult,
 )
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.dialect import MoveToThread
@@ -73,7 +77,7 @@ class StoreKernel:
             partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
         )
 
-    async def get_page(self, query: PageQuery) -> dict[str, Any]:
+    async def get_page(self, query: PageQuery) -> PageView:
         return await self._run(partial(self.store.get_page, query))
 
     async def execute(self, command: Command) -> CommandOutcome:
@@ -95,16 +99,16 @@ class StoreKernel:
     async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
         return await self._run(partial(self.store.page_revisions, actor_id, list(pages)))
 
-    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
+    async def page_history(self, query: HistoryQuery) -> HistoryView:
         return await self._run(partial(self.store.page_history, query))
 
-    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+    async def search_pages(self, query: SearchQuery) -> SearchResult:
         async with self.store.dialect.admit_search(query.actor_id):
             return await self._run(partial(self.store.search_pages, query))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
+    ) -> list[AuditRecord]:
         return await self._run(
             partial(self.store.audit_trail, trace_id=trace_id, command_id=command_id, limit=limit)
         )

@@ -13,7 +13,7 @@ from typing import Any
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.diff import text_diff
 from mnote_mcp.kernel.markdown import render_markdown
-from mnote_mcp.kernel.port import Command, CommandOutcome
+from mnote_mcp.kernel.port import Command, CommandOutcome, OutcomeData
 from mnote_mcp.kernel.store.access import PageHead
 from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.store.history import HeadChange
@@ -51,11 +51,11 @@ class Plan:
     head: HeadChange = field(default_factory=HeadChange)
     apply: Apply | None = None
     warnings: list[dict[str, Any]] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)
+    data: OutcomeData = field(default_factory=OutcomeData)
     text_diff: Callable[[], str] | None = None
 
     def outcome(
-        self, command: Command, command_id: str | None, revision: int, data: dict[str, Any]
+        self, command: Command, command_id: str | None, revision: int, data: OutcomeData
     ) -> CommandOutcome:
         """What the command answers: this plan, made (`command_id`) or planned only (a dry run)."""
         return CommandOutcome(
@@ -105,7 +105,7 @@ def body_plan(
     tx: Tx,
     changes: list[BlockChange],
     diff: list[dict[str, Any]],
-    data: dict[str, Any],
+    data: OutcomeData,
     body: list[Block] | None = None,
 ) -> Plan:
     return Plan(
@@ -118,8 +118,13 @@ def body_plan(
 
 
 def payload_blocks(payload: Mapping[str, Any]) -> int:
-    """How many blocks a (not yet validated) payload carries, counted without trusting its shape."""
-    total, stack = 0, [payload.get("content", payload.get("blocks"))]
+    """How many blocks a (not yet validated) payload carries or names (`blockIds`), counted without
+    trusting its shape, and only as far as `INLINE_BLOCKS`: past it, the call is heavy."""
+    named = payload.get("blockIds")
+    total, stack = (
+        len(named) if isinstance(named, list) else 0,
+        [payload.get("content", payload.get("blocks"))],
+    )
     while stack and total <= INLINE_BLOCKS:  # past the threshold the exact count does not matter
         items = stack.pop()
         if isinstance(items, list):

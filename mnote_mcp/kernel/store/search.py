@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.policy import ROLES, Scope, grants_of
-from mnote_mcp.kernel.port import SearchQuery
+from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult
 from mnote_mcp.kernel.search import (
     MAX_CHANGED_PAGES,
     Cursor,
@@ -36,10 +36,6 @@ from mnote_mcp.kernel.store.changes import PageChange
 from mnote_mcp.kernel.store.rows import COLUMNS, BlockChange, BlockRow
 from mnote_mcp.kernel.store.sql import Connection
 
-# `{"hits": [hit, ...], "nextCursor"?: str}`, each hit `{workspaceId, documentId, title, revision,
-# updatedAt, snippets?: [{blockId, text}]}` (docs/search.md): the port's answer as it is.
-SearchView = dict[str, Any]
-SearchHit = dict[str, Any]
 MAX_CHANGE_ROWS = 16 * MAX_CHANGED_PAGES  # writes read back after a watermark before the cursor is refused
 _ROLES = ", ".join(f"'{role}'" for role in ROLES)  # a restricted page's access row grants read with any
 
@@ -137,7 +133,7 @@ def hit(workspace_id: str, page_id: str, title: str, revision: int, updated_at: 
     }
 
 
-def listing(conn: Connection, query: SearchQuery, workspaces: Sequence[str], clock: Clock) -> SearchView:
+def listing(conn: Connection, query: SearchQuery, workspaces: Sequence[str], clock: Clock) -> SearchResult:
     """Every readable page, most recently changed first: per workspace at most `limit + 1` rows from
     its (workspace, updated_at) index (more by the pages written since the first page, which are left
     out there and put back where they stood then), merged."""
@@ -188,7 +184,7 @@ def listing(conn: Connection, query: SearchQuery, workspaces: Sequence[str], clo
     rows.sort(key=lambda row: (row[5], row[0], row[1]), reverse=True)
     more = len(rows) > query.limit
     rows = rows[: query.limit]
-    view: SearchView = {"hits": [hit(*row[:5]) for row in rows]}
+    view: SearchResult = {"hits": [hit(*row[:5]) for row in rows]}
     if more:
         last = rows[-1]
         view["nextCursor"] = encode_cursor(query, [last[5], last[0], last[1]], when.watermark)

@@ -15,18 +15,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from mnote_mcp.kernel.blocks import Block, summary_of
+from mnote_mcp.kernel.blocks import Block, block_ids, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.policy import Scope
 from mnote_mcp.kernel.port import (
+    AuditRecord,
     Command,
     CommandOutcome,
     HistoryQuery,
+    HistoryView,
     PageKey,
     PageQuery,
     PageRef,
+    PageView,
     SearchQuery,
+    SearchResult,
 )
 from mnote_mcp.kernel.store import access, history, ledger, rows, search
 from mnote_mcp.kernel.store.changes import PageChange, WriteHook, Writes
@@ -36,7 +40,7 @@ from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, WRITE_ATTEMPTS, Dialec
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.pagecache import PageCache, whole_body
 from mnote_mcp.kernel.store.plan import Plan, Tx, payload_blocks
-from mnote_mcp.kernel.store.rows import PageBlocks
+from mnote_mcp.kernel.store.rows import FEW_IDS, PageBlocks
 from mnote_mcp.kernel.store.sql import Connection
 from mnote_mcp.kernel.view import check_query, page_view
 
@@ -92,7 +96,7 @@ class Store:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def get_page(self, query: PageQuery, *, inline: bool = False) -> dict[str, Any]:
+    def get_page(self, query: PageQuery, *, inline: bool = False) -> PageView:
         """A whole-page read is the checkpoints' query, then the page cache's tree for the stamp the
         page's row carries, or the tree query, in the dialect's `statements` (on PostgreSQL statements
         of their own); where those are not one snapshot and a write came between, the read runs again
@@ -115,10 +119,13 @@ class Store:
                     roots=body[0],
                     summary=body[1],
                 )
+        if inline and len(query.block_ids or ()) > FEW_IDS:
+            raise MoveToThread  # many ids: a whole-page read, and checking each of them
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
                 conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
             )
+            block_ids(query.block_ids or (), "/blockIds", unique=False)  # only once the caller may read
             summary: str | None = None
             roots: list[Block] = []
             if query.include_blocks and query.block_ids is None:  # (a write came between: PostgreSQL)
@@ -154,7 +161,7 @@ class Store:
         with self.transaction(write=False, inline=inline) as conn:
             return access.readable_revisions(conn, actor_id, pages)
 
-    def page_history(self, query: HistoryQuery, *, inline: bool = False) -> dict[str, Any]:
+    def page_history(self, query: HistoryQuery, *, inline: bool = False) -> HistoryView:
         where = history.filter_of(query)
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
@@ -162,7 +169,7 @@ class Store:
             )
             return history.view(conn, page, where, limit=query.limit, cursor=query.cursor)
 
-    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
+    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> SearchResult:
         """Search (on a worker thread: it may take milliseconds) or list the pages the actor may read
         (the dialect's index; its listing is portable SQL, `search.listing`)."""
         segments = search.check(query)
@@ -178,7 +185,7 @@ class Store:
         command_id: str | None = None,
         limit: int = 100,
         inline: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[AuditRecord]:
         with self.transaction(write=False, inline=inline) as conn:
             return ledger.audit_trail(conn, trace_id=trace_id, command_id=command_id, limit=limit)
 
@@ -195,8 +202,11 @@ class Store:
         spec = COMMANDS.get(command.name)
         if spec is None:
             raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name})
-        if inline and payload_blocks(command.payload) > INLINE_BLOCKS:
-            raise MoveToThread  # validating, planning and writing that many blocks is heavy
+        if payload_blocks(command.payload) > INLINE_BLOCKS:
+            if inline:
+                raise MoveToThread  # validating, planning and writing that many blocks is heavy
+            # refused before any such work (issue 26)
+            self.check_access(command.workspace_id, command.document_id, command.actor_id, spec.scope)
         payload = spec.validate(command.payload)
         print_ = ledger.fingerprint(command)
         attempt = 1
@@ -234,13 +244,7 @@ class Store:
         (`writes` None) only reads."""
         if writes is not None:
             self.dialect.lock_page(conn, command.workspace_id, command.document_id)
-        page = access.authorize(
-            conn,
-            command.workspace_id,
-            command.document_id,
-            command.actor_id,
-            spec.scope,
-        )
+        page = access.authorize(conn, command.workspace_id, command.document_id, command.actor_id, spec.scope)
         replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
         if replay is not None:
             if command.dry_run:
@@ -252,7 +256,7 @@ class Store:
         plan = spec.plan(tx, payload)
         if plan.blocks:
             self.limits.check(*plan.size_after(tx.page))
-        data = dict(plan.data)
+        data = plan.data.copy()
         if rebased is not None:
             data["rebasedFrom"] = rebased
         if writes is None:

@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.permissions import Caller
+from mnote_mcp.tools.registry import ID_ARRAYS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import DEFAULT_MAX_ID_CHARS, ID_FIELDS
@@ -89,9 +91,12 @@ def _assert_contains_contract(advertised: dict[str, Any], contract: dict[str, An
             for prop, schema in contract["properties"].items():
                 assert prop in advertised["properties"], f"{where}: property {prop} missing"
                 added = set(advertised["properties"][prop]) - set(schema)
-                if prop in ID_FIELDS and "/" not in where:  # the one added constraint: ids are bounded
+                if prop in ID_FIELDS and "/" not in where:  # an added constraint: ids are bounded
                     assert advertised["properties"][prop].get("maxLength") == DEFAULT_MAX_ID_CHARS
                     added -= {"maxLength"}
+                if prop in ID_ARRAYS and "/" not in where:  # and so are lists of block ids
+                    assert advertised["properties"][prop].get("maxItems") == DEFAULT_MAX_BLOCK_IDS
+                    added -= {"maxItems"}
                 assert added <= ANNOTATIONS_ONLY, (
                     f"{where}/{prop}: adds constraints {added - ANNOTATIONS_ONLY}"
                 )

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from mnote_mcp.kernel.errors import Reason
+from mnote_mcp.kernel.port import OutcomeData
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.access import PageHead
 from mnote_mcp.kernel.store.commands.spec import CommandSpec, text_field
@@ -52,7 +53,12 @@ def _plan_summary(tx: Tx, p: SummaryPayload) -> Plan:
     artifact_id = row[0] if row else _artifact_id("sum", page.workspace_id, page.id)
     edge_id = _artifact_id("edge", artifact_id, page.id, "reference")
     edge_exists = row is not None and _edge_exists(conn, artifact_id, page.id)
-    data = {"artifactId": artifact_id, "edgeId": edge_id, "kind": "summary", "sourceRevision": page.revision}
+    data: OutcomeData = {
+        "artifactId": artifact_id,
+        "edgeId": edge_id,
+        "kind": "summary",
+        "sourceRevision": page.revision,
+    }
     diff: list[dict[str, Any]] = []
     if row is None or row[1] != text:
         diff.append({"op": "update" if row else "create", "artifact": "summary", "artifactId": artifact_id})
@@ -89,7 +95,12 @@ def _plan_note(tx: Tx, p: NotePayload) -> Plan:
     text = p["content"]
     artifact_id = _artifact_id("note", page.workspace_id, page.id, cmd.actor_id, cmd.idempotency_key)
     edge_id = _artifact_id("edge", artifact_id, page.id, "reference")
-    data = {"artifactId": artifact_id, "edgeId": edge_id, "kind": "ai_note", "sourceRevision": page.revision}
+    data: OutcomeData = {
+        "artifactId": artifact_id,
+        "edgeId": edge_id,
+        "kind": "ai_note",
+        "sourceRevision": page.revision,
+    }
     diff = [
         {"op": "create", "artifact": "ai_note", "artifactId": artifact_id},
         {"op": "create", "edge": "reference", "edgeId": edge_id},
