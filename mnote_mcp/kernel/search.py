@@ -21,12 +21,12 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mnote_mcp.kernel.errors import invalid
-from mnote_mcp.kernel.port import DEFAULT_SEARCH_LIMIT, SearchQuery
+from mnote_mcp.kernel.port import DEFAULT_SEARCH_LIMIT, SearchQuery, Snippet
 
 DEFAULT_LIMIT = DEFAULT_SEARCH_LIMIT
 MAX_LIMIT = 50
@@ -154,6 +154,17 @@ def snippet(text: str, segments: Sequence[Segment]) -> str | None:
         at = end
     out += [text[at:finish], "…" if finish < len(text) else ""]
     return " ".join("".join(out).split())  # one line: newlines and runs of spaces as one space
+
+
+def snippets(blocks: Iterable[tuple[str, str]], segments: Sequence[Segment]) -> list[Snippet]:
+    """A hit's snippets: of its first and last matching blocks, given as (block id, text) in the order
+    they were written; both dialects' indexes answer with these."""
+    out: list[Snippet] = []
+    for block_id, text in blocks:
+        marked = snippet(text, segments)
+        if marked is not None:
+            out.append({"blockId": block_id, "text": marked})
+    return out[:SNIPPETS_PER_HIT]
 
 
 def _folded_with_origin(text: str) -> tuple[str, list[int]]:

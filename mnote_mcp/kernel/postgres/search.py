@@ -28,32 +28,24 @@ from typing import Any
 import psycopg
 
 from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
-from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult, Snippet
+from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult
 from mnote_mcp.kernel.postgres.database import PgConnection
 from mnote_mcp.kernel.postgres.gate import DEFAULT_SEARCH_TIMEOUT, search_timeout
 from mnote_mcp.kernel.search import (
     CJK_RANGES,
     MAX_CHANGED_PAGES,
     MAX_WATERMARK_CHARS,
-    SNIPPETS_PER_HIT,
     Segment,
     Watermark,
     decode_cursor,
     encode_cursor,
     find,
     fold,
-    snippet,
+    snippets,
     too_many_changes,
 )
+from mnote_mcp.kernel.store import search as portable
 from mnote_mcp.kernel.store.changes import PageChange, publish
-from mnote_mcp.kernel.store.search import (
-    as_it_was,
-    hit,
-    listing,
-    moment,
-    readable_workspaces,
-    rebuild,
-)
 from mnote_mcp.kernel.store.sql import Connection
 
 TITLE = ""  # the block_id of a page's title row
@@ -83,7 +75,7 @@ def v3_search(conn: PgConnection) -> str:
     path (each page as if created now); trigrams if available."""
     conn.raw.execute(V3)
     index = TextIndex()
-    rebuild(conn, lambda change: publish(conn, change, (index.apply,)), order="seq")
+    portable.rebuild(conn, lambda change: publish(conn, change, (index.apply,)), order="seq")
     try:
         with conn.raw.transaction():  # a savepoint: without the extension the rest still commits
             conn.raw.execute(TRGM)
@@ -214,9 +206,9 @@ class TextIndex:
         milliseconds = max(1, round(self.timeout * 1000))
         conn.execute("SELECT set_config('statement_timeout', ?, true)", (str(milliseconds),))
         try:
-            workspaces = readable_workspaces(conn, query)
+            workspaces = portable.readable_workspaces(conn, query)
             if segments is None:
-                return listing(conn, query, workspaces, PG_CLOCK)
+                return portable.listing(conn, query, workspaces, PG_CLOCK)
             return _matches(conn, query, segments, workspaces)
         except psycopg.errors.QueryCanceled:
             raise search_timeout(self.timeout) from None
@@ -340,7 +332,7 @@ def _matches(
     cursor = decode_cursor(query, (int, int, int, int))
     if not workspaces:
         return {"hits": []}
-    when = moment(conn, cursor, workspaces, PG_CLOCK)
+    when = portable.moment(conn, cursor, workspaces, PG_CLOCK)
     hidden = _hidden_pages(conn, query.actor_id, workspaces)
     firsts = dict(
         conn.execute(
@@ -364,7 +356,7 @@ def _matches(
     if len(written) > MAX_CHANGED_PAGES:
         raise too_many_changes(MAX_CHANGED_PAGES)
     for ws, page_id in written:
-        then = as_it_was(conn, ws, page_id, when.changed[(ws, page_id)], segments)
+        then = portable.as_it_was(conn, ws, page_id, when.changed[(ws, page_id)], segments)
         order = conn.execute(
             "SELECT p.seq, (SELECT min(q.seq) FROM pages q WHERE q.workspace_id = p.workspace_id)"
             " FROM pages p WHERE p.workspace_id = ? AND p.id = ?",
@@ -389,9 +381,9 @@ def _matches(
     hits = []
     for key, page in ranked:
         found = heads[key]
-        snippets = _snippets([texts[seq] for seq in page.ends() if seq in texts], segments)
-        if snippets:
-            found["snippets"] = snippets
+        marked = snippets([texts[seq] for seq in page.ends() if seq in texts], segments)
+        if marked:
+            found["snippets"] = marked
         hits.append(found)
     view: SearchResult = {"hits": hits}
     if more:
@@ -408,7 +400,7 @@ def _heads(conn: Connection, keys: list[tuple[str, str]]) -> dict[tuple[str, str
         " WHERE (workspace_id, id) IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))",
         ([ws for ws, _ in keys], [page for _, page in keys]),
     ).fetchall()
-    return {(row[0], row[1]): hit(*row) for row in rows}
+    return {(row[0], row[1]): portable.hit(*row) for row in rows}
 
 
 def _texts(conn: Connection, seqs: list[int]) -> dict[int, tuple[str, str]]:
@@ -417,14 +409,3 @@ def _texts(conn: Connection, seqs: list[int]) -> dict[int, tuple[str, str]]:
         return {}
     rows = conn.execute("SELECT seq, id, text FROM blocks WHERE seq = ANY(?)", (seqs,)).fetchall()
     return {seq: (block_id, text) for seq, block_id, text in rows}
-
-
-def _snippets(blocks: list[tuple[str, str]], segments: Sequence[Segment]) -> list[Snippet]:
-    """The snippets of a page's first and last matching blocks (in the order they were written), as
-    the embedded index gives them."""
-    out: list[Snippet] = []
-    for block_id, text in blocks:
-        marked = snippet(text, segments)
-        if marked is not None:
-            out.append({"blockId": block_id, "text": marked})
-    return out[:SNIPPETS_PER_HIT]

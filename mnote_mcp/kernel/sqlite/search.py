@@ -37,14 +37,13 @@ from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult, Snippet
 from mnote_mcp.kernel.search import (
     MAX_CHANGED_PAGES,
-    SNIPPETS_PER_HIT,
     Segment,
     Watermark,
     decode_cursor,
     encode_cursor,
     index_tokens,
     match_expression,
-    snippet,
+    snippets,
     too_many_changes,
 )
 from mnote_mcp.kernel.store.changes import PageChange
@@ -459,9 +458,4 @@ def _snippets(conn: Connection, segments: Sequence[Segment], keys: set[int]) -> 
         f" WHERE s.key IN ({', '.join('?' * len(keys))}) ORDER BY s.key",
         sorted(keys),
     ).fetchall()
-    out: list[Snippet] = []
-    for block_id, text in rows:
-        marked = snippet(text, segments)
-        if marked is not None:
-            out.append({"blockId": block_id, "text": marked})
-    return out[:SNIPPETS_PER_HIT]
+    return snippets(rows, segments)
