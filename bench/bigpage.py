@@ -25,8 +25,8 @@ import anyio
 from bench.rawclient import StdioPeer
 from bench.targets import ROOT
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES
-from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Correlation, PageQuery
+from mnote_mcp.kernel.sqlite.opening import open_kernel
 
 IDS = {"sessionId": "s", "runId": "r", "toolCallId": "c", "traceId": "t"}
 
@@ -115,7 +115,7 @@ async def over_stdio(db: Path) -> dict[str, float]:
 
 
 async def read_memory(db: Path) -> dict[str, float]:
-    kernel = LocalKernel.open(db)
+    kernel = open_kernel(db)
     try:
         query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
         tracemalloc.start()

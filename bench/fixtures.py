@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mnote_mcp.kernel.local import LocalStore
-from mnote_mcp.kernel.local.fixtures import load_fixture
+from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.kernel.store.fixtures import load_fixture
 
 WORKSPACE, ACTOR = "ws_bench", "bench_user"
 PAGE = "doc_50"
@@ -51,7 +51,7 @@ def seed_mnote(db: Path, sizes: tuple[int, ...] = (50, *SCALING)) -> None:
             }
         ]
     }
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         load_fixture(store, fixture)
     finally:

@@ -7,7 +7,7 @@
   stdio rounds of `bench.run` measure through a noisy pipe and a busy machine with single samples.
 
 Both are kernel figures (what the call costs the server before the MCP layers, which add the same
-envelope cost as any read or write): time of `LocalKernel.page_history` / `LocalKernel.execute`.
+envelope cost as any read or write): time of `StoreKernel.page_history` / `StoreKernel.execute`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 from bench.fixtures import blocks
 from bench.measure import median
-from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, HistoryFilter, HistoryQuery, PageQuery
+from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.kernel.store.fixtures import load_fixture
 
 WS, ACTOR = "ws_history", "history_user"
 _keys = itertools.count()
@@ -46,7 +46,7 @@ async def history_suite(quick: bool) -> dict[str, Any]:
     revisions = 1_000 if quick else 10_000
     rounds = 5 if quick else 20
     with tempfile.TemporaryDirectory(prefix="mnote-bench-history-") as tmp:
-        kernel = LocalKernel.open(Path(tmp) / "history.db")
+        kernel = open_kernel(Path(tmp) / "history.db")
         try:
             load_fixture(
                 kernel.store,
@@ -134,7 +134,7 @@ async def block_ops_suite(quick: bool) -> dict[str, Any]:
     """Median ms per precise command, in process, by page size; sizes interleaved round by round."""
     rounds = 15 if quick else 60
     with tempfile.TemporaryDirectory(prefix="mnote-bench-blockops-") as tmp:
-        kernel = LocalKernel.open(Path(tmp) / "blockops.db")
+        kernel = open_kernel(Path(tmp) / "blockops.db")
         try:
             pages = [
                 {"id": f"page_{size}", "title": f"{size} blocks", "blocks": blocks(size)} for size in SIZES

@@ -30,10 +30,11 @@ from bench.fixtures import blocks
 from bench.measure import cpu_seconds, median
 from bench.rawclient import HttpPeer
 from bench.run import _free_port, _wait_for_port
-from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, Kernel, PageQuery
-from mnote_mcp.kernel.postgres.kernel import PostgresKernel
+from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
+from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.kernel.store.fixtures import load_fixture
+from mnote_mcp.kernel.store.kernel import StoreKernel
 
 ROOT = Path(__file__).resolve().parent.parent
 WS, ACTOR, TOKEN = "ws_bench", "bench_user", "bench-token"
@@ -220,11 +221,11 @@ async def run(quick: bool) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="mnote-bench-pg-") as tmp:
             url = new_database(server, "bench_per_call")
             kernels: dict[str, Kernel] = {
-                "sqlite": LocalKernel.open(Path(tmp) / "bench.db"),
-                "postgresql": PostgresKernel.open(url),
+                "sqlite": open_kernel(Path(tmp) / "bench.db"),
+                "postgresql": open_postgres_kernel(url),
             }
             for kernel in kernels.values():
-                assert isinstance(kernel, LocalKernel)
+                assert isinstance(kernel, StoreKernel)
                 load_fixture(kernel.store, fixture(1))
             try:
                 figures: dict[str, Any] = {"per_call_ms": await per_call(kernels, calls)}
@@ -235,7 +236,7 @@ async def run(quick: bool) -> dict[str, Any]:
             scaling: dict[str, Any] = {}
             for count in (1, 2, 4):
                 url = new_database(server, f"bench_replicas_{count}")
-                store = PostgresKernel.open(url)
+                store = open_postgres_kernel(url)
                 load_fixture(store.store, fixture(LANES))
                 await store.aclose()
                 scaling[str(count)] = await replicas(url, count, seconds, postmaster)
@@ -244,7 +245,7 @@ async def run(quick: bool) -> dict[str, Any]:
                 for replicas_, row in scaling.items():
                     row[f"{kind}_efficiency"] = row[f"{kind}_per_s"] / (int(replicas_) * one)
             sqlite = Path(tmp) / "replicas.db"
-            baseline = LocalKernel.open(sqlite)
+            baseline = open_kernel(sqlite)
             load_fixture(baseline.store, fixture(LANES))
             await baseline.aclose()
             scaling["sqlite"] = await replicas(str(sqlite), 1, seconds, None)

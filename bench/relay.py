@@ -3,7 +3,7 @@
 A relay call is timed whole, in one process: `HttpKernel` (request written from the port's types,
 the reply checked and read) against the reference runtime's ASGI app (the request checked and read,
 the kernel called, the answer written), over httpx2's in-process ASGI transport, so no socket and
-no other process adds noise. Beside it, the same calls on the embedded kernel (`LocalKernel`), which
+no other process adds noise. Beside it, the same calls on the embedded kernel (`StoreKernel`), which
 never reads or writes a wire form but the ledger's, and `list_pages` through the `cli:` relay: one
 `mnote-mcp runtime cli` process per call, so its start is in the figure. Each figure is the median
 of `--rounds` rounds, each the median of `--calls` sequential calls (`--cli-calls` for the `cli:`
@@ -57,9 +57,9 @@ async def _one_round(calls: int, cli_calls: int, fixture: Path) -> dict[str, flo
     from mnote_mcp.httpguard import ClientLimits
     from mnote_mcp.kernel.cli import CliKernel
     from mnote_mcp.kernel.http import HttpKernel
-    from mnote_mcp.kernel.local import LocalKernel
     from mnote_mcp.kernel.port import Command, Correlation, PageQuery
     from mnote_mcp.runtime.http_app import create_app
+    from mnote_mcp.stores import open_kernel as open_seeded
 
     ids = Correlation("s", "r", "c", "trace_bench")
     query = PageQuery("ws_1", "doc_1", "user_editor", ids)
@@ -70,8 +70,8 @@ async def _one_round(calls: int, cli_calls: int, fixture: Path) -> dict[str, flo
 
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        local = LocalKernel.open_seeded(Path(tmp) / "local.db", seed=fixture)
-        served = LocalKernel.open_seeded(Path(tmp) / "served.db", seed=fixture)
+        local = open_seeded(Path(tmp) / "local.db", seed=fixture)
+        served = open_seeded(Path(tmp) / "served.db", seed=fixture)
         limits = ClientLimits(100, 10.0, 32 * 1024 * 1024, 30.0)
         transport = httpx2.ASGITransport(app=create_app(served, limits=limits))
         relay = HttpKernel("http://runtime", transport=transport)

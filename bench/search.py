@@ -3,12 +3,12 @@
 `python -m bench.search [--quick]` (also part of `python -m bench`). Over stdio with the raw client:
 search latency (p50/p99) for a word, a prefix, a 2-character and a 4-character Chinese query (and, as
 information, a common word and the listing); a one-block write's p50 on a store with the index against
-the same store without it (the index's triggers and tables dropped), interleaved; the index's size on
-disk against the text's.
+the same store without it (its tables dropped, served by a server whose index follows no write:
+`Fts5Index.apply` a no-op), interleaved; the index's size on disk against the text's.
 
-The dataset is made fast: rows are inserted straight into a new store with the search triggers dropped,
-then the index is built in bulk (`kernel/local/search.build`, the upgrade's code) and the triggers put
-back, so the store is exactly what the triggers would have made. Text is drawn from a Zipf-distributed
+The dataset is made fast: rows are inserted straight into a new store, then the index is built from
+them (`kernel/sqlite/search.build`, the upgrade's code, each page down the page-change path), so the
+store is exactly what its writes would have made. Text is drawn from a Zipf-distributed
 vocabulary (real words at the top ranks, made-up ones below); the queries are chosen by rank so that
 their match counts are typical (a few hundred to a few thousand blocks), and reported with the figures.
 """
@@ -36,10 +36,10 @@ from bench.measure import checked, cpu_seconds, percentiles, sequential
 from bench.rawclient import StdioPeer
 from bench.report import search_lines
 from bench.targets import mnote
-from mnote_mcp.kernel.local import LocalStore
-from mnote_mcp.kernel.local.migrate import statements
-from mnote_mcp.kernel.local.search import SEARCH_DDL, TRIGGERS, build
 from mnote_mcp.kernel.search import index_tokens
+from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.kernel.sqlite.search import SEARCH_DDL, Fts5Index, build
+from mnote_mcp.kernel.store.changes import publish
 
 WORKSPACES = 10
 _EN_TOP = [
@@ -247,15 +247,11 @@ def queries() -> dict[str, str]:
 def make_store(path: Path, pages: int, blocks_per_page: int = 50) -> dict[str, Any]:
     """A store of `pages` pages in `WORKSPACES` workspaces, half Chinese, half English; returns facts."""
     started = time.perf_counter()
-    store = LocalStore(path)
+    store = open_store(path)
     store.close()
     text = Text()
     conn = sqlite3.connect(path, isolation_level=None)
-
-    conn.create_function("mnote_search_tokens", 1, index_tokens, deterministic=True)
     conn.execute("BEGIN IMMEDIATE")
-    for trigger in TRIGGERS:
-        conn.execute(f"DROP TRIGGER {trigger}")
     for w in range(WORKSPACES):
         conn.execute("INSERT INTO workspaces (id, name) VALUES (?, ?)", (f"ws_{w}", f"Workspace {w}"))
         conn.execute("INSERT INTO members VALUES (?, ?, 'editor')", (f"ws_{w}", ACTOR))
@@ -287,9 +283,8 @@ def make_store(path: Path, pages: int, blocks_per_page: int = 50) -> dict[str, A
         block_rows,
     )
     generated = time.perf_counter() - started
-    build(conn)
-    for statement in statements(SEARCH_DDL):
-        conn.execute(statement)
+    index = Fts5Index()
+    build(conn, lambda change: publish(conn, change, (index.apply,)))
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     counts = {
@@ -322,12 +317,11 @@ def _match(query: str) -> str:
 
 
 def without_index(source: Path, target: Path) -> None:
-    """A copy of the store with the search index's triggers and tables dropped (the write baseline)."""
+    """A copy of the store with the search index's tables dropped (the write baseline, served by
+    `_peer(..., index=False)`)."""
     shutil.copyfile(source, target)
     conn = sqlite3.connect(target, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
-    for trigger in TRIGGERS:
-        conn.execute(f"DROP TRIGGER {trigger}")
     for table in ("search_index", "search_blocks", "search_pages", "search_workspaces", "page_changes"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("COMMIT")
@@ -335,16 +329,25 @@ def without_index(source: Path, target: Path) -> None:
     conn.close()
 
 
-async def _peer(db: Path) -> StdioPeer:
+# The server of the write baseline: mnote-mcp with its search index following no write.
+_NO_INDEX = (
+    "import sys; from mnote_mcp.kernel.sqlite.search import Fts5Index;"
+    " Fts5Index.apply = lambda self, conn, change: None;"
+    " from mnote_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+async def _peer(db: Path, *, index: bool = True) -> StdioPeer:
     target = mnote(db)
-    peer = await StdioPeer.spawn(target.argv, target.env, str(target.cwd))
+    argv = target.argv if index else [target.argv[0], "-c", _NO_INDEX, *target.argv[3:]]
+    peer = await StdioPeer.spawn(argv, target.env, str(target.cwd))
     await peer.initialize()
     await peer.request("tools/list")
     return peer
 
 
 async def measure(db: Path, plain: Path, pages: int, rounds: int, calls: int) -> dict[str, Any]:
-    searched, other = await _peer(db), await _peer(plain)
+    searched, other = await _peer(db), await _peer(plain, index=False)
     keys = itertools.count()
     asked = queries()
 
@@ -412,7 +415,7 @@ def cached_store(db: Path, pages: int) -> dict[str, Any]:
     """`make_store` into `db`, through a cache (`$XDG_CACHE_HOME/mnote-bench`, or `MNOTE_BENCH_CACHE`):
     the full dataset takes minutes to make on a shared machine. The cache key covers the schema, the
     index's DDL, the tokenizer and the generator's code, so a change to any of them makes a new dataset."""
-    from mnote_mcp.kernel.local.schema import SCHEMA_VERSION
+    from mnote_mcp.kernel.sqlite.schema import SCHEMA_VERSION
 
     made_by = (make_store, Text, vocabularies, _vocabulary, build, index_tokens)
     source = "".join(inspect.getsource(part) for part in made_by) + SEARCH_DDL + str(SCHEMA_VERSION)

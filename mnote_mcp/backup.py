@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
-from mnote_mcp.kernel.local.opening import read_only_uri
+from mnote_mcp.kernel.sqlite.opening import read_only_uri
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -43,6 +43,9 @@ from mnote_mcp.config import (
 )
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.logs import configure_logging
+
+if TYPE_CHECKING:  # (the store is opened lazily: `--help` loads no kernel)
+    from mnote_mcp.kernel.store.store import Store
 
 logger = logging.getLogger("mnote_mcp")
 # Exit statuses (README, "Exit status"): 0 done, 1 `audit` found nothing, 2 a usage or configuration
@@ -328,7 +331,7 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
     )
 
 
-def _open_store(db: Path | str | None, *, read_only: bool = False) -> Any:
+def _open_store(db: Path | str | None, *, read_only: bool = False) -> Store:
     from mnote_mcp.stores import open_store
 
     return open_store(store_or_default(db), read_only=read_only)
@@ -351,7 +354,7 @@ def _migrate(config: MigrateConfig) -> int:
 
 
 def _seed(config: SeedConfig) -> int:
-    from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+    from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 
     store = _open_store(config.db)
     try:

@@ -17,8 +17,8 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from pydantic import JsonValue
 
-from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.port import JSONObject
+from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE
 
 WS, DOC = "ws_1", "doc_1"
@@ -195,7 +195,7 @@ async def _call(client: Client, step: Step, revision: JsonValue) -> Envelope:
 
 
 def _show_audit_trail(db: Path) -> None:
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         trail = store.audit_trail(trace_id=TRACE)
     finally:

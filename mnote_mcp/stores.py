@@ -1,26 +1,29 @@
 """`--db`: a SQLite file or a PostgreSQL URL, to the kernel (or the store) on it.
 
 Every command that takes `--db` (serve, seed, audit, migrate, runtime serve|cli) opens its store here,
-so `--db postgresql://…` works wherever a path does. The PostgreSQL adapter (and psycopg) is imported
+so `--db postgresql://…` works wherever a path does: the dialect is picked from `--db`, everything
+above it is the one portable kernel (`kernel/store`). The PostgreSQL dialect (and psycopg) is imported
 only when a URL is given; without the `[postgres]` extra that is one line saying how to install it
-(exit status 3), never a traceback.
+(exit status 3), never a traceback. The fixture loader is imported only when a store is seeded.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.connection import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.postgres.gate import SearchBounds
+from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT
+from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.kernel.store.store import Store
 
 StoreLocation = Path | str
+logger = logging.getLogger(__name__)
 # The package is not published: the extra is installed from the checkout.
 POSTGRES_EXTRA = "pip install -e '.[postgres]' in the mnote_mcp checkout"
 
@@ -61,36 +64,59 @@ def open_kernel(
     pool_size: int | None = None,
     read_only: bool = False,
     search: SearchBounds | None = None,
-) -> LocalKernel:
-    """The kernel on that store, seeded (`LocalKernel.open_seeded`). `read_only` opens an existing
-    store read-only and unseeded, never created nor migrated (`open_store`): a SQLite file through
-    `kernel.local.opening`, a PostgreSQL database with its schema checked and every connection READ ONLY.
-    `pool_size` and `search` (its bounds: `kernel.postgres.gate`) are PostgreSQL's alone."""
+) -> StoreKernel:
+    """The kernel on that store, with `seed` loaded into it, or the demo workspace if the store is new
+    (and `demo`): what `serve` and `runtime serve` both do, so a first run of either has something to
+    show. `read_only` opens an existing store read-only and unseeded, never created nor migrated
+    (`open_store`). `pool_size` and `search` (its bounds: `kernel.postgres.gate`) are PostgreSQL's."""
     if read_only and seed is not None:
         raise ValueError(
             "--seed writes the store, but --read-only only reads it: seed it first"
             " (mnote-mcp seed --db PATH FILE), then serve it read-only"
         )
-    kernel: type[LocalKernel] = LocalKernel
-    options: dict[str, Any] = {}
-    if is_postgres(db):
-        kernel = postgres_module(str(db), "kernel").PostgresKernel
-        options = {"search": search} if pool_size is None else {"search": search, "pool_size": pool_size}
-    if read_only:
-        return kernel(open_store(db, read_only=True, limits=limits, busy_timeout=busy_timeout, **options))
-    return kernel.open_seeded(db, seed=seed, demo=demo, limits=limits, busy_timeout=busy_timeout, **options)
+    store = open_store(
+        db, read_only=read_only, limits=limits, busy_timeout=busy_timeout, pool_size=pool_size, search=search
+    )
+    try:
+        if seed is not None or (store.created and demo and not read_only):
+            # only then: the fixture loader and its schema validator are no part of serving
+            from mnote_mcp.kernel.store.fixtures import demo_fixture, load_fixture, read_fixture
+
+            if seed is not None:
+                load_fixture(store, read_fixture(seed))
+            else:
+                load_fixture(store, demo_fixture())
+                logger.info("new store %s seeded with the demo workspace", store.location)
+    except BaseException:
+        store.close()
+        raise
+    return StoreKernel(store)
 
 
-def open_store(db: StoreLocation, *, read_only: bool = False, **options: Any) -> LocalStore:
+def open_store(
+    db: StoreLocation,
+    *,
+    read_only: bool = False,
+    limits: PageLimits | None = None,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    pool_size: int | None = None,
+    search: SearchBounds | None = None,
+) -> Store:
     """The synchronous store (seed, audit, migrate); raises `StoreUnavailableError` naming the cause.
-    `read_only` opens an existing store read-only, never created nor migrated: SQLite through
-    `kernel.local.opening`, PostgreSQL with its schema checked and every transaction READ ONLY
-    (`kernel.postgres.kernel.PostgresStore`)."""
+    `read_only` opens an existing store read-only, never created nor migrated: SQLite through a
+    read-only URI (`kernel.sqlite.opening`), PostgreSQL with its schema checked and every transaction
+    READ ONLY (`kernel.postgres.dialect`)."""
     if is_postgres(db):
-        store: LocalStore = postgres_module(str(db), "kernel").open_postgres_store(
-            str(db), read_only=read_only, **options
+        opening = postgres_module(str(db), "opening")
+        store: Store = opening.open_store(
+            str(db),
+            read_only=read_only,
+            limits=limits,
+            busy_timeout=busy_timeout,
+            pool_size=pool_size,
+            search=search,
         )
         return store
-    from mnote_mcp.kernel.local.opening import open_store as open_sqlite
+    from mnote_mcp.kernel.sqlite.opening import open_store as open_sqlite
 
-    return open_sqlite(db, read_only=read_only, **options)
+    return open_sqlite(db, read_only=read_only, limits=limits, busy_timeout=busy_timeout)

@@ -1,12 +1,12 @@
-"""Who may do what: the roles, the scopes they grant, and the scope each command needs. Policy as data."""
+"""Who may do what: the roles and the scopes they grant, as data. (The scope each command needs is its
+declaration's: `kernel/store/commands`.)"""
 
 from __future__ import annotations
 
 from mnote_mcp.kernel.errors import Reason
-from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.kernel.scopes import Scope
 
-__all__ = ["COMMAND_SCOPES", "DENIAL_REASON", "ROLES", "ROLE_GRANTS", "Scope", "effective_role", "grants_of"]
+__all__ = ["DENIAL_REASON", "ROLES", "ROLE_GRANTS", "Scope", "effective_role", "grants_of"]
 
 ROLE_GRANTS: dict[str, frozenset[Scope]] = {
     "viewer": frozenset({Scope.PAGE_READ}),
@@ -17,19 +17,6 @@ ROLE_GRANTS: dict[str, frozenset[Scope]] = {
 ROLES: tuple[str, ...] = tuple(ROLE_GRANTS)
 _RANK = {role: rank for rank, role in enumerate(ROLES)}
 
-# The one table of what each kernel command needs; a tool's scope is its command's (reads: page.read).
-COMMAND_SCOPES: dict[CommandName, Scope] = {
-    CommandName.PAGE_BODY_SAVE: Scope.PAGE_WRITE,
-    CommandName.PAGE_HEAD_UPDATE_TITLE: Scope.PAGE_WRITE,
-    CommandName.PAGE_LAYOUT_UPDATE_OPTIONS: Scope.PAGE_WRITE,
-    CommandName.PAGE_BLOCK_INSERT: Scope.PAGE_WRITE,
-    CommandName.PAGE_BLOCK_UPDATE: Scope.PAGE_WRITE,
-    CommandName.PAGE_BLOCK_DELETE: Scope.PAGE_WRITE,
-    CommandName.PAGE_BLOCK_MOVE: Scope.PAGE_WRITE,
-    CommandName.PAGE_REVERT: Scope.PAGE_WRITE,
-    CommandName.ARTIFACT_SUMMARY_UPSERT: Scope.ARTIFACT_WRITE,
-    CommandName.ARTIFACT_AI_NOTE_CREATE: Scope.ARTIFACT_WRITE,
-}
 
 # The permission checkpoint that refuses an actor lacking a scope, named as the error's reason.
 DENIAL_REASON: dict[Scope, Reason] = {

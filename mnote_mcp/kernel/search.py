@@ -7,7 +7,7 @@ digits) becomes one token. So a CJK query of two or more characters is the phras
 substring match, wherever it sits in a sentence), a single CJK character is a prefix of a token (every
 occurrence of a character starts a bigram or is a run's last character), and a Latin word matches
 whole, or as a prefix when written with a trailing `*`. The embedded kernel indexes these tokens with
-SQLite FTS5 (`kernel/local/search.py`); another store can index the same tokens (docs/search.md).
+SQLite FTS5 (`kernel/sqlite/search.py`); another store can index the same tokens (docs/search.md).
 
 `SearchQuery` (`kernel/port.py`) is the kernel port's question (`Kernel.search_pages`); the answer is
 `{"hits": [...], "nextCursor"?}` (docs/search.md states both).
@@ -21,12 +21,12 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mnote_mcp.kernel.errors import invalid
-from mnote_mcp.kernel.port import DEFAULT_SEARCH_LIMIT, SearchQuery
+from mnote_mcp.kernel.port import DEFAULT_SEARCH_LIMIT, SearchQuery, Snippet
 
 DEFAULT_LIMIT = DEFAULT_SEARCH_LIMIT
 MAX_LIMIT = 50
@@ -128,7 +128,7 @@ def snippet(text: str, segments: Sequence[Segment]) -> str | None:
     folded, origin = _folded_with_origin(text)
     spans: list[tuple[int, int]] = []
     for segment in segments:
-        spans += _find(folded, segment)
+        spans += find(folded, segment)
     if not spans:
         return None
     # back to the original text's positions, merged where they overlap
@@ -156,6 +156,17 @@ def snippet(text: str, segments: Sequence[Segment]) -> str | None:
     return " ".join("".join(out).split())  # one line: newlines and runs of spaces as one space
 
 
+def snippets(blocks: Iterable[tuple[str, str]], segments: Sequence[Segment]) -> list[Snippet]:
+    """A hit's snippets: of its first and last matching blocks, given as (block id, text) in the order
+    they were written; both dialects' indexes answer with these."""
+    out: list[Snippet] = []
+    for block_id, text in blocks:
+        marked = snippet(text, segments)
+        if marked is not None:
+            out.append({"blockId": block_id, "text": marked})
+    return out[:SNIPPETS_PER_HIT]
+
+
 def _folded_with_origin(text: str) -> tuple[str, list[int]]:
     """The folded text and, for each of its characters, the index of the character it came from.
     Folding rarely changes the length (ﬁ → fi, ß → ss, ｶﾞ → ガ do); when it does not, the characters
@@ -172,7 +183,9 @@ def _folded_with_origin(text: str) -> tuple[str, list[int]]:
     return "".join(parts), origin
 
 
-def _find(folded: str, segment: Segment) -> list[tuple[int, int]]:
+def find(folded: str, segment: Segment) -> list[tuple[int, int]]:
+    """Where `segment` matches in a folded text (start, end): a CJK run anywhere, a word whole (or as a
+    prefix) between two characters that are not word characters."""
     spans: list[tuple[int, int]] = []
     needle = segment.text
     at = folded.find(needle)
@@ -206,7 +219,7 @@ def matches(text: str, segments: Sequence[Segment]) -> bool:
     """Whether a title or block text holds every segment: the index's matching rule, on a text the
     index no longer holds (a page as it was at a cursor's moment)."""
     folded = fold(text)
-    return all(_find(folded, segment) for segment in segments)
+    return all(find(folded, segment) for segment in segments)
 
 
 def query_tag(query: SearchQuery) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -83,16 +84,23 @@ class PageResources:
         return sum(len(watcher) for watcher in self._watchers)
 
     def _hear_changes(self, watcher: PageWatcher) -> Callable[[], None]:
-        """With a kernel that hears writes as they commit (PostgreSQL: any replica's), wake the watcher
-        at once rather than at its next poll."""
+        """With a kernel that hears writes as they commit (the embedded kernel: this process's writes
+        on SQLite, any replica's on PostgreSQL), wake the watcher at once rather than at its next poll.
+        A write is heard on the thread that committed it: the event loop's own (an inline write on
+        SQLite) or another."""
         if not isinstance(self.kernel, PageChangeFeed):
             return lambda: None
         token = anyio.lowlevel.current_token()
+        loop_thread = threading.get_ident()
 
         def heard(_key: PageKey, _revision: int) -> None:
-            if len(watcher):
-                with contextlib.suppress(RuntimeError):  # the event loop is gone: the server is stopping
-                    anyio.from_thread.run_sync(watcher.nudge, token=token)
+            if not len(watcher):
+                return
+            if threading.get_ident() == loop_thread:
+                watcher.nudge()
+                return
+            with contextlib.suppress(RuntimeError):  # the event loop is gone: the server is stopping
+                anyio.from_thread.run_sync(watcher.nudge, token=token)
 
         return self.kernel.watch_changes(heard)
 

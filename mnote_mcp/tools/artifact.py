@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mnote_mcp.kernel.errors import ErrorCode, Reason
-from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.kernel.store.commands import artifact as artifact_commands
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import KEY_OF_ANOTHER_TOOL, STALE_REVISION, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.permissions import WRITE_ARTIFACT
@@ -25,7 +25,7 @@ CREATE_SUMMARY = ToolSpec(
     toolset=Toolset.ARTIFACT,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema({"summary": {"type": "string"}}, required=["summary"]),
-    command=CommandName.ARTIFACT_SUMMARY_UPSERT,
+    command=artifact_commands.SUMMARY,
     payload=fields("summary"),
     permissions=WRITE_ARTIFACT,
     errors=(
@@ -54,7 +54,7 @@ CREATE_AI_NOTE = ToolSpec(
     toolset=Toolset.ARTIFACT,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema({"content": {"type": "string"}}, required=["content"]),
-    command=CommandName.ARTIFACT_AI_NOTE_CREATE,
+    command=artifact_commands.NOTE,
     payload=fields("content"),
     permissions=WRITE_ARTIFACT,
     errors=WRITE_ERRORS,

@@ -13,7 +13,7 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import SUPPORTED_TYPES
 from mnote_mcp.kernel.errors import ErrorCode, Reason
-from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.kernel.store.commands import block as block_commands
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import (
     BLOCK_NOT_FOUND,
@@ -90,7 +90,7 @@ BLOCK_INSERT = ToolSpec(
     ),
     kernel_validated=frozenset({"blocks"}),
     empty_means_absent=_PLACEMENT_EMPTY,
-    command=CommandName.PAGE_BLOCK_INSERT,
+    command=block_commands.INSERT,
     payload=_placed("blocks", "afterBlockId", "parentId", "position"),
     permissions=WRITE_PAGE,
     errors=(
@@ -134,7 +134,7 @@ BLOCK_UPDATE = ToolSpec(
         required=["blockId"],
     ),
     empty_means_absent=frozenset({"type"}),  # "" is no type; text "" is a value (clears the text)
-    command=CommandName.PAGE_BLOCK_UPDATE,
+    command=block_commands.UPDATE,
     payload=fields("blockId", "type", "text", "props"),
     permissions=WRITE_PAGE,
     errors=(
@@ -162,7 +162,7 @@ BLOCK_DELETE = ToolSpec(
     toolset=Toolset.BLOCK,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema({"blockIds": {"type": "array", "items": _ID}}, required=["blockIds"]),
-    command=CommandName.PAGE_BLOCK_DELETE,
+    command=block_commands.DELETE,
     payload=fields("blockIds"),
     permissions=WRITE_PAGE,
     errors=(*_BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
@@ -183,7 +183,7 @@ BLOCK_MOVE = ToolSpec(
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema({"blockId": _ID} | _PLACEMENT, required=["blockId"]),
     empty_means_absent=_PLACEMENT_EMPTY,
-    command=CommandName.PAGE_BLOCK_MOVE,
+    command=block_commands.MOVE,
     payload=_placed("blockId", "afterBlockId", "parentId", "position"),
     permissions=WRITE_PAGE,
     errors=(

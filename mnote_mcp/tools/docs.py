@@ -2,8 +2,9 @@
 
 Each `Section` is a block of a Markdown page between two markers, rendered from `catalog.ALL_TOOLS`:
 the README's tool table and size table, docs/contract.md's tool list, docs/errors.md's errors per
-tool (and the error catalogue, from `vocabulary/messages.py`), and the runtime protocol's schemas
-(`kernel/wiredoc.py`: kernel/schemas.py and docs/runtime-protocol.md's section). `python -m mnote_mcp.tools.docs`
+tool (and the error catalogue, from `vocabulary/messages.py`), the runtime protocol's schemas
+(`kernel/wiredoc.py`: kernel/schemas.py and docs/runtime-protocol.md's section), and docs/kernel.md's
+table of the kernel commands (from their declarations in `kernel/store/commands`). `python -m mnote_mcp.tools.docs`
 rewrites every section in place; `--check` only says which differ (exit 1). tests/unit/tools/test_registry.py
 fails when a page is stale, so a new tool's rows appear once the command is run.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mnote_mcp.kernel.store.commands import command_table
 from mnote_mcp.kernel.wiredoc import SCHEMAS_BEGIN, SCHEMAS_END, schemas_markdown, schemas_module
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.examples import Example
@@ -72,7 +74,7 @@ def tool_table(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for spec in specs:
-        command = f"`{spec.command.value}`" if spec.command is not None else "(query)"
+        command = f"`{spec.command.name}`" if spec.command is not None else "(query)"
         lines.append(
             f"| `{spec.name}` | {spec.summary} | {spec.toolset.value} | {spec.scope.value} "
             f"| {_mark(not spec.writes)} | {_mark(spec.annotations.destructive)} "
@@ -199,6 +201,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("error catalogue", "docs/errors.md", catalogue_markdown, CATALOGUE_BEGIN, CATALOGUE_END),
     Section("runtime protocol schemas", "docs/runtime-protocol.md", schemas_markdown),
     Section("wire schemas", "mnote_mcp/kernel/schemas.py", schemas_module, SCHEMAS_BEGIN, SCHEMAS_END),
+    Section("kernel commands", "docs/kernel.md", command_table),
 )
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, SUPPORTED_TYPES
 from mnote_mcp.kernel.errors import ErrorCode, Reason
-from mnote_mcp.kernel.port import CommandName, Kernel
+from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.kernel.store.commands import page as page_commands
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import (
     BAD_CURSOR,
@@ -117,7 +118,7 @@ PAGE_SAVE = ToolSpec(
     },
     kernel_validated=frozenset({"content"}),
     empty_means_absent=frozenset({"mode"}),
-    command=CommandName.PAGE_BODY_SAVE,
+    command=page_commands.SAVE,
     payload=lambda args: {"content": args["content"], "mode": args.get("mode", "replace")},
     permissions=WRITE_PAGE,
     errors=(*WRITE_ERRORS, BLOCK_TYPE.given({"content": [{"type": "video", "text": "x"}]}), PAGE_TOO_LARGE),
@@ -136,7 +137,7 @@ PAGE_UPDATE_TITLE = ToolSpec(
     toolset=Toolset.PAGE,
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema({"title": {"type": "string", "minLength": 1}}, required=["title"]),
-    command=CommandName.PAGE_HEAD_UPDATE_TITLE,
+    command=page_commands.TITLE,
     payload=fields("title"),
     permissions=WRITE_PAGE,
     errors=WRITE_ERRORS,
@@ -167,7 +168,7 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
     toolset=Toolset.PAGE,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema({"options": _OPTIONS_SCHEMA}, required=["options"]),
-    command=CommandName.PAGE_LAYOUT_UPDATE_OPTIONS,
+    command=page_commands.OPTIONS,
     payload=fields("options"),
     permissions=WRITE_PAGE,
     errors=(

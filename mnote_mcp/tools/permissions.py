@@ -3,7 +3,7 @@
 A tool's `Permissions` names, for every kind of caller (`Caller`), whether the call goes through or the
 refusal it gets (an `ErrorCode` and the `Reason` that picks its words). The declaration states the
 intended policy on its own, apart from the code that enforces it (`kernel.policy`, `mapping.admit`,
-the dispatcher's read-only check): tests/unit/kernel/local/test_access.py calls every tool as every caller and holds
+the dispatcher's read-only check): tests/unit/kernel/store/test_access.py calls every tool as every caller and holds
 the answers to the declaration, so a new tool is in the permission matrix the moment it is declared.
 
 Most tools take one of the four standard policies below; a tool with another rule declares its own.

@@ -10,9 +10,9 @@ made from these (docs/architecture.md, "Adding a tool").
 A spec carries the contract's input schema verbatim (`contract_schema`) and only *adds* to it
 (`extensions`: descriptions, item schemas, optional properties such as `baseRevision`); an extension
 that would change a keyword the contract already sets is refused at import time, so the advertised
-schema can never drift from the contract. A write tool names its kernel command, and everything else
-follows from that one name: its scope (`kernel.policy.COMMAND_SCOPES`), its handler, `readOnlyHint`,
-and the write extensions every write tool takes.
+schema can never drift from the contract. A write tool names its kernel command (the command's one
+declaration, `kernel/store/commands`), and everything else follows from it: its scope (the
+command's), its handler, `readOnlyHint`, and the write extensions every write tool takes.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ import mcp.types as types
 import orjson
 
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
-from mnote_mcp.kernel.policy import COMMAND_SCOPES
-from mnote_mcp.kernel.port import CommandName
+from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
 from mnote_mcp.tools.permissions import Permissions
@@ -91,7 +90,7 @@ class ToolSpec:
     # per-tool test makes.
     examples: tuple[Example, ...]
     budget: SizeBudget
-    command: CommandName | None = None
+    command: CommandSpec[Any] | None = None
     payload: PayloadMap | None = None
     read: Handler | None = None
     extensions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -124,14 +123,14 @@ class ToolSpec:
 
     @property
     def scope(self) -> Scope:
-        return COMMAND_SCOPES[self.command] if self.command is not None else Scope.PAGE_READ
+        return self.command.scope if self.command is not None else Scope.PAGE_READ
 
     @cached_property
     def handler(self) -> Handler:
         if self.read is not None:
             return self.read
         assert self.command is not None and self.payload is not None  # checked in __post_init__
-        return command_handler(self.command, self.payload)
+        return command_handler(self.command.name, self.payload)
 
     @property
     def all_extensions(self) -> Mapping[str, Mapping[str, Any]]:

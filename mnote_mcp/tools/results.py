@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Kernel
+from mnote_mcp.kernel.port import Command, CommandOutcome, Kernel
 from mnote_mcp.tools.budget import chars, fits
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.messages import Locale, render_warning
@@ -96,7 +96,7 @@ def trimmed(outcome: ToolResult, limit: int, locale: Locale) -> ToolResult:
     return ToolResult(result=report, effect=outcome.effect, command_id=outcome.command_id)
 
 
-def command_handler(command_name: CommandName, payload: PayloadMap) -> Handler:
+def command_handler(command_name: str, payload: PayloadMap) -> Handler:
     """The handler of every write tool: relay one kernel command, report its outcome."""
 
     async def handle(request: ToolRequest, kernel: Kernel) -> ToolResult:

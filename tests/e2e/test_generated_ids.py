@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.helpers import MODES, call, make_app, stdio_params
 from tests.support.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
 
@@ -38,7 +38,7 @@ async def _three_calls(client: Client, prefix: str) -> list[str]:
 
 def _runs(db: Path) -> dict[str, set[str]]:
     """runId -> the idempotency keys of its audited writes."""
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         records = store.audit_trail(limit=1000)
     finally:

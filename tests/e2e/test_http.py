@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.helpers import (
     basic_path,
     call,
@@ -96,7 +96,7 @@ async def test_two_replicas_on_one_store_write_once_and_see_each_others_writes(
     assert fresh["ok"]
     assert stale["error"]["code"] == "mnote_tool_conflict"
     assert stale["error"]["details"]["currentRevision"] == 3
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         written = [r["commandName"] for r in store.audit_trail() if r["effect"] == "write"]
         assert written == ["page.body.save", "page.head.updateTitle"]
@@ -120,7 +120,7 @@ async def test_correlation_ids_from_headers(db: Path, tokens: Path) -> None:
             )
             overridden = await call(client, "mnote.page.get", meta={"mnote/runId": "meta_run"}, **page_args())
     assert envelope["traceId"] == "0af7651916cd43dd8448eb211c80319c"
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         (record,) = store.audit_trail(command_id=envelope["audit"]["commandId"])
     finally:

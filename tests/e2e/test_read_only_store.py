@@ -30,14 +30,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
-from mnote_mcp.kernel.local import LocalStore
-from mnote_mcp.kernel.local.opening import open_store
-from mnote_mcp.kernel.local.schema import SCHEMA_VERSION
 from mnote_mcp.kernel.port import Correlation, PageQuery
 from mnote_mcp.kernel.search import index_tokens
+from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.kernel.sqlite.schema import SCHEMA_VERSION
 from tests.support.helpers import FIXTURE, ROOT, call, page_args, seeded_store, stdio_params, write_args
 from tests.support.runtimes import note_command
-from tests.unit.kernel.local.test_migrate import v1_store
+from tests.unit.kernel.sqlite.test_migrate import v1_store
 
 pytestmark = pytest.mark.anyio
 TIMEOUT = 60
@@ -86,7 +85,7 @@ def shared_tmp() -> Iterator[Path]:
 def audited_store(path: Path) -> Path:
     """A seeded store with one real write (an AI note, key `k_audited`) in its audit trail, closed."""
     seeded_store(path)
-    store = LocalStore(path)
+    store = open_store(path)
     try:
         store.execute(note_command("k_audited"))
     finally:

@@ -29,8 +29,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from mnote_mcp.kernel.cli import MAX_REPLY_BYTES, CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
+from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.runtime.faults import CRASH_AFTER_COMMIT_ENV, CRASH_EXIT_STATUS
 from mnote_mcp.tracecontext import trace_id_of
 from tests.support.helpers import ROOT, envelope_of, write_args
@@ -83,7 +83,7 @@ def writes(db: Path, key: str = "k_fault") -> int:
                 "SELECT count(*) FROM audit WHERE idempotency_key = ? AND effect = 'write'", (key,)
             ).fetchone()[0]
         )
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         in_body = store.dump().count(json.dumps(TEXT))
     finally:

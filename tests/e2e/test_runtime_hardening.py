@@ -19,7 +19,7 @@ import pytest
 from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.http_helpers import (
     cut_off,
     raw_connection,
@@ -186,7 +186,7 @@ async def test_the_cli_runtime_reads_at_most_max_body_bytes(db: Path, source: st
     assert refused.value.code is ErrorCode.INVALID_ARGUMENT and not refused.value.retryable
     assert f"over {limit} bytes" in refused.value.details["reason"], refused.value.details
     assert "--max-body-bytes" in refused.value.details["reason"]
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         keys = [record.get("idempotencyKey") for record in store.audit_trail(limit=1000)]
     finally:

@@ -21,8 +21,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mnote_mcp.demo import tour
-from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.protocol import decode_key
+from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.tracecontext import trace_id_of, w3c_trace_id
 from tests.support.helpers import RAW_INITIALIZE, ROOT
 from tests.support.runtimes import free_port, mnote_command, reference_runtime
@@ -79,7 +79,7 @@ async def test_http_relay_gives_the_local_envelopes(
     traced = [r for r in records if r["path"] in ("/v1/commands", "/v1/pages/query")]
     assert len(traced) == len(relayed), "every call of the tour reached the runtime, traced"
     assert {trace_id_of(r["traceparent"]) for r in traced} == {w3c_trace_id("trace_demo")}
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         trail = store.audit_trail(trace_id="trace_demo")
     finally:

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from mnote_mcp.demo import tour
-from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from tests.support.helpers import RAW_INITIALIZE, ROOT, envelope_of, inspector, stdio_params, write_args
 
@@ -56,7 +56,7 @@ async def test_demo_path_over_stdio(tmp_path: Path, mode: str) -> None:
     deletion, markdown = envelopes[11], envelopes[12]
     assert deletion["result"]["blockIds"] == ["list_1", "list_1_1"] and deletion["result"]["dryRun"] is True
     assert "<!-- list_1_1 -->" in markdown["result"]["markdown"], "the moved list, still with its child"
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         record, *replays = store.audit_trail(command_id=save["audit"]["commandId"])
     finally:
@@ -121,7 +121,7 @@ async def test_twenty_concurrent_identical_calls_from_two_processes_write_once(d
     assert len({e["audit"]["commandId"] for e in envelopes}) == 1
     assert {e["result"]["revision"] for e in envelopes} == {2}
     assert sum(1 for e in envelopes if not e["result"].get("idempotentReplay")) == 1
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         trail = store.audit_trail(trace_id="trace_t")
         assert [r["effect"] for r in trail].count("write") == 1 and len(trail) == 20, "1 write, 19 replays"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.helpers import RAW_INITIALIZE, ROOT, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -181,7 +181,7 @@ async def test_invalid_utf8_in_a_write_is_a_parse_error_and_writes_nothing(db: P
     async with raw_server(db, "--actor", "user_editor") as server:
         answers = await server.answers_to(request)
     assert [shape(answer) for answer in answers] == [(None, -32700)]
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         with store.transaction(write=False) as conn:
             (written,) = conn.execute("SELECT count(*) FROM blocks WHERE text LIKE 'bad %'").fetchone()

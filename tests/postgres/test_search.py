@@ -31,15 +31,17 @@ import pytest
 from mcp import Client
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local.fixtures import load_fixture
 from mnote_mcp.kernel.port import Correlation, PageQuery, SearchQuery, SearchResult
 from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate
-from mnote_mcp.kernel.postgres.kernel import PostgresKernel, PostgresStore
+from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
 from mnote_mcp.kernel.search import matches, parse_query, snippet
+from mnote_mcp.kernel.store.fixtures import load_fixture
+from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.kernel.store.store import Store
 from mnote_mcp.stores import open_store
 from tests.support.helpers import IDS, call, stdio_params
-from tests.support.postgres import PgServer
+from tests.support.postgres import PgServer, pg_dialect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 CORRELATION = Correlation("s", "r", "c", "t")
@@ -283,8 +285,8 @@ def big(pg_server: PgServer) -> str:
 
 
 @pytest.fixture
-async def kernel(big: str) -> AsyncIterator[PostgresKernel]:
-    kernel = PostgresKernel.open(big)
+async def kernel(big: str) -> AsyncIterator[StoreKernel]:
+    kernel = open_postgres_kernel(big)
     try:
         yield kernel
     finally:
@@ -321,15 +323,15 @@ class Stall:
 @pytest.fixture
 def stall(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stall]:
     stall = Stall()
-    real = PostgresStore.search_pages
+    real = Store.search_pages
 
-    def stalled(self: PostgresStore, query: SearchQuery, *, inline: bool = False) -> SearchResult:
-        with self.pg.connection():  # hold a pooled connection, as a long statement does
+    def stalled(self: Store, query: SearchQuery, *, inline: bool = False) -> SearchResult:
+        with pg_dialect(self).database.connection():  # hold a pooled connection, as a long statement does
             stall.begin(query.actor_id)
             stall.release.wait(60)
         return real(self, query, inline=inline)
 
-    monkeypatch.setattr(PostgresStore, "search_pages", stalled)
+    monkeypatch.setattr(Store, "search_pages", stalled)
     try:
         yield stall
     finally:
@@ -337,7 +339,7 @@ def stall(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stall]:
 
 
 async def test_searches_that_never_end_leave_the_other_calls_a_connection(big: str, stall: Stall) -> None:
-    kernel = PostgresKernel(open_store(big, pool_size=3))  # type: ignore[arg-type]
+    kernel = StoreKernel(open_store(big, pool_size=3))
     try:
         async with anyio.create_task_group() as tasks:
             for actor in ("attacker", "attacker", "other"):
@@ -350,13 +352,13 @@ async def test_searches_that_never_end_leave_the_other_calls_a_connection(big: s
             assert stall.started == ["attacker", "other"], "the attacker's second search waits its turn"
             stall.release.set()
         assert len(stall.started) == 3, "the waiting search ran once a place was free"
-        assert kernel.searches.places == 2
+        assert pg_dialect(kernel.store).gate.places == 2
     finally:
         stall.release.set()
         await kernel.aclose()
 
 
-async def _read_latencies(kernel: PostgresKernel, count: int) -> list[float]:
+async def _read_latencies(kernel: StoreKernel, count: int) -> list[float]:
     out: list[float] = []
     for _ in range(count):
         started = time.perf_counter()
@@ -366,7 +368,7 @@ async def _read_latencies(kernel: PostgresKernel, count: int) -> list[float]:
     return out
 
 
-async def test_another_actors_read_is_not_starved_by_broad_searches_in_flight(kernel: PostgresKernel) -> None:
+async def test_another_actors_read_is_not_starved_by_broad_searches_in_flight(kernel: StoreKernel) -> None:
     """24 `w*` searches kept in flight (a refused one is sent again 50 ms later, as a retrying client
     does); the other actor's page read stays well within a generous bound (65cea2d: seconds, behind
     every search queued for a thread)."""
@@ -402,7 +404,7 @@ async def test_another_actors_read_is_not_starved_by_broad_searches_in_flight(ke
 
 
 async def test_a_search_statement_past_the_timeout_is_stopped(big: str) -> None:
-    kernel = PostgresKernel(open_store(big, search=SearchBounds(timeout=0.001)))  # type: ignore[arg-type]
+    kernel = StoreKernel(open_store(big, search=SearchBounds(timeout=0.001)))
     try:
         with pytest.raises(MnoteError) as stopped:
             await kernel.search_pages(_broad())
@@ -422,9 +424,8 @@ async def test_a_search_statement_past_the_timeout_is_stopped(big: str) -> None:
     finally:
         await kernel.aclose()
     store = open_store(big)
-    assert isinstance(store, PostgresStore)
     try:  # (and it ends with the search's transaction: the pooled connection keeps no timeout)
-        with store.pg.autocommit() as conn:
+        with pg_dialect(store).database.autocommit() as conn:
             assert conn.execute("SHOW statement_timeout").fetchone()[0] == "0"
     finally:
         store.close()

@@ -28,7 +28,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import (
     Command,
     CommandName,
@@ -38,7 +37,9 @@ from mnote_mcp.kernel.port import (
     PageQuery,
     PageView,
 )
-from mnote_mcp.kernel.postgres.kernel import PostgresKernel, PostgresStore
+from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
+from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
+from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
 from tests.support.helpers import (
@@ -58,7 +59,7 @@ from tests.support.helpers import (
     write_args,
 )
 from tests.support.http_helpers import ResourceUpdates, http_server, mcp_http, write_tokens
-from tests.support.postgres import PgServer, seeded_database
+from tests.support.postgres import PgServer, pg_dialect, seeded_database
 from tests.support.runtimes import reference_runtime, runtime_cli_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -152,9 +153,9 @@ def database_at(url: str, schema_version: int) -> str:
     """That database with mnote's schema as this release's migration steps leave it at `schema_version`."""
     import psycopg
 
-    from mnote_mcp.kernel.local.encoding import now
     from mnote_mcp.kernel.postgres.database import PgConnection
     from mnote_mcp.kernel.postgres.schema import MIGRATIONS
+    from mnote_mcp.kernel.store.encoding import now
 
     with psycopg.connect(url) as raw:  # one transaction, committed on leaving
         conn = PgConnection(raw)
@@ -216,8 +217,11 @@ def test_postgresql_itself_refuses_a_write_through_a_store_opened_read_only(seed
 
     store = open_store(seeded, read_only=True)
     try:
-        assert isinstance(store, PostgresStore) and store.migration.applied == []
-        with store.pg.autocommit() as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        assert pg_dialect(store).migration.applied == []
+        with (
+            pg_dialect(store).database.autocommit() as conn,
+            pytest.raises(psycopg.errors.ReadOnlySqlTransaction),
+        ):
             conn.execute("CREATE TABLE intruder (id INTEGER)")
     finally:
         store.close()
@@ -260,7 +264,7 @@ def rows_of(url: str) -> str:
     """Every row of every table (`PgDatabase.dump`), read through a read-only store."""
     store = open_store(url, read_only=True)
     try:
-        return store.db.dump()
+        return store.dump()
     finally:
         store.close()
 
@@ -312,8 +316,11 @@ async def test_serve_read_only_serves_a_current_postgresql_store_over_read_only_
         assert not save["ok"] and save["error"]["code"] == "mnote_tool_permission_denied", save
     kernel = open_kernel(seeded, read_only=True)
     try:
-        assert isinstance(kernel, PostgresKernel)
-        with kernel.store.pg.autocommit() as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        assert isinstance(kernel, StoreKernel)
+        with (
+            pg_dialect(kernel.store).database.autocommit() as conn,
+            pytest.raises(psycopg.errors.ReadOnlySqlTransaction),
+        ):
             conn.execute("CREATE TABLE intruder (id INTEGER)")
     finally:
         await kernel.aclose()
@@ -417,7 +424,7 @@ async def test_one_key_racing_on_two_pages_from_two_replicas_is_one_operation(se
         load_fixture(store, data)
     finally:
         store.close()
-    replicas = [PostgresKernel.open(seeded), PostgresKernel.open(seeded)]
+    replicas = [open_postgres_kernel(seeded), open_postgres_kernel(seeded)]
 
     def command(doc: str) -> Command:
         return Command(
@@ -559,7 +566,7 @@ def test_a_pipelined_write_fails_whole_with_the_first_error(
     from psycopg import errors as pg_errors
     from psycopg.pq import PipelineStatus
 
-    from mnote_mcp.kernel.postgres.database import PgConnection, PgDatabase
+    from mnote_mcp.kernel.postgres.database import RETRYABLE, PgConnection, PgDatabase
 
     def write(*statements: tuple[str, tuple[Any, ...]], refuse: bool = False, pause: float = 0) -> None:
         with db.transaction(write=True) as conn:
@@ -583,7 +590,7 @@ def test_a_pipelined_write_fails_whole_with_the_first_error(
             raw.execute("INSERT INTO t VALUES (1, 'one')")
         with pytest.raises(pg_errors.UniqueViolation) as caught:
             write(update, ("INSERT INTO t VALUES (?, ?)", (2, "two")), collide, update, update, pause=0.05)
-        assert db.retryable(caught.value)
+        assert isinstance(caught.value, RETRYABLE)
         with pytest.raises(pg_errors.UniqueViolation):
             write(update, collide, update)
         with pytest.raises(pg_errors.UniqueViolation):  # the last before the COMMIT, as the ledger's
@@ -615,8 +622,8 @@ def test_a_page_read_is_statements_of_their_own_and_never_mixes_two_revisions(
     the answer is one revision, never the old rows under the new page row or the reverse."""
     import psycopg
 
-    from mnote_mcp.kernel.local import rows
-    from mnote_mcp.kernel.local.rows import read_tree
+    from mnote_mcp.kernel.store import rows
+    from mnote_mcp.kernel.store.rows import read_tree
 
     sent: list[str] = []
     real_execute = psycopg.Connection.execute

@@ -1,4 +1,4 @@
-"""Searches in a process short of file descriptors (run by tests/unit/kernel/local/test_pool.py as
+"""Searches in a process short of file descriptors (run by tests/unit/kernel/sqlite/test_pool.py as
 `python -m tests.support.fd_limit DB ROUNDS` under a low `RLIMIT_NOFILE`).
 
 Prints one JSON line per phase, `[phase, [answer, ...]]`, an answer being `ok` or `code:retryable|final`:
@@ -22,7 +22,8 @@ from mcp import Client
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import IDS, envelope_of
 
 SEARCHES = 4
@@ -47,10 +48,10 @@ def take_every_descriptor() -> list[int]:
 def main(db: Path, rounds: int) -> None:
     config = ServerConfig(db=db, locale="en", demo=False, actor="user_editor")
     registry = build_registry(config)
-    store = LocalStore(db)
+    store = open_store(db)
 
     def app() -> App:
-        kernel = LocalKernel(store)  # per event loop: its thread limiter belongs to one loop
+        kernel = StoreKernel(store)  # per event loop: its thread limiter belongs to one loop
         return App(config, kernel, Dispatcher(registry, kernel, locale="en"), str(db))
 
     async def searches(client: Client, concurrently: bool) -> list[str]:
@@ -79,7 +80,7 @@ def main(db: Path, rounds: int) -> None:
     print(json.dumps(["churn", churn]), flush=True)
 
     async def exhausted_then_recovered() -> tuple[list[str], list[str]]:
-        pool = store.db.pool  # type: ignore[attr-defined]
+        pool = store.dialect.database.pool  # type: ignore[attr-defined]
         async with Client(app().server()) as client:
             with ExitStack() as held:
                 for _ in range(pool.idle):

@@ -19,8 +19,8 @@ from mcp.types import RequestParamsMeta
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
+from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.stores import open_kernel, open_store
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
@@ -46,9 +46,11 @@ RAW_INITIALIZE: dict[str, Any] = {
 
 
 def seeded_store(path: Path) -> Path:
-    kernel = LocalKernel.open(path)
-    load_fixture(kernel.store, read_fixture(FIXTURE))
-    kernel.store.close()
+    store = open_store(path)
+    try:
+        load_fixture(store, read_fixture(FIXTURE))
+    finally:
+        store.close()
     return path
 
 
@@ -56,11 +58,11 @@ def store_with_pages(path: Path, fixture: Path, *pages: dict[str, Any]) -> Path:
     """A store seeded from a fixture file, with more pages in the fixture's first workspace."""
     data = json.loads(fixture.read_text(encoding="utf-8"))
     data["workspaces"][0]["pages"] += list(pages)
-    kernel = LocalKernel.open(path)
+    store = open_store(path)
     try:
-        load_fixture(kernel.store, data)
+        load_fixture(store, data)
     finally:
-        kernel.store.close()
+        store.close()
     return path
 
 
@@ -105,7 +107,7 @@ def make_app(db: Path | str, **config: Any) -> App:
     kernel = (
         open_kernel(db, demo=False, limits=cfg.page_limits)
         if isinstance(db, str)
-        else LocalKernel.open(db, limits=cfg.page_limits)  # tests swap `LocalKernel` here
+        else StoreKernel(open_store(db, limits=cfg.page_limits))  # tests swap `StoreKernel` here
     )
     dispatcher = Dispatcher(
         build_registry(cfg),

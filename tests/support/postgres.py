@@ -16,10 +16,14 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+
+if TYPE_CHECKING:  # (psycopg is optional: the PostgreSQL dialect is imported by the tests that need it)
+    from mnote_mcp.kernel.postgres.dialect import PostgresDialect
+    from mnote_mcp.kernel.store.store import Store
 
 REQUIRED = os.environ.get("MNOTE_REQUIRE_POSTGRES") == "1"
 _NAMES = itertools.count()
@@ -73,7 +77,7 @@ def postgres_tool(name: str) -> str:
 
 def seeded_database(server: PgServer, fixture: Path) -> str:
     """A fresh database seeded with a fixture file: its URL."""
-    from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
+    from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
     from mnote_mcp.stores import open_store
 
     url = server.database()
@@ -95,3 +99,12 @@ def store_fixture(request: pytest.FixtureRequest, tmp_path: Path, fixture: Path)
 
 
 STORES = ("sqlite", "postgres")
+
+
+def pg_dialect(store: Store) -> PostgresDialect:
+    """The PostgreSQL dialect under a store (its pool, its migration), for tests that look inside."""
+    from mnote_mcp.kernel.postgres.dialect import PostgresDialect
+
+    dialect = store.dialect
+    assert isinstance(dialect, PostgresDialect)
+    return dialect

@@ -7,6 +7,7 @@ cycle all fail here, each naming the modules involved.
 
 from __future__ import annotations
 
+import ast
 import graphlib
 import re
 from collections.abc import Iterator
@@ -144,3 +145,84 @@ def test_the_layer_table_covers_the_package_directory() -> None:
         for path in Path(ROOT / PACKAGE).rglob("*.py")
     }
     assert files == set(graph().modules)
+
+
+# -- the portable kernel and its dialects (issue 21) ---------------------------------------------
+
+PORTABLE = "mnote_mcp.kernel.store"
+DIALECTS = ("mnote_mcp.kernel.sqlite", "mnote_mcp.kernel.postgres")
+DATABASE_DRIVERS = ("sqlite3", "psycopg", "psycopg_pool")
+
+
+def _modules_of(package: str) -> list[str]:
+    return sorted(m for m in graph().modules if m == package or m.startswith(package + "."))
+
+
+def _source(module: str) -> ast.Module:
+    path = ROOT / Path(*module.split("."))
+    file = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    return ast.parse(file.read_text(encoding="utf-8"))
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    """Every module a source imports, lazy and TYPE_CHECKING imports included."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def test_the_portable_kernel_imports_no_database() -> None:
+    """kernel/store runs on any database: no driver, no dialect, only the seam (`dialect.py`)."""
+    leaks = {
+        module: sorted(m for m in _imported(_source(module)) if _within(m, (*DATABASE_DRIVERS, *DIALECTS)))
+        for module in _modules_of(PORTABLE)
+    }
+    assert {module: found for module, found in leaks.items() if found} == {}
+
+
+def test_the_dialects_stand_side_by_side() -> None:
+    """Neither dialect imports the other: what they share is the portable kernel's."""
+    crossing = [
+        f"{importer} imports {imported}"
+        for importer, imported in imports()
+        for mine, other in (DIALECTS, DIALECTS[::-1])
+        if _within(importer, (mine,)) and _within(imported, (other,))
+    ]
+    assert crossing == []
+
+
+def test_no_dialect_reaches_into_the_portable_kernel() -> None:
+    """A dialect uses the portable kernel's public names only: no `from kernel.store.x import _name`,
+    no `x._name` of a module of it (the seam is what a dialect may count on)."""
+    reached = []
+    for module in [m for package in DIALECTS for m in _modules_of(package)]:
+        tree = _source(module)
+        portable: set[str] = set()  # local names bound to a module of the portable kernel
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and _within(node.module, (PORTABLE,)):
+                for alias in node.names:
+                    if alias.name.startswith("_"):
+                        reached.append(f"{module}: from {node.module} import {alias.name}")
+                    elif f"{node.module}.{alias.name}" in graph().modules:
+                        portable.add(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                portable.update(
+                    alias.asname or alias.name for alias in node.names if _within(alias.name, (PORTABLE,))
+                )
+        reached += [
+            f"{module}: {node.value.id}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in portable
+            and node.attr.startswith("_")
+        ]
+    assert reached == []

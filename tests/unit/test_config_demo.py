@@ -12,14 +12,14 @@ import pytest
 from mnote_mcp.app import open_kernel
 from mnote_mcp.cli import parse
 from mnote_mcp.config import ServerConfig, SettingError
-from mnote_mcp.kernel.local import LocalKernel
+from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import run_cli
 
 
 def demo_pages(config: ServerConfig) -> list[str]:
     """The pages the demo's editor can see once the server's kernel has opened the store."""
     kernel, _ = open_kernel(config)
-    assert isinstance(kernel, LocalKernel)
+    assert isinstance(kernel, StoreKernel)
     try:
         return [f"{page.workspace_id}/{page.document_id}" for page in kernel.store.list_pages("user_1")]
     finally:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.local.fixtures import demo_fixture, load_fixture
+from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.kernel.store.fixtures import demo_fixture, load_fixture
 from tests.support.helpers import MODES, ROOT, connect, envelope_of
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +58,7 @@ def test_the_page_has_examples_of_every_kind() -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_examples_are_what_the_server_answers(tmp_path: Path, mode: str) -> None:
     db = tmp_path / "contract.db"
-    kernel = LocalKernel.open(db)
+    kernel = open_kernel(db)
     load_fixture(kernel.store, demo_fixture())
     kernel.store.close()
     async with connect(db, mode, actor="user_1", locale="en") as client:

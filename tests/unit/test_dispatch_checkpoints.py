@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery, PageView
+from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.permissions import Caller, Refusal
 from mnote_mcp.tools.registry import ToolSpec
@@ -109,7 +109,7 @@ async def test_page_ids_that_are_not_strings_are_invalid_for_everyone(db: Path) 
     assert envelope["error"]["details"]["pointer"] == "/documentId"
 
 
-class CountingKernel(LocalKernel):
+class CountingKernel(StoreKernel):
     """The embedded kernel, counting the authorization questions it is asked."""
 
     questions = 0
@@ -128,7 +128,7 @@ class CountingKernel(LocalKernel):
 async def test_a_valid_call_asks_the_kernel_nothing_more(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The order costs a valid call nothing: the kernel checks permissions before it does anything, so
     the extra question is asked only when validation has something to refuse."""
-    monkeypatch.setattr("tests.support.helpers.LocalKernel", CountingKernel)
+    monkeypatch.setattr("tests.support.helpers.StoreKernel", CountingKernel)
     CountingKernel.questions = 0
     async with connect(db, actor="user_editor") as client:
         for spec in ALL_TOOLS:  # every tool's example, valid

@@ -23,7 +23,7 @@ from mcp import Client
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import RuntimeConfig, ServerConfig
 from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.kernel.local import LocalKernel
+from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.logs import configure_logging
 from mnote_mcp.runtime.http_app import create_app
 from tests.support.helpers import call, connect, dump, page_args, write_args
@@ -38,7 +38,7 @@ async def relayed(db: Path) -> AsyncIterator[Client]:
     """An MCP server on `--kernel http://…`, the runtime (the embedded kernel on `db`) in process."""
     from mnote_mcp.kernel.http import HttpKernel
 
-    async with serve_app(create_app(LocalKernel.open(db), limits=RuntimeConfig().client_limits)) as url:
+    async with serve_app(create_app(open_kernel(db), limits=RuntimeConfig().client_limits)) as url:
         config = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", kernel=url)
         kernel = HttpKernel(url)
         dispatcher = Dispatcher(build_registry(config), kernel, locale="en")
@@ -185,7 +185,7 @@ async def test_the_runtime_protocol_refuses_revisions_it_cannot_store(db: Path) 
     ids = {"sessionId": "s", "runId": "r", "toolCallId": "c", "traceId": "t"}
     codes = []
     async with (
-        serve_app(create_app(LocalKernel.open(db), limits=RuntimeConfig().client_limits)) as url,
+        serve_app(create_app(open_kernel(db), limits=RuntimeConfig().client_limits)) as url,
         httpx2.AsyncClient(base_url=url) as http,
     ):
         for index, base in enumerate([1.5, 2**64, 1e300]):

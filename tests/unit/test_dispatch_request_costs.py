@@ -26,8 +26,8 @@ from mcp.types import CallToolResult
 
 from mnote_mcp.kernel.blocks import MAX_BLOCKS
 from mnote_mcp.kernel.errors import MnoteError
-from mnote_mcp.kernel.local import LocalStore
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
+from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.helpers import (
     FIXTURE,
     call,
@@ -188,7 +188,7 @@ def _roots(named: list[str]) -> list[str]:
 async def test_many_ids_select_and_delete_what_few_do(db: Path) -> None:
     """Past `FEW_IDS` named blocks the page is read once instead of a query per block: the same
     blocks, each once (one inside another named block comes with it), in document order."""
-    from mnote_mcp.kernel.local.rows import FEW_IDS
+    from mnote_mcp.kernel.store.rows import FEW_IDS
 
     # every third list block and every fifth child (some inside a named list, some not), reversed
     named = [f"l{index:05d}" for index in range(0, 600, 3)] + [f"c{index:05d}" for index in range(0, 600, 5)]
@@ -251,17 +251,17 @@ def test_the_kernel_refuses_a_caller_before_checking_its_ids(
     """Straight to the kernel (what the runtime protocol reaches): a viewer's 20,000 ids are never
     validated, a non-member's 20,000 ids to read are never checked; an editor's are."""
     from mnote_mcp.kernel import blocks, view
-    from mnote_mcp.kernel.local import commands
+    from mnote_mcp.kernel.store import commands
 
     spec = commands.COMMANDS[CommandName.PAGE_BLOCK_DELETE]
     validated: list[int] = []
 
-    def validate(payload: Any) -> dict[str, Any]:
+    def validate(payload: Any) -> object:
         validated.append(len(payload["blockIds"]))
         return spec.validate(payload)
 
     monkeypatch.setitem(commands.COMMANDS, CommandName.PAGE_BLOCK_DELETE, replace(spec, validate=validate))
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         with pytest.raises(MnoteError) as refused:
             store.execute(_command("user_viewer", ALL_IDS))
@@ -396,7 +396,7 @@ def test_undoing_a_delete_under_blocks_inserted_in_its_place_is_linear(tmp_path:
     an editor chooses N (up to 20,000: minutes, by extrapolation, of a thread holding the write lock)."""
     count = 6_000
     page = {"id": "p", "title": "t", "blocks": [{"id": f"o{i}", "type": "paragraph"} for i in range(count)]}
-    store = LocalStore(store_with_pages(tmp_path / "undo.db", FIXTURE, page))
+    store = open_store(store_with_pages(tmp_path / "undo.db", FIXTURE, page))
 
     def run(name: str, payload: dict[str, Any], run_id: str, dry_run: bool = False) -> Any:
         correlation = Correlation("s", run_id, "c", "t")

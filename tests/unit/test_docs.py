@@ -86,7 +86,7 @@ def module_of(test_file: Path) -> bool:
 
 
 def test_the_unit_tests_mirror_the_package() -> None:
-    """tests/unit/kernel/local/test_group.py is about mnote_mcp/kernel/local/group.py: every folder of
+    """tests/unit/kernel/store/test_group.py is about mnote_mcp/kernel/store/group.py: every folder of
     tests/unit is a package of mnote_mcp, every file is named after a module of its folder's package."""
     unit = TESTS / "unit"
     folders = [path for path in unit.rglob("*") if path.is_dir() and path.name != "__pycache__"]

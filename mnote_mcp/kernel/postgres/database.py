@@ -1,16 +1,17 @@
-"""The `sql.Database` seam on PostgreSQL: a psycopg 3 connection pool, transactions, page locks.
+"""PostgreSQL's connections for the store: a psycopg 3 connection pool, transactions, the SQL dialect.
 
 The kernel's commands are synchronous code that talks to its connection many times per call (rows by
 id, neighbours, ancestors, the ledger, the history), so they run unchanged on worker threads over a
 *synchronous* `psycopg_pool.ConnectionPool`, one pooled connection per transaction (see
 docs/decisions.md). A connection is a `PgConnection`: the kernel's `?` placeholders become psycopg's
-`%s`, and everything else of the SQL is already portable.
+`%s`, and everything else of the SQL is already portable. `dialect.py` makes this the store's
+PostgreSQL dialect (page locks, what to retry, the index, notifications).
 
 Transactions: a write is READ COMMITTED and first locks its page's row (`SELECT ... FOR UPDATE`), so
 writers of one page run one after the other and each reads what the previous one committed (the
 revision, the blocks, the ledger); writers of different pages run side by side. A read (and a dry
 run) is one REPEATABLE READ READ ONLY snapshot, so the page row and its blocks agree (a whole-page read
-is the exception: `PostgresStore.get_page`, over `autocommit`). The ledger's
+is the exception: statements of their own, `autocommit`, `Store.get_page`). The ledger's
 primary key makes a key one operation across replicas: a write that collides with another replica's
 concurrent commit of the same key fails on the key and is run again whole (`retryable`), and then the
 ledger answers it (the replay, or the conflict). A lock still held after `busy_timeout` (PostgreSQL's
@@ -41,16 +42,13 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local.sql import Cursor
+from mnote_mcp.kernel.store.sql import Cursor
 
 DEFAULT_POOL_SIZE = 8
 _TOKENS = re.compile(r"'(?:[^']|'')*'|\?|%|(?<![:\w]):([A-Za-z_]\w*)")
-_RETRY = (pg_errors.UniqueViolation, pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+# A write that failed with one of these runs again whole (`PostgresDialect.retryable`).
+RETRYABLE = (pg_errors.UniqueViolation, pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 _BUSY = (pg_errors.LockNotAvailable, pg_errors.QueryCanceled)
-
-
-def is_postgres_url(location: object) -> bool:
-    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
 
 
 def redact(url: str) -> str:
@@ -185,22 +183,9 @@ class PgDatabase:
     def _translate(self, exc: psycopg.OperationalError) -> Exception:
         if isinstance(exc, _BUSY):
             return unavailable("store_busy", self.busy_timeout)
-        if isinstance(exc, _RETRY):
+        if isinstance(exc, RETRYABLE):
             return exc
         return unavailable("store_unreachable", self.busy_timeout)
-
-    def lock_page(self, conn: Any, workspace_id: str, page_id: str) -> None:
-        """Writers of one page wait for each other here, for at most the busy timeout."""
-        conn.execute(
-            "SELECT 1 FROM pages WHERE workspace_id = ? AND id = ? FOR UPDATE", (workspace_id, page_id)
-        )
-
-    def serialize(self, conn: Any, name: str) -> None:
-        """Transactions that serialize on `name` run one at a time (a transaction-scoped advisory lock)."""
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"mnote:{name}",))
-
-    def retryable(self, exc: BaseException) -> bool:
-        return isinstance(exc, _RETRY)
 
     def dump(self) -> str:
         """Every row of every table of the store, in a stable order (tests compare two dumps)."""

@@ -2,7 +2,7 @@
 everybody else (issue 26: sixteen `w*` searches in flight held every pooled connection and worker
 thread, and another actor's page read waited 10 s behind them).
 
-Every call of `PostgresKernel` runs on a worker thread with one pooled connection, at most
+Every call of the kernel on PostgreSQL runs on a worker thread with one pooled connection, at most
 `--db-pool-size` at once. A search (`mnote.page.search`, the listing too) also needs one of
 `--db-search-connections` places (fewer than the pool: the other calls always keep the rest). One
 actor's searches take their turns: one runs, the others wait (on the event loop, holding no thread

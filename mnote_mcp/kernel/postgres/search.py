@@ -1,8 +1,8 @@
 """Page search on PostgreSQL: the same answers as the embedded FTS5 index, from a folded-text table.
 
 `search_text` holds one row per page title (`block_id` '') and per block: the text folded as the
-search folds it (`kernel/search.py`: NFKC, case folding), kept by a write hook in the writing
-transaction (a search after a write sees it; a rolled-back write leaves no trace). A search finds
+search folds it (`kernel/search.py`: NFKC, case folding), kept by the page-change path in the writing
+transaction (`TextIndex.apply`; a search after a write sees it, a rolled-back write leaves no trace). A search finds
 candidate rows of the pages the actor may read with one `LIKE '%segment%'` per segment of the query
 (a `pg_trgm` GIN index serves them where the extension can be created, for CJK and Latin text alike;
 without it they scan the rows of the workspaces searched), then keeps the rows where every segment
@@ -23,31 +23,30 @@ import heapq
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.local import search as local_search
-from mnote_mcp.kernel.local.rows import PageChange
-from mnote_mcp.kernel.local.sql import Connection
+import psycopg
+
 from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
-from mnote_mcp.kernel.port import SearchQuery
+from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult
 from mnote_mcp.kernel.postgres.database import PgConnection
+from mnote_mcp.kernel.postgres.gate import DEFAULT_SEARCH_TIMEOUT, search_timeout
 from mnote_mcp.kernel.search import (
     CJK_RANGES,
     MAX_CHANGED_PAGES,
     MAX_WATERMARK_CHARS,
-    SNIPPETS_PER_HIT,
     Segment,
     Watermark,
     decode_cursor,
     encode_cursor,
+    find,
     fold,
-    snippet,
+    snippets,
     too_many_changes,
 )
-from mnote_mcp.kernel.search import (
-    _find as find,
-)
+from mnote_mcp.kernel.store import search as portable
+from mnote_mcp.kernel.store.changes import PageChange, publish
+from mnote_mcp.kernel.store.sql import Connection
 
 TITLE = ""  # the block_id of a page's title row
 
@@ -72,24 +71,11 @@ CREATE INDEX search_text_trigrams ON search_text USING gin (folded gin_trgm_ops)
 
 
 def v3_search(conn: PgConnection) -> str:
-    """Schema version 3: the search table, filled from the rows there are; trigrams if available."""
+    """Schema version 3: the search table, filled from the rows there are through the page-change
+    path (each page as if created now); trigrams if available."""
     conn.raw.execute(V3)
-    conn.executemany(
-        "INSERT INTO search_text (workspace_id, page_id, block_id, block_seq, folded) VALUES (?, ?, ?, 0, ?)",
-        [
-            (ws, page, TITLE, fold(title))
-            for ws, page, title in conn.execute("SELECT workspace_id, id, title FROM pages").fetchall()
-        ],
-    )
-    conn.executemany(
-        "INSERT INTO search_text (workspace_id, page_id, block_id, block_seq, folded) VALUES (?, ?, ?, ?, ?)",
-        [
-            (ws, page, block, seq, fold(text))
-            for ws, page, block, seq, text in conn.execute(
-                "SELECT workspace_id, page_id, id, seq, text FROM blocks"
-            ).fetchall()
-        ],
-    )
+    index = TextIndex()
+    portable.rebuild(conn, lambda change: publish(conn, change, (index.apply,)), order="seq")
     try:
         with conn.raw.transaction():  # a savepoint: without the extension the rest still commits
             conn.raw.execute(TRGM)
@@ -122,7 +108,7 @@ class PgClock:
     `xmin:xmax:xip,...`), and a history row was written after it when its transaction is not visible
     in it (`page_history.txid`, indexed: rows from `xmin` on are the only ones to check)."""
 
-    def now(self, conn: Any) -> Watermark:
+    def now(self, conn: Connection) -> Watermark:
         return str(conn.execute("SELECT pg_current_snapshot()::text").fetchone()[0])
 
     def valid(self, watermark: Watermark) -> bool:
@@ -139,7 +125,7 @@ class PgClock:
         return all(xmin <= x < xmax for x in running) and running == sorted(set(running))
 
     def changes(
-        self, conn: Any, watermark: Watermark, workspaces: Sequence[str], limit: int
+        self, conn: Connection, watermark: Watermark, workspaces: Sequence[str], limit: int
     ) -> list[tuple[str, str, int]]:
         rows = conn.execute(
             "SELECT workspace_id, page_id, revision FROM page_history"
@@ -154,75 +140,78 @@ class PgClock:
 PG_CLOCK = PgClock()
 
 
-def index_hook(conn: Connection, change: PageChange) -> None:
-    """The write hook: the search rows of what this write changed (titles and block texts)."""
-    ws, page = change.workspace_id, change.page_id
-    if change.title is not None:
-        conn.execute(
-            "INSERT INTO search_text (workspace_id, page_id, block_id, block_seq, folded) VALUES (?, ?, ?, 0, ?)"
-            " ON CONFLICT (workspace_id, page_id, block_id) DO UPDATE SET folded = excluded.folded",
-            (ws, page, TITLE, fold(change.title[1])),
-        )
-    elif change.revision == 1:  # a page just created (a fixture load): its title is in its row
-        (title,) = conn.execute(
-            "SELECT title FROM pages WHERE workspace_id = ? AND id = ?", (ws, page)
-        ).fetchone()
-        conn.execute(
-            "INSERT INTO search_text (workspace_id, page_id, block_id, block_seq, folded) VALUES (?, ?, ?, 0, ?)"
-            " ON CONFLICT (workspace_id, page_id, block_id) DO UPDATE SET folded = excluded.folded",
-            (ws, page, TITLE, fold(title)),
-        )
-    removed = [(ws, page, c.id) for c in change.blocks if c.after is None]
-    added = [(fold(c.after.text), ws, page, c.id) for c in change.blocks if c.before is None and c.after]
-    edited = [
-        (fold(c.after.text), ws, page, c.id)
-        for c in change.blocks
-        if c.before is not None and c.after is not None and c.before.text != c.after.text
-    ]
-    if removed:
-        conn.executemany(
-            "DELETE FROM search_text WHERE workspace_id = ? AND page_id = ? AND block_id = ?", removed
-        )
-    if added:
-        conn.executemany(
-            "INSERT INTO search_text (workspace_id, page_id, block_id, block_seq, folded)"
-            " SELECT workspace_id, page_id, id, seq, ? FROM blocks WHERE workspace_id = ? AND page_id = ? AND id = ?",
-            added,
-        )
-    if edited:
-        conn.executemany(
-            "UPDATE search_text SET folded = ? WHERE workspace_id = ? AND page_id = ? AND block_id = ?",
-            edited,
-        )
+class TextIndex:
+    """The index of one PostgreSQL store (the dialect's `SearchIndex`; see the module). A search's
+    statements stop after `timeout` seconds (`--db-search-timeout`): `search_timeout`, retryable."""
 
+    def __init__(self, timeout: float = DEFAULT_SEARCH_TIMEOUT) -> None:
+        self.timeout = timeout
 
-# -- searching ------------------------------------------------------------------------------------
+    @property
+    def clock(self) -> PgClock:
+        return PG_CLOCK
 
+    def apply(self, conn: Connection, change: PageChange) -> None:
+        """The search rows of what one write changed (titles and block texts), in its transaction."""
+        ws, page = change.workspace_id, change.page_id
+        if change.title is not None:
+            conn.execute(
+                "INSERT INTO search_text (workspace_id, page_id, block_id, block_seq, folded)"
+                " VALUES (?, ?, ?, 0, ?)"
+                " ON CONFLICT (workspace_id, page_id, block_id) DO UPDATE SET folded = excluded.folded",
+                (ws, page, TITLE, fold(change.title[1])),
+            )
+        removed: list[tuple[str, str, str]] = []
+        edited: list[tuple[str, str, str, str]] = []
+        known: list[tuple[str, str, str, int, str]] = []  # rows read from the table: their seq is known
+        added: list[tuple[str, str, str, str]] = []
+        for c in change.blocks:
+            if c.after is None:
+                removed.append((ws, page, c.id))
+            elif c.before is None:
+                if c.after.seq:
+                    known.append((ws, page, c.id, c.after.seq, fold(c.after.text)))
+                else:
+                    added.append((fold(c.after.text), ws, page, c.id))
+            elif c.before.text != c.after.text:
+                edited.append((fold(c.after.text), ws, page, c.id))
+        if removed:
+            conn.executemany(
+                "DELETE FROM search_text WHERE workspace_id = ? AND page_id = ? AND block_id = ?", removed
+            )
+        if known:
+            conn.executemany(
+                "INSERT INTO search_text (workspace_id, page_id, block_id, block_seq, folded)"
+                " VALUES (?, ?, ?, ?, ?)",
+                known,
+            )
+        if added:
+            conn.executemany(
+                "INSERT INTO search_text (workspace_id, page_id, block_id, block_seq, folded)"
+                " SELECT workspace_id, page_id, id, seq, ? FROM blocks"
+                " WHERE workspace_id = ? AND page_id = ? AND id = ?",
+                added,
+            )
+        if edited:
+            conn.executemany(
+                "UPDATE search_text SET folded = ? WHERE workspace_id = ? AND page_id = ? AND block_id = ?",
+                edited,
+            )
 
-def search(conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None) -> dict[str, Any]:
-    """The hits of one search (or listing), best first: `{"hits": [...], "nextCursor"?}`."""
-    workspaces = _readable_workspaces(conn, query)
-    if segments is None:
-        # the listing's SQL is portable: the embedded kernel's, on this connection
-        return local_search._listing(cast(Any, conn), query, dict.fromkeys(workspaces), PG_CLOCK)
-    return _matches(conn, query, segments, workspaces)
-
-
-def _readable_workspaces(conn: Connection, query: SearchQuery) -> list[str]:
-    rows = conn.execute(
-        "SELECT workspace_id, role FROM members WHERE actor_id = ?", (query.actor_id,)
-    ).fetchall()
-    allowed = set(query.workspaces) if query.workspaces is not None else None
-    found = [
-        workspace
-        for workspace, role in rows
-        if Scope.PAGE_READ in grants_of(role) and (allowed is None or workspace in allowed)
-    ]
-    if query.workspace_id is None:
-        return found
-    if query.workspace_id not in found:
-        raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": query.workspace_id})
-    return [query.workspace_id]
+    def search(
+        self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None
+    ) -> SearchResult:
+        """The hits of one search (or the listing), best first; every statement of the transaction
+        stops after the search timeout (until its COMMIT)."""
+        milliseconds = max(1, round(self.timeout * 1000))
+        conn.execute("SELECT set_config('statement_timeout', ?, true)", (str(milliseconds),))
+        try:
+            workspaces = portable.readable_workspaces(conn, query)
+            if segments is None:
+                return portable.listing(conn, query, workspaces, PG_CLOCK)
+            return _matches(conn, query, segments, workspaces)
+        except psycopg.errors.QueryCanceled:
+            raise search_timeout(self.timeout) from None
 
 
 def _hidden_pages(conn: Connection, actor_id: str, workspaces: list[str]) -> set[tuple[str, str]]:
@@ -339,11 +328,11 @@ def _found(
 
 def _matches(
     conn: Connection, query: SearchQuery, segments: Sequence[Segment], workspaces: list[str]
-) -> dict[str, Any]:
+) -> SearchResult:
     cursor = decode_cursor(query, (int, int, int, int))
     if not workspaces:
         return {"hits": []}
-    when = local_search.moment(conn, cursor, workspaces, PG_CLOCK)
+    when = portable.moment(conn, cursor, workspaces, PG_CLOCK)
     hidden = _hidden_pages(conn, query.actor_id, workspaces)
     firsts = dict(
         conn.execute(
@@ -367,7 +356,7 @@ def _matches(
     if len(written) > MAX_CHANGED_PAGES:
         raise too_many_changes(MAX_CHANGED_PAGES)
     for ws, page_id in written:
-        then = local_search.as_it_was(conn, ws, page_id, when.changed[(ws, page_id)], segments)
+        then = portable.as_it_was(conn, ws, page_id, when.changed[(ws, page_id)], segments)
         order = conn.execute(
             "SELECT p.seq, (SELECT min(q.seq) FROM pages q WHERE q.workspace_id = p.workspace_id)"
             " FROM pages p WHERE p.workspace_id = ? AND p.id = ?",
@@ -391,18 +380,18 @@ def _matches(
     texts = _texts(conn, [seq for _, page in ranked for seq in page.ends()])
     hits = []
     for key, page in ranked:
-        hit = heads[key]
-        snippets = _snippets([texts[seq] for seq in page.ends() if seq in texts], segments)
-        if snippets:
-            hit["snippets"] = snippets
-        hits.append(hit)
-    view: dict[str, Any] = {"hits": hits}
+        found = heads[key]
+        marked = snippets([texts[seq] for seq in page.ends() if seq in texts], segments)
+        if marked:
+            found["snippets"] = marked
+        hits.append(found)
+    view: SearchResult = {"hits": hits}
     if more:
         view["nextCursor"] = encode_cursor(query, list(ranked[-1][1].key()), when.watermark)
     return view
 
 
-def _heads(conn: Connection, keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+def _heads(conn: Connection, keys: list[tuple[str, str]]) -> dict[tuple[str, str], SearchHit]:
     """The hits of these pages (title, revision, when it changed), in one query."""
     if not keys:
         return {}
@@ -411,16 +400,7 @@ def _heads(conn: Connection, keys: list[tuple[str, str]]) -> dict[tuple[str, str
         " WHERE (workspace_id, id) IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))",
         ([ws for ws, _ in keys], [page for _, page in keys]),
     ).fetchall()
-    return {
-        (ws, page_id): {
-            "workspaceId": ws,
-            "documentId": page_id,
-            "title": title,
-            "revision": revision,
-            "updatedAt": updated_at,
-        }
-        for ws, page_id, title, revision, updated_at in rows
-    }
+    return {(row[0], row[1]): portable.hit(*row) for row in rows}
 
 
 def _texts(conn: Connection, seqs: list[int]) -> dict[int, tuple[str, str]]:
@@ -429,14 +409,3 @@ def _texts(conn: Connection, seqs: list[int]) -> dict[int, tuple[str, str]]:
         return {}
     rows = conn.execute("SELECT seq, id, text FROM blocks WHERE seq = ANY(?)", (seqs,)).fetchall()
     return {seq: (block_id, text) for seq, block_id, text in rows}
-
-
-def _snippets(blocks: list[tuple[str, str]], segments: Sequence[Segment]) -> list[dict[str, str]]:
-    """The snippets of a page's first and last matching blocks (in the order they were written), as
-    the embedded index gives them."""
-    out: list[dict[str, str]] = []
-    for block_id, text in blocks:
-        marked = snippet(text, segments)
-        if marked is not None:
-            out.append({"blockId": block_id, "text": marked})
-    return out[:SNIPPETS_PER_HIT]

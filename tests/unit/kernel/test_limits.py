@@ -13,8 +13,9 @@ import anyio
 import pytest
 
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
 from mnote_mcp.kernel.port import Correlation, PageQuery
+from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import call, connect, dump, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -120,7 +121,7 @@ async def test_reading_a_page_at_the_limit_costs_a_small_multiple_of_the_page(tm
     async with connect(db) as client:
         saved = await call(client, "mnote.page.save", **write_args("huge", content=_blocks(count, size)))
         assert saved["ok"], saved["error"]
-    kernel = LocalKernel(LocalStore(db, limits=PageLimits()))
+    kernel = StoreKernel(open_store(db, limits=PageLimits()))
     try:
         query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
         tracemalloc.start()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import (
     AuditQuery,
     AuthorizeQuery,
@@ -30,6 +29,7 @@ from mnote_mcp.kernel.port import (
     revisions_to_wire,
 )
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.kernel.wireschema import adapter
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +85,7 @@ def test_revisions_travel_as_a_list() -> None:
 
 
 async def test_page_revisions_answers_only_readable_pages(db: Path) -> None:
-    kernel = LocalKernel.open(db)
+    kernel = open_kernel(db)
     try:
         assert isinstance(kernel, Kernel)
         pages = [PageKey("ws_1", "doc_1"), PageKey("ws_1", "doc_secret"), PageKey("ws_1", "nope")]

@@ -28,8 +28,6 @@ from mnote_mcp.backup import backup_sqlite
 from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import (
     Command,
     CommandName,
@@ -43,8 +41,10 @@ from mnote_mcp.kernel.port import (
     PageRef,
     SearchQuery,
 )
-from mnote_mcp.kernel.postgres.kernel import PostgresKernel
+from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import StoreLocation, open_store
 from tests.support.helpers import FIXTURE, seeded_store
 from tests.support.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
@@ -81,15 +81,15 @@ def adapter(
     if request.param == "postgres":
         url = request.getfixturevalue("pg_server").database("contract")
         open_store(url).close()  # create it (migrations), empty
-        yield Adapter("postgres", lambda: PostgresKernel.open(url), url)
+        yield Adapter("postgres", lambda: open_postgres_kernel(url), url)
         return
     if request.param == "restored":
         restored = restored_copy(shared.with_name("restored.db"))
-        yield Adapter("restored", lambda: LocalKernel.open(restored), restored)
+        yield Adapter("restored", lambda: open_kernel(restored), restored)
         return
-    LocalStore(shared).close()  # create it, so every adapter starts from the same empty store
+    open_store(shared).close()  # create it, so every adapter starts from the same empty store
     if request.param == "local":
-        yield Adapter("local", lambda: LocalKernel.open(shared), shared)
+        yield Adapter("local", lambda: open_kernel(shared), shared)
     elif request.param == "http":
         with reference_runtime(shared, tmp_path_factory.mktemp("runtime")) as runtime:
             yield Adapter("http", lambda: HttpKernel(runtime.url, token=runtime.token), shared, runtime)
@@ -284,7 +284,7 @@ async def kit(adapter: Adapter, stores: tuple[Path, Path]) -> AsyncIterator[Kit]
             load_fixture(store, fixture)
         finally:
             store.close()
-    kernel, reference = adapter.open(), LocalKernel.open(mirror)
+    kernel, reference = adapter.open(), open_kernel(mirror)
     try:
         yield Kit(kernel, reference, tag)
     finally:

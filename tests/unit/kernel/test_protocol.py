@@ -26,9 +26,10 @@ from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.cli import CliKernel, parse_command_line
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, Correlation, PageQuery
 from mnote_mcp.kernel.protocol import CLI_REQUEST, ERROR, OPERATIONS, STATUS_OF, decode_key, encode_key
+from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.stores import open_kernel as open_seeded
 from mnote_mcp.tracecontext import trace_id_of, traceparent, w3c_trace_id
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
@@ -91,7 +92,7 @@ def test_ordinary_keys_are_sent_verbatim() -> None:
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeProcess]:
     root = tmp_path_factory.mktemp("protocol")
     db = root / "runtime.db"
-    kernel = LocalKernel.open_seeded(db, seed=FIXTURE)
+    kernel = open_seeded(db, seed=FIXTURE)
     kernel.store.close()
     with reference_runtime(db, root, token="s3cret-token") as process:
         yield process
@@ -354,7 +355,7 @@ async def test_kernel_specs_select_the_adapters(tmp_path: Path, monkeypatch: pyt
     assert isinstance(cli, CliKernel) and cli.argv == ["/opt/my tools/mnote-cli", "--json", "--db", "a b"]
     assert not (tmp_path / "x.db").exists(), "a relay never opens a local store"
     local, description = open_kernel(replace(base, kernel="local"))
-    assert isinstance(local, LocalKernel) and description == f"sqlite:{tmp_path / 'x.db'}"
+    assert isinstance(local, StoreKernel) and description == f"sqlite:{tmp_path / 'x.db'}"
     for kernel in (http, cli, local):
         await kernel.aclose()
 

@@ -26,7 +26,6 @@ from mnote_mcp.httpguard import ClientLimits
 from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import (
     Command,
     Correlation,
@@ -38,6 +37,7 @@ from mnote_mcp.kernel.port import (
     SearchQuery,
 )
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.runtime import cli_adapter
 from mnote_mcp.runtime.http_app import create_app
 from tests.support.helpers import ROOT, seeded_store
@@ -96,7 +96,7 @@ async def _every_method(kernel: Kernel) -> None:
 
 
 async def _over_http(db: Path) -> list[list[Any]]:
-    inner = httpx2.ASGITransport(app=create_app(LocalKernel.open(db), limits=LIMITS))
+    inner = httpx2.ASGITransport(app=create_app(open_kernel(db), limits=LIMITS))
     seen: list[list[Any]] = []
 
     class Recording(httpx2.AsyncBaseTransport):
@@ -123,7 +123,7 @@ async def _over_cli(db: Path) -> list[list[str]]:
 
     class Recording(CliKernel):
         async def _run(self, data: bytes) -> tuple[int, bytes, bytes]:
-            reply = await anyio.to_thread.run_sync(cli_adapter.answer, lambda: LocalKernel.open(db), data)
+            reply = await anyio.to_thread.run_sync(cli_adapter.answer, lambda: open_kernel(db), data)
             text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
             seen.append([data.decode(), text])
             return 0, text.encode(), b""
@@ -173,7 +173,7 @@ BROKEN_CLI = [
 
 async def _refusals(db: Path) -> list[list[Any]]:
     seen: list[list[Any]] = []
-    app = create_app(LocalKernel.open(db), limits=LIMITS)
+    app = create_app(open_kernel(db), limits=LIMITS)
     async with httpx2.AsyncClient(
         transport=httpx2.ASGITransport(app=app), base_url="http://runtime"
     ) as client:
@@ -182,7 +182,7 @@ async def _refusals(db: Path) -> list[list[Any]]:
             response = await client.request(method, path, content=content, headers=headers)
             seen.append([method, path, response.status_code, response.text])
     for raw in BROKEN_CLI:
-        reply = await anyio.to_thread.run_sync(cli_adapter.answer, lambda: LocalKernel.open(db), raw.encode())
+        reply = await anyio.to_thread.run_sync(cli_adapter.answer, lambda: open_kernel(db), raw.encode())
         seen.append([raw, json.dumps(reply, ensure_ascii=False, separators=(",", ":"))])
     return seen
 

@@ -227,10 +227,10 @@ async def test_a_write_from_another_process_reaches_the_subscriber(db: Path, mod
 
 
 async def test_a_failing_poll_is_survived_and_retried(db: Path) -> None:
-    from mnote_mcp.kernel.local import LocalKernel
+    from mnote_mcp.kernel.sqlite.opening import open_kernel
     from mnote_mcp.resources import PageWatcher, Watch
 
-    kernel = LocalKernel.open(db)
+    kernel = open_kernel(db)
     calls: list[str] = []
     heard = anyio.Event()
     real = kernel.page_revisions
@@ -256,3 +256,33 @@ async def test_a_failing_poll_is_survived_and_retried(db: Path) -> None:
     finally:
         await kernel.aclose()
     assert len(calls) >= 2, "the loop kept polling after the failure"
+
+
+async def test_a_write_of_this_process_outside_the_tools_wakes_the_watcher_at_once(db: Path) -> None:
+    """The kernel's change feed (on SQLite: this process's writes, told after COMMIT) wakes the watcher,
+    not only the server's nudge after its own tool calls: a write made on the same kernel by anything
+    else in the process (here the kernel port itself) is announced at once, not at the next poll."""
+    from mnote_mcp.kernel.port import Command, Correlation
+    from tests.support.helpers import make_app
+
+    updates = Updates()
+    app = make_app(db, watch_interval=3600)
+    try:
+        async with Client(app.server(), mode="legacy", message_handler=updates) as client:
+            await client.subscribe_resource(DOC_1)
+            update = {"blockId": "p_1", "text": "written beside the tools"}
+            await app.kernel.execute(
+                Command(
+                    "page.block.update",
+                    "ws_1",
+                    "doc_1",
+                    "user_editor",
+                    Correlation("s", "r", "c", "t"),
+                    "k1",
+                    False,
+                    update,
+                )
+            )
+            assert await updates.wait() == [DOC_1]
+    finally:
+        await app.kernel.aclose()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mnote_mcp.kernel.local import LocalStore
+from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.helpers import MODES, call, connect, dump, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -243,7 +243,7 @@ async def test_each_edit_leaves_an_audit_record(db: Path, tool: str) -> None:
     async with connect(db) as client:
         revision = await seed_tree(client)
         envelope = await call(client, tool, **write_args("k_audit", traceId="trace_audit", **args))
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         (record,) = store.audit_trail(trace_id="trace_audit")
     finally:

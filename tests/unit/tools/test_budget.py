@@ -261,11 +261,11 @@ def test_the_envelope_frame_is_measured_exactly(
 def _busy_run(path: Path, writes: int) -> Path:
     """The fixture store with `writes` title changes by user_editor in the run `busy` (straight to the
     store: the MCP path is not what is tested, the report of their revert is)."""
-    from mnote_mcp.kernel.local import LocalStore
     from mnote_mcp.kernel.port import Command, CommandName, Correlation
+    from mnote_mcp.kernel.sqlite.opening import open_store
 
     store_with(path)
-    store = LocalStore(path)
+    store = open_store(path)
     try:
         for index in range(writes):
             store.execute(

@@ -214,11 +214,11 @@ def test_the_write_schema_skeleton_is_written_once() -> None:
 
 
 def test_scope_and_read_only_hint_follow_from_the_command() -> None:
-    from mnote_mcp.kernel.policy import COMMAND_SCOPES
+    from mnote_mcp.kernel.store.commands import COMMAND_SCOPES
     from mnote_mcp.tools.catalog import ALL_TOOLS
     from mnote_mcp.vocabulary.scopes import Scope
 
     for spec in ALL_TOOLS:
-        expected = COMMAND_SCOPES[spec.command] if spec.command is not None else Scope.PAGE_READ
+        expected = COMMAND_SCOPES[spec.command.name] if spec.command is not None else Scope.PAGE_READ
         assert spec.scope is expected and spec.mcp_annotations().read_only_hint is (spec.command is None)
-    assert set(COMMAND_SCOPES) == {spec.command for spec in ALL_TOOLS if spec.command is not None}
+    assert set(COMMAND_SCOPES) == {spec.command.name for spec in ALL_TOOLS if spec.command is not None}

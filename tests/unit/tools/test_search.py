@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
 from mnote_mcp.kernel.search import fold, index_tokens, parse_query, query_tag, snippet
+from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, IDS, MODES, SECRETS, call, connect, store_with_pages, write_args
-from tests.unit.kernel.local.test_migrate import v1_store
+from tests.unit.kernel.sqlite.test_migrate import v1_store
 
 pytestmark = pytest.mark.anyio
 SEARCH = "mnote.page.search"
@@ -221,7 +221,7 @@ async def test_the_index_is_written_in_the_writes_transaction(store: Path) -> No
     def fail(conn: Any, change: Any) -> None:
         raise RuntimeError("hook failed")
 
-    kernel = LocalKernel.open(store)
+    kernel = open_kernel(store)
     try:
         before = kernel.store.dump()
         kernel.store.write_hooks.append(fail)
@@ -311,7 +311,7 @@ async def test_search_needs_the_page_read_scope_and_a_login(store: Path) -> None
 
 
 async def test_a_token_limited_to_workspaces_searches_only_those(store: Path) -> None:
-    kernel = LocalKernel.open(store)
+    kernel = open_kernel(store)
     try:
         both = SearchQuery("user_owner", CORRELATION, query="plan", workspaces=("ws_1",))
         assert [hit["documentId"] for hit in (await kernel.search_pages(both))["hits"]] == ["doc_1"]
@@ -552,7 +552,7 @@ def test_a_crafted_cursor_is_refused_or_harmless(
     """Cursor contents are the client's: any sort key and watermark, with a valid tag, is refused as
     `invalid_argument` at /cursor or answers readable pages only (never a restricted page or another
     workspace's, never an internal error)."""
-    local = LocalStore(store)
+    local = open_store(store)
     try:
         plain = SearchQuery("user_editor", CORRELATION, query=text, limit=5)
         crafted = replace(plain, cursor=_crafted(plain, after, watermark))
@@ -595,9 +595,11 @@ def test_a_postgresql_watermark_is_checked_before_the_database_sees_it() -> None
 async def test_more_pages_written_meanwhile_than_a_cursor_reranks_restart_the_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnote_mcp.kernel.local import search as local_search
+    from mnote_mcp.kernel.sqlite import search as sqlite_search
+    from mnote_mcp.kernel.store import search as store_search
 
-    monkeypatch.setattr(local_search, "MAX_CHANGED_PAGES", 2)
+    monkeypatch.setattr(sqlite_search, "MAX_CHANGED_PAGES", 2)  # the index's matches
+    monkeypatch.setattr(store_search, "MAX_CHANGED_PAGES", 2)  # the listing
     db = store_with_pages(tmp_path / "many.db", FIXTURE, *_contract_pages(6))
     async with connect(db) as client:
         cases: list[dict[str, Any]] = [{"query": "合同"}, {}]
@@ -694,7 +696,7 @@ def test_a_cjk_query_finds_exactly_the_blocks_holding_it(
             for n, text in enumerate(texts)
         ],
     )
-    store = LocalStore(path)
+    store = open_store(path)
     try:
         found = store.search_pages(SearchQuery("user_editor", CORRELATION, query=needle, limit=50))
     finally:

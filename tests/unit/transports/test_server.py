@@ -21,9 +21,12 @@ import pytest
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.kernel.local import LocalKernel, LocalStore
-from mnote_mcp.kernel.local.connection import StoreBusyError
 from mnote_mcp.kernel.port import Command, CommandOutcome
+from mnote_mcp.kernel.sqlite.connection import StoreBusyError
+from mnote_mcp.kernel.sqlite.dialect import SqliteDialect
+from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.kernel.store.store import Store
 from mnote_mcp.transports.auth import AuthSetup
 from mnote_mcp.transports.http import build_http_app
 from mnote_mcp.transports.server import make_server
@@ -33,12 +36,12 @@ from tests.support.http_helpers import http_server, mcp_http, wait_until
 pytestmark = pytest.mark.anyio
 
 
-class SlowStore(LocalStore):
-    """The embedded store as if another process held the write lock for `delay` seconds: the inline
+class SlowStore(Store):
+    """The SQLite store as if another process held the write lock for `delay` seconds: the inline
     attempt is told the store is busy, and the waiting attempt (on a worker thread) waits."""
 
     def __init__(self, path: Path, delay: float) -> None:
-        super().__init__(path)
+        super().__init__(SqliteDialect(path))
         self.delay = delay
 
     def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome:
@@ -48,7 +51,7 @@ class SlowStore(LocalStore):
         return super().execute(command)
 
 
-class SlowKernel(LocalKernel):
+class SlowKernel(StoreKernel):
     def __init__(self, path: Path, delay: float) -> None:
         super().__init__(SlowStore(path, delay))
 
@@ -120,7 +123,7 @@ async def test_a_call_past_its_timeout_is_retryable_and_its_retry_writes_once(db
     )
     assert retry["ok"] and retry["result"]["idempotentReplay"] is True
     assert retry["result"]["revision"] == 2
-    store = LocalStore(db)
+    store = open_store(db)
     try:
         assert [r["effect"] for r in store.audit_trail(trace_id="trace_t")] == ["write", "replay"]
     finally:

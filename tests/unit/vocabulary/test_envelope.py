@@ -116,11 +116,11 @@ async def test_write_success(db: Path, mode: str, tool: str) -> None:
         envelope = await call_example(client, spec, DOC_1, "k_ok")
     _assert_envelope_keys(envelope, tool)
     assert envelope["ok"] is True and envelope["error"] is None
-    assert envelope["result"]["commandName"] == spec.command.value
+    assert envelope["result"]["commandName"] == spec.command.name
     assert isinstance(envelope["result"]["revision"], int)
     audit = envelope["audit"]
     assert audit["effect"] == "write"
-    assert audit["commandId"].startswith(command_id_prefix(spec.command.value))
+    assert audit["commandId"].startswith(command_id_prefix(spec.command.name))
     assert (audit["workspaceId"], audit["documentId"]) == ("ws_1", "doc_1")
 
 

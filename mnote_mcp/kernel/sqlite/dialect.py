@@ -1,0 +1,82 @@
+"""SQLite as the store's database: one file, any number of processes (the `Dialect` of `kernel/store`).
+
+A write transaction is `BEGIN IMMEDIATE`: it holds the whole file, so a page lock and a seeding lock are
+taken already and nothing ever needs a retry. Reads are snapshots (a read transaction is cheap on
+SQLite, so a whole-page read is one). Calls run inline on the event loop first: the connection there
+never waits for a lock (`connection.py`), and writes arriving together commit as one group. The search
+index is FTS5 (`search.py`), kept by the page-change path; a write is told to this process's listeners
+after it commits (`changes.InProcessFeed`). Opening creates or upgrades the schema (`migrate.py`), or,
+read-only, checks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
+from pathlib import Path
+
+from mnote_mcp.kernel.sqlite.connection import Database
+from mnote_mcp.kernel.sqlite.migrate import check_schema, open_schema
+from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
+from mnote_mcp.kernel.sqlite.search import Fts5Index
+from mnote_mcp.kernel.store.changes import InProcessFeed
+from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT
+from mnote_mcp.kernel.store.sql import Connection
+
+
+class SqliteDialect:
+    """The store file at `path`, its schema created or upgraded (with `uri`, opened read-only through
+    that SQLite URI, `opening.read_only_uri`: nothing created or upgraded, another schema refused)."""
+
+    name = "sqlite"
+    inline = True
+    group_commit = True
+    snapshot_reads = True
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        uri: str | None = None,
+        pool_size: int = POOL_SIZE,
+    ) -> None:
+        if uri is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self.location = str(path)
+        self.threads = pool_size
+        self.index = Fts5Index()
+        self.feed = InProcessFeed()
+        self.database = Database(path, busy_timeout=busy_timeout, uri=uri, pool_size=pool_size)
+        try:
+            self.created = open_schema(self.database) if uri is None else check_schema(self.database)
+        except BaseException:
+            self.database.close()
+            raise
+
+    def transaction(self, *, write: bool, inline: bool = False) -> AbstractContextManager[Connection]:
+        return self.database.transaction(write=write, inline=inline)
+
+    def statements(self, *, inline: bool = False) -> AbstractContextManager[Connection]:
+        """A read transaction: as cheap as statements of their own, and one snapshot."""
+        return self.database.transaction(write=False, inline=inline)
+
+    def lock_page(self, conn: Connection, workspace_id: str, page_id: str) -> None:
+        """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
+
+    def serialize(self, conn: Connection, name: str) -> None:
+        """Nothing to do: `BEGIN IMMEDIATE` keeps every other writer out already."""
+
+    def retryable(self, exc: BaseException) -> bool:
+        return False
+
+    @asynccontextmanager
+    async def admit_search(self, actor_id: str) -> AsyncIterator[None]:
+        """Every search is admitted: it runs on a worker thread with a connection of the pool."""
+        yield
+
+    def dump(self) -> str:
+        return self.database.dump()
+
+    def close(self) -> None:
+        self.database.close()

@@ -1,0 +1,124 @@
+"""The async face of the store, as the kernel port: one class for every database.
+
+Where a call runs is the dialect's to say (`Dialect.inline`). On SQLite a call runs inline on the event
+loop first, told neither to wait for locks nor to do heavy work: a read of a page or an uncontended
+block edit takes well under a millisecond, less than handing it to a thread would. When SQLite would
+have to wait (another connection or process holds the write lock), or the call has a long page to
+read, render, diff or replace, it raises `MoveToThread` before doing that work and is run again on a
+worker thread, so neither a contended write nor a big page stalls the event loop. On PostgreSQL every
+call runs on a worker thread (a database round trip is I/O), at most `Dialect.threads` at once (as
+many as its pool has connections, so a call never waits on the event loop for one), and a search
+first takes what the dialect admits it to (`Dialect.admit_search`: PostgreSQL bounds the searches in
+flight). A threaded call whose caller gave up (the per-call timeout) is abandoned, not interrupted:
+its transaction still commits or rolls back whole, and the idempotency ledger makes the retry safe.
+
+Where the dialect says so (SQLite), writes commit in groups (`group.py`): the writes that reach the
+kernel together share one transaction, each command in a savepoint of its own, every caller answered
+after its `COMMIT`. Every store is a `PageChangeFeed` (`watch_changes`): the dialect's feed tells
+listeners of page writes as they commit (SQLite: this process's, PostgreSQL: every replica's).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TypeVar
+
+import anyio.to_thread
+from anyio import CapacityLimiter
+
+from mnote_mcp.kernel.port import (
+    AuditRecord,
+    Command,
+    CommandOutcome,
+    HistoryQuery,
+    HistoryView,
+    PageChangeListener,
+    PageKey,
+    PageQuery,
+    PageRef,
+    PageView,
+    SearchQuery,
+    SearchResult,
+)
+from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.store.dialect import MoveToThread
+from mnote_mcp.kernel.store.group import GroupCommit
+from mnote_mcp.kernel.store.store import Store
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+
+class StoreKernel:
+    """The kernel port over a `Store` (see the module)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._inline = store.dialect.inline
+        self._max_threads = store.dialect.threads
+        self._limiter: CapacityLimiter | None = None
+        self._group = GroupCommit(store) if store.dialect.group_commit else None
+
+    async def _run(self, call: Callable[..., T]) -> T:
+        if self._inline:
+            try:
+                return call(inline=True)
+            except MoveToThread:
+                pass
+        return await self._threaded(call)
+
+    async def _threaded(self, call: Callable[..., T]) -> T:
+        if self._limiter is None:
+            self._limiter = CapacityLimiter(self._max_threads)
+        return await anyio.to_thread.run_sync(
+            partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
+        )
+
+    async def get_page(self, query: PageQuery) -> PageView:
+        return await self._run(partial(self.store.get_page, query))
+
+    async def execute(self, command: Command) -> CommandOutcome:
+        if self._group is None or command.dry_run:  # a dry run only reads
+            return await self._run(partial(self.store.execute, command))
+        done = await self._group.submit(command)
+        if isinstance(done, MoveToThread):
+            return await self._threaded(partial(self.store.execute, command))
+        if isinstance(done, Exception):
+            raise done
+        return done
+
+    async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
+        await self._run(partial(self.store.check_access, workspace_id, document_id, actor_id, scope))
+
+    async def list_pages(self, actor_id: str) -> list[PageRef]:
+        return await self._run(partial(self.store.list_pages, actor_id))
+
+    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
+        return await self._run(partial(self.store.page_revisions, actor_id, list(pages)))
+
+    async def page_history(self, query: HistoryQuery) -> HistoryView:
+        return await self._run(partial(self.store.page_history, query))
+
+    async def search_pages(self, query: SearchQuery) -> SearchResult:
+        async with self.store.dialect.admit_search(query.actor_id):
+            return await self._run(partial(self.store.search_pages, query))
+
+    async def audit_trail(
+        self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
+    ) -> list[AuditRecord]:
+        return await self._run(
+            partial(self.store.audit_trail, trace_id=trace_id, command_id=command_id, limit=limit)
+        )
+
+    def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
+        """`PageChangeFeed`: hear page writes as they commit (see the module)."""
+        return self.store.dialect.feed.watch(listener)
+
+    async def aclose(self) -> None:
+        if self._inline:
+            self.store.close()
+        else:  # (closing a pool and a LISTEN connection waits for their threads)
+            await anyio.to_thread.run_sync(self.store.close)
