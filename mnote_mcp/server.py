@@ -15,12 +15,12 @@ import mcp_types.methods
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from opentelemetry import trace
 
 from mnote_mcp import __version__
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
+from mnote_mcp.telemetry.tracing import tracing_on
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.naming import respell
@@ -120,7 +120,7 @@ class SpansWhenTraced:
         self.spans = spans
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if type(trace.get_tracer_provider()) is trace.ProxyTracerProvider:
+        if not tracing_on():
             return await call_next(ctx)
         return await self.spans(ctx, call_next)
 
