@@ -36,8 +36,8 @@ TRACER = trace.get_tracer("mnote_mcp", __version__)
 OTEL_EXTRA = "pip install -e '.[otel]' (from the checkout)"
 
 
-class TracingSetupError(RuntimeError):
-    """`--otlp-endpoint` cannot be served: the one line to print (the extra missing, say)."""
+class TracingSetupError(ValueError):
+    """`--otlp-endpoint` cannot be served: the one line to print (the extra missing), exit 2."""
 
 
 def tracing_on() -> bool:

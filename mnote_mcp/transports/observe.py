@@ -53,6 +53,8 @@ _REASONS = {
 }
 # Logged at INFO (a client that reconnects after a restart meets it), every other refusal at WARNING.
 _ROUTINE = frozenset({"unknown_session"})
+# Paths whose status is their answer, not a refusal (`/readyz` says 503 while the store cannot serve).
+_ANSWERS = frozenset({"/readyz", "/healthz"})
 _CHALLENGE_REASON = re.compile(rb'error_description="([^"]{0,200})"')
 _PATH_SHOWN = 120
 
@@ -76,7 +78,7 @@ class Refusals:
         self.throttle = throttle or Throttle()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"] in _ANSWERS:
             await self.app(scope, receive, send)
             return
 

@@ -95,3 +95,16 @@ def store_fixture(request: pytest.FixtureRequest, tmp_path: Path, fixture: Path)
 
 
 STORES = ("sqlite", "postgres")
+
+
+def stop(server: PgServer) -> None:
+    """Stop the server's postgres (a fast shutdown: sessions are ended), as an outage would."""
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.server.pgdata, user=server.server.system_user)
+
+
+def start(server: PgServer) -> None:
+    """Start it again, on the same socket: the URLs handed out before work again."""
+    server.server.ensure_postgres_running()
+    assert server.server.get_uri() == server.url

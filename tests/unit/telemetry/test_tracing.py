@@ -6,6 +6,7 @@ wrapped and no span is made."""
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusC
 from mnote_mcp.app import open_app
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.traced import TracedKernel
+from mnote_mcp.telemetry.tracing import TracingSetupError, env_endpoint, setup_tracing, tracing_on
 from mnote_mcp.tracecontext import w3c_trace_id
 from tests.support.helpers import call, page_args, write_args
 from tests.support.tracing import by_name, recorded_spans, trace_hex
@@ -140,3 +142,20 @@ async def test_without_a_tracer_provider_nothing_is_wrapped_or_recorded(db: Path
         async with Client(app.server(), mode="legacy") as client:
             envelope = await call(client, "mnote.page.get", **page_args())
     assert envelope["ok"]
+
+
+def test_an_otlp_endpoint_without_the_extra_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    with pytest.raises(TracingSetupError, match=r"pip install -e '\.\[otel\]'"):
+        setup_tracing("http://127.0.0.1:4318/v1/traces")
+    assert not tracing_on()
+
+
+def test_the_standard_variables_name_the_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    assert env_endpoint() is None
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")
+    assert env_endpoint() == "http://collector:4318/v1/traces"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4318/custom")
+    assert env_endpoint() == "http://traces:4318/custom"

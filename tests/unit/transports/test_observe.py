@@ -140,6 +140,15 @@ async def test_refusals_are_counted_and_logged_with_the_challenges_reason_never_
     assert "secret-token-value" not in caplog.text
 
 
+async def test_a_probes_503_is_its_answer_not_a_refusal() -> None:
+    counted: list[tuple[int, str]] = []
+    app = Refusals(answering(503), lambda status, reason: counted.append((status, reason)))
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://t") as http:
+        await http.get("/readyz")
+        await http.post("/mcp")
+    assert counted == [(503, "too_many")]
+
+
 async def test_a_flood_of_refusals_logs_a_few_lines_and_counts_them_all(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
