@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -23,6 +23,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
 from mnote_mcp.mapping import (
+    Arguments,
     Caller,
     admit,
     build_request,
@@ -37,6 +38,7 @@ from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
 from mnote_mcp.vocabulary.envelope import (
     DEFAULT_MAX_ARGUMENT_DEPTH,
+    Envelope,
     ToolRequest,
     ToolResult,
     failure,
@@ -169,10 +171,10 @@ class Dispatcher:
     async def call(
         self,
         name: str,
-        arguments: Mapping[str, Any] | None,
-        meta: Mapping[str, Any] | None,
+        arguments: Arguments | None,
+        meta: Arguments | None,
         identity: Identity,
-    ) -> dict[str, Any]:
+    ) -> Envelope:
         spec = self.registry.find(name)
         if spec is None:
             raise UnknownToolError(name)
@@ -194,10 +196,10 @@ class Dispatcher:
     async def _call(
         self,
         spec: ToolSpec,
-        arguments: Mapping[str, Any] | None,
-        meta: Mapping[str, Any] | None,
+        arguments: Arguments | None,
+        meta: Arguments | None,
         identity: Identity,
-    ) -> dict[str, Any]:
+    ) -> Envelope:
         started = time.perf_counter()
         traced = tracing_on()
         start_ns = time.time_ns() if traced else 0
@@ -215,7 +217,7 @@ class Dispatcher:
         if traced:
             with call_span(spec.name, ids, start_ns, identity.actor_id) as span:
                 envelope, error = await self._answer(spec, name, args, meta, identity, correlation, heavy)
-                audit = envelope.get("audit") or {}
+                audit = envelope["audit"]
                 record_outcome(
                     span,
                     workspace_id=audit.get("workspaceId"),
@@ -235,7 +237,7 @@ class Dispatcher:
             error.code.value if error else "ok",
             seconds * 1000,
             ids,
-            commandId=(envelope.get("audit") or {}).get("commandId"),
+            commandId=envelope["audit"].get("commandId"),
         )
         if self.observer is not None:
             self.observer.call_answered(
@@ -247,12 +249,12 @@ class Dispatcher:
         self,
         spec: ToolSpec,
         name: str,
-        args: dict[str, Any],
-        meta: Mapping[str, Any] | None,
+        args: Arguments,
+        meta: Arguments | None,
         identity: Identity,
         correlation: Correlation,
         heavy: bool,
-    ) -> tuple[dict[str, Any], MnoteError | None]:
+    ) -> tuple[Envelope, MnoteError | None]:
         """The call's envelope, and the error it answers (None for a success)."""
         max_id = self.registry.max_id_chars
         # Echoed in the envelope: only ids of a sane length (a longer one is refused below anyway).
@@ -301,7 +303,7 @@ class Dispatcher:
         return respell_envelope(envelope, self.registry.style), failed
 
     def _request(
-        self, spec: ToolSpec, args: dict[str, Any], caller: Caller, correlation: Correlation
+        self, spec: ToolSpec, args: Arguments, caller: Caller, correlation: Correlation
     ) -> ToolRequest:
         """The request envelope, once its numbers are exact and it matches the advertised schema."""
         exact = exact_numbers(
@@ -334,5 +336,5 @@ async def _checked(heavy: bool, check: Callable[[], T]) -> T:
     return await anyio.to_thread.run_sync(check) if heavy else check()
 
 
-def _echo(value: Any, max_chars: int) -> str | None:
+def _echo(value: object, max_chars: int) -> str | None:
     return value if isinstance(value, str) and len(value) <= max_chars else None

@@ -16,9 +16,10 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 LogFormat = Literal["text", "json"]
+LogLevel = Literal["debug", "info", "warning", "error"]
 CALLS = logging.getLogger("mnote_mcp.calls")
 
 
@@ -30,7 +31,7 @@ def timestamp(record: logging.LogRecord) -> str:
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "ts": timestamp(record),
             "level": record.levelname.lower(),
             "logger": record.name,
@@ -94,11 +95,11 @@ def configure_logging(level: str = "info", fmt: LogFormat = "text") -> None:
 
 
 def log_call(
-    tool: str, actor: str | None, outcome: str, latency_ms: float, ids: Mapping[str, str], **extra: Any
+    tool: str, actor: str | None, outcome: str, latency_ms: float, ids: Mapping[str, object], **extra: object
 ) -> None:
     if not CALLS.isEnabledFor(logging.INFO):
         return
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "tool": tool,
         "actor": actor,
         "outcome": outcome,
@@ -110,7 +111,7 @@ def log_call(
     CALLS.info("call %s", text, extra={"fields": fields})
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     """A field's value in a `key=value` line: quoted (JSON) when it holds a space, quote or `=`, so a
     client's id cannot add fields to the line."""
     text = str(value)

@@ -18,15 +18,19 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from mnote_mcp.kernel.errors import RETRYABLE_CODES, ErrorCode, MnoteError
 from mnote_mcp.kernel.port import (
+    AuditRecord,
     Command,
     CommandOutcome,
     Correlation,
     HistoryQuery,
+    HistoryView,
     Kernel,
     PageKey,
     PageQuery,
     PageRef,
+    PageView,
     SearchQuery,
+    SearchResult,
 )
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.telemetry.tracing import TRACER
@@ -71,7 +75,7 @@ class TracedKernel:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)  # the optional parts of an adapter (PageChangeFeed, ...)
 
-    async def get_page(self, query: PageQuery) -> dict[str, Any]:
+    async def get_page(self, query: PageQuery) -> PageView:
         with kernel_span(
             "get_page",
             workspace_id=query.workspace_id,
@@ -80,8 +84,7 @@ class TracedKernel:
             **_ids(query.correlation),
         ) as span:
             view = await self.inner.get_page(query)
-            if isinstance(view.get("revision"), int):
-                span.set_attribute("mnote.revision", view["revision"])
+            span.set_attribute("mnote.revision", view["revision"])
             return view
 
     async def execute(self, command: Command) -> CommandOutcome:
@@ -114,7 +117,7 @@ class TracedKernel:
         with kernel_span("page_revisions", pages=len(pages)):
             return await self.inner.page_revisions(actor_id, pages)
 
-    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
+    async def page_history(self, query: HistoryQuery) -> HistoryView:
         with kernel_span(
             "page_history",
             workspace_id=query.workspace_id,
@@ -123,13 +126,13 @@ class TracedKernel:
         ):
             return await self.inner.page_history(query)
 
-    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+    async def search_pages(self, query: SearchQuery) -> SearchResult:
         with kernel_span("search_pages", workspace_id=query.workspace_id, **_ids(query.correlation)):
             return await self.inner.search_pages(query)
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
+    ) -> list[AuditRecord]:
         with kernel_span("audit_trail"):
             return await self.inner.audit_trail(trace_id=trace_id, command_id=command_id, limit=limit)
 

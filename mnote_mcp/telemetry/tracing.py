@@ -22,7 +22,6 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -104,18 +103,20 @@ def _joined(trace_id: str) -> tuple[Context | None, list[Link]]:
 
 
 @contextmanager
-def call_span(tool: str, ids: Mapping[str, str], start_ns: int, actor: str | None) -> Iterator[Span]:
+def call_span(tool: str, ids: Mapping[str, object], start_ns: int, actor: str | None) -> Iterator[Span]:
     """The span of one tool call (OpenTelemetry's `execute_tool` of generative AI), in the trace its
-    envelope's `traceId` names, carrying the envelope's correlation ids; started at `start_ns` (the
-    call's arrival: its ids are known only once its arguments are read)."""
-    context, links = _joined(ids["traceId"])
-    attributes: dict[str, Any] = {
+    envelope's `traceId` names, carrying the envelope's correlation ids (`ids`: `sessionId`, `runId`,
+    `toolCallId`, `traceId`); started at `start_ns` (the call's arrival: its ids are known only once
+    its arguments are read)."""
+    trace_id = str(ids["traceId"])
+    context, links = _joined(trace_id)
+    attributes: dict[str, str] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": tool,
-        "gen_ai.tool.call.id": ids["toolCallId"],
-        "mnote.trace_id": ids["traceId"],
-        "mnote.session_id": ids["sessionId"],
-        "mnote.run_id": ids["runId"],
+        "gen_ai.tool.call.id": str(ids["toolCallId"]),
+        "mnote.trace_id": trace_id,
+        "mnote.session_id": str(ids["sessionId"]),
+        "mnote.run_id": str(ids["runId"]),
     }
     if actor:
         attributes["mnote.actor_id"] = actor

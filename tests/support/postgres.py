@@ -99,8 +99,9 @@ STORES = ("sqlite", "postgres")
 
 def stop(server: PgServer) -> None:
     """Stop the server's postgres (a fast shutdown: sessions are ended), as an outage would."""
-    from pgserver._commands import pg_ctl
+    import importlib
 
+    pg_ctl = importlib.import_module("pgserver._commands").pg_ctl  # (made at import: no static name)
     pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.server.pgdata, user=server.server.system_user)
 
 
