@@ -1,7 +1,7 @@
 """The kernel port with an OpenTelemetry span per call: `kernel execute page.block.insert`, `kernel
 get_page`, ... as children of the tool call's span, whichever adapter answers (the embedded kernel on
-SQLite or PostgreSQL, a relay, whose hop to the runtime is a client span of its own inside this one,
-or the runtime's kernel under the span of the request it serves).
+SQLite or PostgreSQL, or a relay: its span covers the hop to the runtime, which is sent the trace as a
+`traceparent` header; the runtime process makes no spans of its own).
 
 Wrapped only while tracing is on (`app.open_kernel`, the runtime): without a tracer provider the port
 is the adapter itself, with nothing in between. Anything else of the adapter (the page-change feed,

@@ -2,10 +2,11 @@
 
 Counted as they happen: tool calls by tool, outcome, error code and reason, with their latency; HTTP
 requests and connections refused, by status and reason. Read when scraped (`sampled`): calls in
-flight, sessions, listen streams, watches, readiness, the store's pool and checkpoint figures. The
+flight, sessions, listen streams, watches, readiness (the store's pool and checkpoint figures are
+not served yet). The
 process's own (CPU, memory, file descriptors, garbage collection) come from prometheus_client's
 collectors. Made only when `--metrics-listen` serves them: without it the dispatcher has no observer
-and nothing is counted (docs/deploy.md, "Metrics").
+and nothing is counted (docs/deploy.md, "Watching it run").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""OpenTelemetry traces: a span per tool call, per kernel port call and per relay hop, in the trace the
-call's envelope `traceId` names.
+"""OpenTelemetry traces: a span per tool call and per kernel port call (a relay's is its hop to the
+runtime), in the trace the call's envelope `traceId` names.
 
 Tracing is on while a tracer provider is set up in this process: `--otlp-endpoint` sets one up that
 exports over OTLP/HTTP (`setup_tracing`, the `[otel]` extra), or a host process did before

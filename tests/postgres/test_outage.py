@@ -22,7 +22,7 @@ from tests.support.postgres import PgServer, seeded_database, start, start_serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 TOKENS: dict[str, dict[str, Any]] = {"tok-a": {"actorId": "user_editor"}}
-# A call with the database down answers within this (the default --db-connect-timeout is 3 s; the
+# A call with the database down answers within this (the connect timeout is 3 s; the
 # busy timeout, 30 s, is what a hang waited out), with a loaded machine's margin.
 FAST = 12.0
 HANG = 60.0  # the client's own timeout: a call still unanswered then counts as a hang
