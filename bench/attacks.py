@@ -18,7 +18,8 @@
 `python -m bench.attacks runtime` runs the runtime's part alone; `python -m bench.attacks postgres
 [--before DIR]` the broad-search attack on a PostgreSQL replica (`bench/broadsearch.py`); `python -m
 bench.attacks many-ids [BASE_DIR]` issue 26's many-id deletes and another tenant's reads meanwhile (`bench.manyids`);
-`python -m bench.attacks flood
+`python -m bench.attacks outage [--before DIR]` stops and starts PostgreSQL under a replica
+(`bench/outage.py`, issue 23); `python -m bench.attacks flood
 [--before DIR]` floods a server with connections that send nothing (2,000 at once, each replaced as
 soon as it ends, 20 s; issue 26) on each event loop, under `ulimit -n 1024` and a high limit: the
 server's peak file descriptors, what it logged, and an authenticated client's calls meanwhile; with
@@ -442,5 +443,9 @@ if __name__ == "__main__":
         from bench.broadsearch import main as broad_search
 
         print(json.dumps(broad_search(sys.argv[2:]), indent=2))
+    elif sys.argv[1:2] == ["outage"]:
+        from bench.outage import main as outage
+
+        print(json.dumps(outage(sys.argv[2:]), indent=2))
     else:
         print(json.dumps(anyio.run(main), indent=2))

@@ -16,10 +16,12 @@ from mcp.server import Server
 from mnote_mcp.config import ServerConfig, default_runtime_token_path
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.kernel.traced import traced
 from mnote_mcp.net import is_loopback
 from mnote_mcp.resources import PageResources
 from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.server import IdentityResolver, create_server
+from mnote_mcp.telemetry.tracing import tracing_on
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.registry import Registry
 
@@ -134,6 +136,8 @@ def kernel_adapter(config: ServerConfig) -> str:
 @asynccontextmanager
 async def open_app(config: ServerConfig) -> AsyncIterator[App]:
     kernel, description = open_kernel(config)
+    if tracing_on():  # a span per port call; without tracing, nothing between the tools and the adapter
+        kernel = traced(kernel)
     try:
         dispatcher = Dispatcher(
             build_registry(config),

@@ -71,6 +71,7 @@ STDIO = "the stdio transport (--transport stdio)"
 RELAY = "relay to a runtime (--kernel http://… | cli:…)"
 LOGGING = "logging (stderr)"
 STORE = "the embedded kernel's store (--kernel local, runtime serve|cli)"
+OBSERVE = "probes, metrics and traces (docs/deploy.md, 'Watching it run')"
 OAUTH = "OAuth resource server (--auth oauth): access tokens from an authorization server"
 _SETTING = "mnote_mcp.setting"
 T = TypeVar("T")
@@ -257,6 +258,30 @@ def web_url(value: str) -> str:
     if parts.scheme != "https" and not is_loopback(parts.hostname):
         raise ValueError(f"{value!r}: https is required except on a loopback address")
     return value.strip()
+
+
+def otlp_url(value: str) -> str | None:
+    """An http(s) URL (empty: none); plain http is allowed anywhere, as collectors often sit beside
+    the server (a sidecar, a node agent): the operator chooses."""
+    if not value.strip():
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return value.strip()
+
+
+def listen_address(value: str) -> tuple[str, int] | None:
+    """`HOST:PORT` (`[::1]:PORT` for IPv6; port 0: the system picks one, the log says which); empty:
+    none."""
+    if not value.strip():
+        return None
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"{value!r} is not HOST:PORT")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, port_number(port)
 
 
 def web_urls(value: str) -> tuple[str, ...]:
@@ -868,6 +893,41 @@ class ServerConfig(StoreSettings, LogSettings):
     )
     shutdown_grace: float = setting(
         30.0, positive_number, "seconds calls in flight get to answer on shutdown", group=HTTP
+    )
+    ready_timeout: float = setting(
+        2.0,
+        positive_number,
+        "seconds /readyz waits for the store's round trip before it answers 503 (timeout)",
+        group=OBSERVE,
+    )
+    ready_cache: float = setting(
+        1.0,
+        non_negative_number,
+        "seconds a /readyz answer is reused: however many probes, one store round trip per this at most",
+        group=OBSERVE,
+    )
+    metrics_listen: tuple[str, int] | None = setting(
+        None,
+        listen_address,
+        "serve Prometheus metrics at http://HOST:PORT/metrics, a listener of its own (HTTP transports);"
+        " a non-loopback HOST needs --metrics-token-file",
+        metavar="HOST:PORT",
+        group=OBSERVE,
+    )
+    metrics_token_file: Path | None = setting(
+        None,
+        optional_path,
+        "the bearer token (a file, mode 0600) a scraper must send to --metrics-listen",
+        metavar="FILE",
+        group=OBSERVE,
+    )
+    otlp_endpoint: str | None = setting(
+        None,
+        otlp_url,
+        "export OpenTelemetry traces over OTLP/HTTP to this URL (a collector's /v1/traces; the [otel]"
+        " extra); OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT do too",
+        metavar="URL",
+        group=OBSERVE,
     )
     auth: AuthMode = setting(
         "tokens",

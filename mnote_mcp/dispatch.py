@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -32,6 +32,7 @@ from mnote_mcp.mapping import (
     heavy_arguments,
     normalize_arguments,
 )
+from mnote_mcp.telemetry.tracing import call_span, new_trace_id, record_outcome, span_ids, tracing_on
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
@@ -58,8 +59,19 @@ _QUIET_ROUNDS = 3
 _ROUND_SECONDS = 0.02
 
 
+# A failure that is the server's, not the caller's: the span of such a call is marked an error.
+SERVER_FAULTS = frozenset({ErrorCode.RUNTIME_UNAVAILABLE, ErrorCode.INTERNAL})
+
+
 class UnknownToolError(LookupError):
     pass
+
+
+class CallObserver(Protocol):
+    """Told of every answered call (the metrics): the tool, its error's code and reason (None for a
+    success) and how long it took."""
+
+    def call_answered(self, tool: str, code: str | None, reason: str | None, seconds: float) -> None: ...
 
 
 class InFlight:
@@ -68,6 +80,7 @@ class InFlight:
     def __init__(self) -> None:
         self.count = 0
         self.stopping = False  # set by `stop`: calls answer `shutting_down`
+        self.closing = False  # set when the server stops accepting: it is no longer ready (/readyz)
         self._idle: anyio.Event | None = None
         self._scopes: set[anyio.CancelScope] = set()
 
@@ -148,6 +161,7 @@ class Dispatcher:
         self.max_result_chars = max_result_chars
         self.max_argument_depth = max_argument_depth
         self.inflight = InFlight()
+        self.observer: CallObserver | None = None  # metrics, when served (telemetry.metrics.Metrics)
 
     def exposes(self, spec: ToolSpec, scopes: frozenset[Scope]) -> bool:
         """Whether `tools/list` shows the tool to a connection granted `scopes`: a tool it could only
@@ -187,6 +201,8 @@ class Dispatcher:
         identity: Identity,
     ) -> Envelope:
         started = time.perf_counter()
+        traced = tracing_on()
+        start_ns = time.time_ns() if traced else 0
         name = spec.advertised_name(self.registry.style)  # the envelope names the tool as served
         schema = self.registry.schema(spec)
         raw = dict(arguments or {})
@@ -196,7 +212,51 @@ class Dispatcher:
         heavy = heavy_arguments(raw, schema, INLINE_ARGUMENT_ITEMS, skip=spec.kernel_validated)
         args = await _checked(heavy, partial(normalize_arguments, spec, raw, schema))
         max_id = self.registry.max_id_chars
-        correlation = correlate(args, meta, identity, max_id)
+        correlation = correlate(args, meta, identity, max_id, new_trace_id if traced else None)
+        ids = correlation.to_wire()
+        if traced:
+            with call_span(spec.name, ids, start_ns, identity.actor_id) as span:
+                envelope, error = await self._answer(spec, name, args, meta, identity, correlation, heavy)
+                audit = envelope["audit"]
+                record_outcome(
+                    span,
+                    workspace_id=audit.get("workspaceId"),
+                    document_id=audit.get("documentId"),
+                    command_id=audit.get("commandId"),
+                    code=error.code.value if error else None,
+                    reason=error.reason.value if error else None,
+                    server_fault=error is not None and error.code in SERVER_FAULTS,
+                )
+            ids = {**ids, **span_ids(span, correlation.trace_id)}
+        else:
+            envelope, error = await self._answer(spec, name, args, meta, identity, correlation, heavy)
+        seconds = time.perf_counter() - started
+        log_call(
+            spec.name,
+            identity.actor_id,
+            error.code.value if error else "ok",
+            seconds * 1000,
+            ids,
+            commandId=envelope["audit"].get("commandId"),
+        )
+        if self.observer is not None:
+            self.observer.call_answered(
+                spec.name, error.code.value if error else None, error.reason.value if error else None, seconds
+            )
+        return envelope
+
+    async def _answer(
+        self,
+        spec: ToolSpec,
+        name: str,
+        args: Arguments,
+        meta: Arguments | None,
+        identity: Identity,
+        correlation: Correlation,
+        heavy: bool,
+    ) -> tuple[Envelope, MnoteError | None]:
+        """The call's envelope, and the error it answers (None for a success)."""
+        max_id = self.registry.max_id_chars
         # Echoed in the envelope: only ids of a sane length (a longer one is refused below anyway).
         workspace_id = _echo(args.get("workspaceId"), max_id)
         document_id = _echo(args.get("documentId"), max_id)
@@ -232,25 +292,15 @@ class Dispatcher:
                 request.document_id if spec.page_bound else None,
                 outcome,
             )
-            label = "ok"
+            failed: MnoteError | None = None
         except MnoteError as error:
             envelope = failure(name, correlation, workspace_id, document_id, error, self.locale)
-            label = error.code.value
+            failed = error
         except Exception:
             logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
-            internal = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
-            envelope = failure(name, correlation, workspace_id, document_id, internal, self.locale)
-            label = internal.code.value
-        envelope = respell_envelope(envelope, self.registry.style)
-        log_call(
-            spec.name,
-            identity.actor_id,
-            label,
-            (time.perf_counter() - started) * 1000,
-            correlation.to_wire(),
-            commandId=envelope["audit"].get("commandId"),
-        )
-        return envelope
+            failed = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
+            envelope = failure(name, correlation, workspace_id, document_id, failed, self.locale)
+        return respell_envelope(envelope, self.registry.style), failed
 
     def _request(
         self, spec: ToolSpec, args: Arguments, caller: Caller, correlation: Correlation

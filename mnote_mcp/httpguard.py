@@ -59,17 +59,34 @@ class ClientLimits:
 HEADER_BYTES = 16 * 1024  # h11's limit on a request's line and headers; the httptools guard keeps it
 
 
-def guarded_protocol(max_connections: int, header_timeout: float, parser: str = "httptools") -> type[Any]:
+RefusalHook = Callable[[int, str], None]
+
+
+def guarded_protocol(
+    max_connections: int,
+    header_timeout: float,
+    parser: str = "httptools",
+    on_refused: RefusalHook | None = None,
+) -> type[Any]:
     """uvicorn's protocol for `parser` (httptools or h11) with a deadline for the headers and, with
     httptools, h11's 16 KiB bound on them; its `gate` caps the connections of the server that
-    accepts them (`httplisten.GuardedServer`: uvicorn's own would accept without a cap)."""
+    accepts them (`httplisten.GuardedServer`: uvicorn's own would accept without a cap).
+    `on_refused(status, reason)` hears of each connection refused before a request was made of it:
+    `header_timeout` (a request's headers, or a new connection's first, not sent in time; an idle
+    keep-alive connection closed at its deadline is no refusal), `evicted` (closed to make room at the
+    cap), `headers_too_large`."""
     base: type[_Guard] = _GuardedH11
     if parser == "httptools":
         try:
             base = _guarded_httptools()
         except ImportError:  # a dependency since issue 14; an environment installed before may lack it
             logger.warning("httptools is not installed: parsing HTTP with h11 (pip install httptools)")
-    return type("GuardedProtocol", (base,), {"gate": Gate(max_connections), "header_timeout": header_timeout})
+    attributes = {
+        "gate": Gate(max_connections),
+        "header_timeout": header_timeout,
+        "on_refused": staticmethod(on_refused) if on_refused is not None else None,
+    }
+    return type("GuardedProtocol", (base,), attributes)
 
 
 class _Guard(asyncio.Protocol):
@@ -80,6 +97,7 @@ class _Guard(asyncio.Protocol):
 
     gate: Gate
     header_timeout: float
+    on_refused: RefusalHook | None
     # uvicorn's protocol attributes this relies on
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
@@ -88,6 +106,7 @@ class _Guard(asyncio.Protocol):
     _header_timer: asyncio.TimerHandle | None = None
     _armed_cycle: Any = None
     _fd = -1
+    _started = False  # some of the awaited request's bytes have arrived
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         sock = transport.get_extra_info("socket")
@@ -100,11 +119,12 @@ class _Guard(asyncio.Protocol):
         return unread_bytes(self._fd) if self._fd >= 0 else 0
 
     def evict(self) -> None:
-        self._headers_too_slow()
+        self._headers_too_slow("evicted")
 
     def _arm(self, *, fresh: bool = False) -> None:
         self._disarm()
         self._armed_cycle = self.cycle
+        self._started = False
         self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
         self.gate.wait(self, fresh=fresh)
 
@@ -114,11 +134,14 @@ class _Guard(asyncio.Protocol):
             self._header_timer = None
             self.gate.busy(self)
 
-    def _headers_too_slow(self) -> None:
+    def _headers_too_slow(self, reason: str = "header_timeout") -> None:
+        idle = self._armed_cycle is not None and not self._started  # between two requests
         self._disarm()
         if not self.transport.is_closing():
             self.transport.write(_TOO_SLOW)
             self.transport.close()
+            if self.on_refused is not None and (reason == "evicted" or not idle):
+                self.on_refused(408, reason)
 
     def _check_headers(self) -> None:
         """Disarm once a request's headers are complete: a cycle made since the deadline was set, or
@@ -134,6 +157,8 @@ class _Guard(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         self._check_headers()
+        if self._header_timer is not None:
+            self._started = True
 
     def _response_complete(self, then: Callable[[], None]) -> None:
         if not self.transport.is_closing():
@@ -172,6 +197,8 @@ def _guarded_httptools() -> type[_Guard]:
         def _count(self, size: int) -> None:
             self._header_bytes += size
             if self._header_bytes > HEADER_BYTES:
+                if self.on_refused is not None:
+                    self.on_refused(400, "headers_too_large")
                 raise _HeadersTooLargeError
 
         def on_url(self, url: bytes) -> None:
@@ -230,7 +257,6 @@ class ReadBody:
         self.too_large = too_large
 
     async def _refuse_too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        logger.warning("refusing a request body over %d bytes", self.max_bytes)
         if self.too_large is None:
             await plain(send, 413, "Request body too large")
         else:
@@ -260,7 +286,6 @@ class ReadBody:
                 if not message.get("more_body", False):
                     break
         if deadline.cancelled_caught:
-            logger.warning("refusing a request whose body took over %.0fs", self.timeout)
             await plain(send, 408, "Request body too slow")
             return
         pending: deque[Message] = deque(

@@ -13,7 +13,9 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 LogFormat = Literal["text", "json"]
@@ -21,10 +23,16 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 CALLS = logging.getLogger("mnote_mcp.calls")
 
 
+def timestamp(record: logging.LogRecord) -> str:
+    """When `record` was made: ISO 8601 in UTC to the millisecond, `2026-05-01T12:34:56.789Z` (one
+    reading whatever the machine's zone, and ordered as text across replicas)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+
+
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, object] = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "ts": timestamp(record),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -53,6 +61,9 @@ def _escaped(char: str) -> str:
 
 
 class _TextFormatter(logging.Formatter):
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        return timestamp(record)
+
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
         record.message = escape(record.message)
         return super().formatMessage(record)
@@ -112,3 +123,35 @@ def _value(value: object) -> str:
 # A space (any character `str.isspace` calls one: `\s` of a str pattern is the same test), a quote or
 # `=`: one scan in C instead of a Python generator per character (it was a third of a call's log line).
 _NEEDS_QUOTES = re.compile(r'[\s"=]')
+
+
+@dataclass
+class _Window:
+    started: float
+    logged: int = 1
+    left_out: int = 0
+
+
+class Throttle:
+    """At most `burst` lines of one kind per `window` seconds: a flood of refusals (a client retrying
+    a bad token in a loop) costs a few lines a minute, not one per request. `allow(kind)` says whether
+    this one may be logged, and how many of its kind were left out in the window before (said on the
+    first line of the next one)."""
+
+    def __init__(self, burst: int = 10, window: float = 60.0, clock: Callable[[], float] = time.monotonic):
+        self.burst = burst
+        self.window = window
+        self.clock = clock
+        self._windows: dict[str, _Window] = {}
+
+    def allow(self, kind: str) -> tuple[bool, int]:
+        now = self.clock()
+        current = self._windows.get(kind)
+        if current is None or now - current.started >= self.window:
+            self._windows[kind] = _Window(now)
+            return True, current.left_out if current is not None else 0
+        if current.logged < self.burst:
+            current.logged += 1
+            return True, 0
+        current.left_out += 1
+        return False, 0

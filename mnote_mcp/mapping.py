@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -64,6 +64,7 @@ def correlate(
     meta: Arguments | None,
     identity: Identity,
     max_chars: int = DEFAULT_MAX_ID_CHARS,
+    new_trace_id: Callable[[], str] | None = None,
 ) -> Correlation:
     """The four ids, first found wins. Never fails: junk in one place just falls through to the next,
     and so does an id longer than `max_chars` (an argument that long is then refused by the schema,
@@ -71,6 +72,8 @@ def correlate(
 
     A generated `toolCallId` is random (64 bits), never derived from the JSON-RPC id: request ids
     restart at 1 on every connection, so `call_3` would name a call of every run that got that far.
+    A generated `traceId` is `new_trace_id()`: random, or while tracing the current span's trace id
+    (`telemetry.tracing.new_trace_id`).
     """
     meta = meta or {}
 
@@ -89,8 +92,12 @@ def correlate(
         session_id=pick("sessionId") or identity.generated_session_id,
         run_id=pick("runId") or identity.generated_run_id,
         tool_call_id=pick("toolCallId") or _token("call"),
-        trace_id=pick("traceId") or secrets.token_hex(16),
+        trace_id=pick("traceId") or (new_trace_id or random_trace_id)(),
     )
+
+
+def random_trace_id() -> str:
+    return secrets.token_hex(16)
 
 
 def _token(prefix: str) -> str:

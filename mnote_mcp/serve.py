@@ -5,14 +5,22 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from mnote_mcp import __version__
 from mnote_mcp.app import App, kernel_adapter, open_app
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.drain import DrainingReadStream
 from mnote_mcp.kernel.errors import MnoteError
+from mnote_mcp.secretfiles import read_secret
+
+if TYPE_CHECKING:
+    from mnote_mcp.telemetry.metrics import Metrics
+    from mnote_mcp.transports.server import GracefulServer
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -73,10 +81,23 @@ def settle_memory() -> None:
 
 
 async def serve(config: ServerConfig) -> None:
-    if config.transport == "stdio":
-        await serve_stdio(config)
-    else:
-        await serve_http(config)
+    stop_tracing = start_tracing(config)
+    try:
+        if config.transport == "stdio":
+            await serve_stdio(config)
+        else:
+            await serve_http(config, stop_tracing)
+    finally:
+        stop_tracing()
+
+
+def start_tracing(config: ServerConfig) -> Callable[[], None]:
+    """Traces exported over OTLP when `--otlp-endpoint` (or the standard variables) names a collector;
+    otherwise nothing is set up and tracing costs nothing. Returns what flushes them at the end."""
+    from mnote_mcp.telemetry.tracing import env_endpoint, setup_tracing
+
+    endpoint = config.otlp_endpoint or env_endpoint()
+    return setup_tracing(endpoint) if endpoint else lambda: None
 
 
 async def serve_stdio(config: ServerConfig) -> None:
@@ -87,6 +108,7 @@ async def serve_stdio(config: ServerConfig) -> None:
         async with _stdio_streams(config) as (read_stream, write_stream):
             draining = DrainingReadStream[Any](read_stream, app.dispatcher.inflight)
             await server.run(draining, write_stream, server.create_initialization_options())
+        logger.info("stopped: the client closed stdin")
 
 
 def _stdio_streams(config: ServerConfig) -> AbstractAsyncContextManager[tuple[Any, Any]]:
@@ -100,19 +122,29 @@ def _stdio_streams(config: ServerConfig) -> AbstractAsyncContextManager[tuple[An
     return stdio_transport(config.max_line_bytes)
 
 
-async def serve_http(config: ServerConfig) -> None:
+async def serve_http(config: ServerConfig, flush: Callable[[], None] = lambda: None) -> None:
+    """`flush` runs once the server has stopped (the spans still to export): uvicorn then re-raises a
+    SIGTERM it caught, which ends the process before anything after `serve()` runs."""
     from mnote_mcp.net import is_loopback
     from mnote_mcp.transports.auth import resolve_auth
     from mnote_mcp.transports.http import build_http_app
+    from mnote_mcp.transports.observe import ConnectionRefusals
     from mnote_mcp.transports.server import make_server
 
     auth = resolve_auth(config)  # refuse a bad auth setup before opening anything
+    metrics_token = _metrics_token(config)
     if not is_loopback(config.host):
         logger.warning(
             "binding %s: reachable from other machines; keep the tokens secret and use TLS", config.host
         )
     async with open_app(config) as app:
-        asgi = build_http_app(app, auth)
+        metrics = None
+        if config.metrics_listen is not None:
+            from mnote_mcp.telemetry.metrics import Metrics
+
+            metrics = Metrics()
+            app.dispatcher.observer = metrics
+        asgi = build_http_app(app, auth, metrics)
         await announce(app, auth.description)
         settle_memory()
         server = make_server(
@@ -124,5 +156,43 @@ async def serve_http(config: ServerConfig) -> None:
             max_connections=config.max_connections,
             header_timeout=config.header_timeout,
             parser=config.http_parser,
+            on_refused=ConnectionRefusals(metrics.refused if metrics is not None else None),
+            on_stopped=flush,
         )
-        await server.serve()
+        if metrics is None or config.metrics_listen is None:
+            await server.serve()
+            return
+        await _serve_with_metrics(server, metrics, config.metrics_listen, metrics_token)
+
+
+def _metrics_token(config: ServerConfig) -> str | None:
+    """The token `--metrics-listen` requires: from `--metrics-token-file`; a listener off loopback
+    without one is refused (metrics name the tools, actors' activity and the store's state)."""
+    from mnote_mcp.net import is_loopback
+
+    if config.metrics_listen is None:
+        return None
+    token = read_secret(config.metrics_token_file) if config.metrics_token_file is not None else None
+    host = config.metrics_listen[0]
+    if token is None and not is_loopback(host):
+        raise ValueError(
+            f"--metrics-listen {host} is not a loopback address: give scrapers a token with"
+            " --metrics-token-file FILE (mode 0600), or listen on 127.0.0.1"
+        )
+    return token
+
+
+async def _serve_with_metrics(
+    server: GracefulServer, metrics: Metrics, listen: tuple[str, int], token: str | None
+) -> None:
+    """The MCP server and the metrics listener side by side; the metrics stop when the server does."""
+    from mnote_mcp.transports.observe import metrics_app
+    from mnote_mcp.transports.server import make_side_server
+
+    side = make_side_server(metrics_app(metrics.asgi(), token), host=listen[0], port=listen[1])
+    async with anyio.create_task_group() as group:
+        group.start_soon(side.serve)
+        try:
+            await server.serve()
+        finally:
+            side.should_exit = True

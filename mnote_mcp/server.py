@@ -15,7 +15,6 @@ import mcp_types.methods
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.shared.exceptions import MCPError
-from opentelemetry import trace
 
 from mnote_mcp import __version__
 from mnote_mcp.delivery import Delivery, WireContent
@@ -23,6 +22,7 @@ from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
 from mnote_mcp.resources.pages import Context
 from mnote_mcp.resources.watch import PageWatcher
+from mnote_mcp.telemetry.tracing import tracing_on
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.naming import respell
@@ -125,7 +125,7 @@ class SpansWhenTraced:
         self.spans = spans
 
     async def __call__(self, ctx: Context, call_next: CallNext) -> HandlerResult:
-        if type(trace.get_tracer_provider()) is trace.ProxyTracerProvider:
+        if not tracing_on():
             return await call_next(ctx)
         return await self.spans(ctx, call_next)
 

@@ -17,7 +17,8 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -36,6 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mnote_mcp import __version__
 from mnote_mcp.app import App
 from mnote_mcp.config import ServerConfig
+from mnote_mcp.dispatch import InFlight
 from mnote_mcp.httpguard import CloseUnreadBodies, ReadBody
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.net import is_loopback
@@ -50,9 +52,13 @@ from mnote_mcp.transports.auth import (
 from mnote_mcp.transports.bearer import ExplainingBearerBackend
 from mnote_mcp.transports.headers import identity_from_request
 from mnote_mcp.transports.limits import SessionCaps, owner_of
+from mnote_mcp.transports.observe import Readiness, Refusals, store_round_trip
 from mnote_mcp.transports.revocation import OpenStreams
 from mnote_mcp.transports.sticky import TaggedSessionManager, messages_path
 from mnote_mcp.vocabulary.identity import Identity
+
+if TYPE_CHECKING:  # prometheus_client is loaded only when metrics are served
+    from mnote_mcp.telemetry.metrics import Metrics
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -78,7 +84,9 @@ def security_settings(config: ServerConfig) -> TransportSecuritySettings:
     )
 
 
-def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
+def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) -> ASGIApp:
+    """The app; `metrics` (when `--metrics-listen` serves them) is told of refusals and reads the
+    app's gauges."""
     config = app.config
     fallback: Identity | None = None if auth.required else config.stdio_identity()
     ceiling = config.granted_scopes
@@ -189,6 +197,16 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
         """Authentication (from the headers alone) before anything else, the body included."""
         return auth.gate(endpoint) if auth.required else _Asgi(endpoint)
 
+    inflight = app.dispatcher.inflight
+    readiness = Readiness(
+        partial(store_round_trip, app.kernel),
+        timeout=config.ready_timeout,
+        cache=config.ready_cache,
+        stopping=lambda: inflight.closing,
+    )
+    if metrics is not None:
+        gauges(metrics, caps, listens, pages, inflight, readiness)
+
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(
             {
@@ -202,7 +220,10 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
             }
         )
 
-    routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readiness.endpoint, methods=["GET"]),
+    ]
     if auth.oauth is not None:
         routes.extend(auth.oauth.routes())  # Protected Resource Metadata (RFC 9728)
     if config.streamable_http:
@@ -213,7 +234,7 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with anyio.create_task_group() as group:
+        async with readiness.running(), anyio.create_task_group() as group:
             if store is not None and auth.source is not None:
                 watcher = TokensFileWatcher(store, auth.source, config.auth_reload_interval, end_revoked)
                 group.start_soon(watcher.run)
@@ -234,7 +255,40 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
             Middleware(AuthContextMiddleware),
         ]
     starlette = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
-    return CloseUnreadBodies(starlette)
+    return Refusals(CloseUnreadBodies(starlette), metrics.refused if metrics is not None else None)
+
+
+def gauges(
+    metrics: Metrics,
+    caps: SessionCaps,
+    listens: SessionCaps,
+    pages: PageResources,
+    inflight: InFlight,
+    readiness: Readiness,
+) -> None:
+    """What the app holds now, read when scraped."""
+    metrics.gauge("mnote_tool_calls_in_flight", "Tool calls being answered", lambda: inflight.count)
+    metrics.gauge(
+        "mnote_http_sessions",
+        "Open sessions (stateful streamable HTTP and legacy SSE)",
+        lambda: sum(caps.counts().values()),
+    )
+    metrics.gauge(
+        "mnote_http_listen_streams",
+        "Open subscriptions/listen streams (2026-07-28 protocol)",
+        lambda: sum(listens.counts().values()),
+    )
+    metrics.gauge("mnote_resource_watches", "Pages watched for subscribers", pages.watch_count)
+    metrics.gauge(
+        "mnote_ready",
+        "1 when the last readiness check found the store answering (see /readyz), else 0",
+        lambda: 0.0 if readiness.reason else 1.0,
+    )
+    metrics.gauge(
+        "mnote_ready_check_seconds",
+        "How long the last readiness round trip took",
+        lambda: readiness.check_seconds,
+    )
 
 
 class _Asgi:

@@ -13,7 +13,6 @@ What a connection may hold below the session (connections, header and body deadl
 from __future__ import annotations
 
 import json
-import logging
 from collections import Counter
 from collections.abc import Callable, Hashable
 
@@ -21,8 +20,6 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnote_mcp.httpguard import CLOSE
-
-logger = logging.getLogger("mnote_mcp")
 
 
 def owner_of(scope: Scope) -> Hashable:
@@ -60,14 +57,13 @@ class SessionCaps:
         return counts
 
     async def refuse(self, owner: Hashable, send: Send) -> bool:
-        """Answer `429`/`503` and return True if `owner` may not open one more now."""
+        """Answer `429`/`503` and return True if `owner` may not open one more now (counted and logged
+        with every refusal: `transports/observe.Refusals`)."""
         counts = self.counts()
         if counts[owner] >= self.per_token:
-            logger.warning("refusing one more of %s: the token holds %d", self.what, counts[owner])
             await _jsonrpc_error(send, 429, f"Too many open {self.what} for this token", retry_after=True)
             return True
         if self.total is not None and sum(counts.values()) >= self.total:
-            logger.warning("refusing one more of %s: %d are open", self.what, sum(counts.values()))
             await _jsonrpc_error(send, 503, f"Too many open {self.what}", retry_after=True)
             return True
         return False

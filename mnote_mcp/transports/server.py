@@ -17,25 +17,42 @@ is abandoned: the store's `close` ends its wait, and its transaction never began
 from __future__ import annotations
 
 import logging
+import signal
 import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 
+import anyio.to_thread
 import uvicorn
 from sse_starlette.sse import AppStatus
 
 from mnote_mcp.dispatch import InFlight
 from mnote_mcp.drain import ANSWER_SECONDS
-from mnote_mcp.httpguard import guarded_protocol
+from mnote_mcp.httpguard import RefusalHook, guarded_protocol
 from mnote_mcp.httplisten import GuardedServer
 
 logger = logging.getLogger("mnote_mcp")
 
 
 class GracefulServer(GuardedServer):
-    def __init__(self, config: uvicorn.Config, inflight: InFlight, grace: float) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        inflight: InFlight,
+        grace: float,
+        on_stopped: Callable[[], None] = lambda: None,
+    ) -> None:
         super().__init__(config)
+        self._on_stopped = on_stopped
         self._inflight = inflight
         self._grace = grace
+        self._signal: str | None = None
         AppStatus.enable_automatic_graceful_drain = False
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._signal = signal.Signals(sig).name  # said when the shutdown begins (not from a handler)
+        super().handle_exit(sig, frame)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         AppStatus.should_exit = False  # process-global in sse-starlette; a previous server may have set it
@@ -47,10 +64,14 @@ class GracefulServer(GuardedServer):
                 logger.info("listening on http://%s:%s (/mcp, /sse, /healthz)", shown, port)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._inflight.closing = True  # /readyz answers 503 from now on
         for server in self.servers:
             server.close()
-        if self._inflight.count:
-            logger.info("shutting down: waiting for %d call(s) in flight", self._inflight.count)
+        logger.info(
+            "shutting down%s: no new connections; %d call(s) in flight",
+            f" on {self._signal}" if self._signal else "",
+            self._inflight.count,
+        )
         finished = await self._inflight.settle(self._grace)
         if not finished:
             logger.warning(
@@ -61,6 +82,39 @@ class GracefulServer(GuardedServer):
         if self._inflight.stop():
             await self._inflight.settle(ANSWER_SECONDS)
         await super().shutdown(sockets)
+        await anyio.to_thread.run_sync(self._on_stopped)  # (an exporter's flush may take its timeout)
+        logger.info("stopped")
+
+
+class SideServer(GuardedServer):
+    """A second listener in the same process (`--metrics-listen`): no signal handlers of its own (the
+    main server's stop it, `should_exit`), no lifespan."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        for server in self.servers:
+            for sock in server.sockets:
+                host, port = sock.getsockname()[:2]
+                shown = f"[{host}]" if ":" in host else host
+                logger.info("metrics on http://%s:%s/metrics", shown, port)
+
+
+def make_side_server(asgi: object, *, host: str, port: int, max_connections: int = 16) -> SideServer:
+    config = uvicorn.Config(
+        asgi,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        http=guarded_protocol(max_connections, 10.0),
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        loop="none",
+    )
+    return SideServer(config)
 
 
 def make_server(
@@ -73,6 +127,8 @@ def make_server(
     max_connections: int = 500,
     header_timeout: float = 10.0,
     parser: str = "httptools",
+    on_refused: RefusalHook | None = None,
+    on_stopped: Callable[[], None] = lambda: None,
 ) -> GracefulServer:
     config = uvicorn.Config(
         asgi,  # type: ignore[arg-type]
@@ -81,11 +137,11 @@ def make_server(
         # The parser chosen (--http-parser; uvicorn's "auto" would pick whichever is installed), with
         # the header deadline and the header bound (mnote_mcp/httpguard.py); the connection cap is
         # the gate GuardedServer accepts under (mnote_mcp/httplisten.py).
-        http=guarded_protocol(max_connections, header_timeout, parser),
+        http=guarded_protocol(max_connections, header_timeout, parser, on_refused),
         log_config=None,  # keep our stderr logging
         access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it
         timeout_graceful_shutdown=2,
         lifespan="on",
         loop="none",  # serve() runs on the loop already running (uvloop unless --no-uvloop)
     )
-    return GracefulServer(config, inflight, grace)
+    return GracefulServer(config, inflight, grace, on_stopped)

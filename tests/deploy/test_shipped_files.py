@@ -124,6 +124,20 @@ def test_the_replicas_proxy_and_tokens_fit_together() -> None:
     )
 
 
+def test_the_replicas_are_probed_for_readiness_before_the_proxy_starts() -> None:
+    """Each replica's health check asks its own /readyz (503 while its store cannot answer); the proxy
+    waits for both; the proxy forwards /readyz and /healthz without a token."""
+    services = compose()["services"]
+    for tag in ("a", "b"):
+        replica = services[f"replica-{tag}"]
+        port = replica["command"][replica["command"].index("--port") + 1]
+        probe = " ".join(replica["healthcheck"]["test"])
+        assert f"http://127.0.0.1:{port}/readyz" in probe
+        assert services["proxy"]["depends_on"][f"replica-{tag}"] == {"condition": "service_healthy"}
+    nginx = NGINX.read_text(encoding="utf-8")
+    assert "location = /readyz {" in nginx and "location = /healthz {" in nginx
+
+
 def test_docker_compose_accepts_the_file() -> None:
     docker = shutil.which("docker")
     if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True).returncode:
@@ -146,7 +160,7 @@ def test_the_image_is_built_from_files_that_exist_and_are_not_ignored() -> None:
             assert (ROOT / source).exists(), source
             assert f"!{source.rstrip('/')}/" in ignored or f"!{source}" in ignored, f"{source} is ignored"
     assert 'ENTRYPOINT ["mnote-mcp"]' in steps and re.search(r"^USER 10001", steps, flags=re.MULTILINE)
-    assert "[postgres,uvloop]" in steps and "pip install" in steps
+    assert "[postgres,uvloop,otel]" in steps and "pip install" in steps
 
 
 def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:

@@ -108,3 +108,17 @@ def pg_dialect(store: Store) -> PostgresDialect:
     dialect = store.dialect
     assert isinstance(dialect, PostgresDialect)
     return dialect
+
+
+def stop(server: PgServer) -> None:
+    """Stop the server's postgres (a fast shutdown: sessions are ended), as an outage would."""
+    import importlib
+
+    pg_ctl = importlib.import_module("pgserver._commands").pg_ctl  # (made at import: no static name)
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.server.pgdata, user=server.server.system_user)
+
+
+def start(server: PgServer) -> None:
+    """Start it again, on the same socket: the URLs handed out before work again."""
+    server.server.ensure_postgres_running()
+    assert server.server.get_uri() == server.url

@@ -30,7 +30,12 @@ read more than the one round trip it saves (docs/performance.md).
 from __future__ import annotations
 
 import functools
+import logging
+import math
 import re
+import threading
+import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from typing import Any
@@ -44,7 +49,12 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.store.sql import Cursor
 
+logger = logging.getLogger(__name__)
 DEFAULT_POOL_SIZE = 8
+DEFAULT_CONNECT_TIMEOUT = 3.0
+# A pooled connection idle longer than this is checked (one empty query) before it is lent: after a
+# database restart every idle connection is dead, and the call that got one would fail.
+CHECK_IDLE = 1.0
 _TOKENS = re.compile(r"'(?:[^']|'')*'|\?|%|(?<![:\w]):([A-Za-z_]\w*)")
 # A write that failed with one of these runs again whole (`PostgresDialect.retryable`).
 RETRYABLE = (pg_errors.UniqueViolation, pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
@@ -103,8 +113,54 @@ def unavailable(cause: str, timeout: float) -> MnoteError:
     )
 
 
+class Outage:
+    """Whether the database can be reached, known from the last connection that failed and a direct
+    connection attempt (`reachable`, bounded by `timeout`): one at a time, and the calls that asked
+    while it was made share its answer (no answer older than the question is reused)."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.down_since: float | None = None  # when a connection to it last failed, until one works
+        self._lock = threading.Lock()
+        self._probe_started = -math.inf
+        self._probe_ok = True
+
+    def failed(self) -> None:
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            logger.warning("PostgreSQL cannot be reached: calls answer store_unreachable until it can")
+
+    def reachable(self) -> bool:
+        asked = time.monotonic()
+        with self._lock:
+            if self._probe_started < asked:  # no attempt began since this question: make one
+                self._probe_started = time.monotonic()
+                try:
+                    psycopg.connect(self.url, connect_timeout=_libpq_timeout(self.timeout)).close()
+                    self._probe_ok = True
+                except psycopg.Error:
+                    self._probe_ok = False
+            if self._probe_ok:
+                self.down_since = None
+            else:
+                self.failed()
+            return self._probe_ok
+
+
+def _libpq_timeout(seconds: float) -> int:
+    """libpq's `connect_timeout` is whole seconds, and less than 2 means 2."""
+    return max(2, math.ceil(seconds))
+
+
 class PgDatabase:
-    """One PostgreSQL database behind a pool of `pool_size` connections."""
+    """One PostgreSQL database behind a pool of `pool_size` connections.
+
+    A database that cannot be reached is answered `store_unreachable` within about `connect_timeout`
+    (a direct connection attempt decides, `Outage`), never after the busy timeout; a database that is
+    back is used at once: idle connections are checked before they are lent, and all of them once one
+    is found dead (after a restart none of them works); the pool's own reconnection gives up after
+    `connect_timeout` rather than backing off for minutes, so the next call opens a connection now."""
 
     dialect = "postgresql"
 
@@ -116,10 +172,18 @@ class PgDatabase:
         pool_size: int = DEFAULT_POOL_SIZE,
         open_timeout: float = 10.0,
         read_only: bool = False,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         self.url = url
         self.busy_timeout = busy_timeout
         self.read_only = read_only
+        self.connect_timeout = connect_timeout
+        self.outage = Outage(url, connect_timeout)
+        # When each pooled connection was last given back (worker threads share it: under a lock).
+        self._returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._returned_lock = threading.Lock()
         # One plain connection first: a database that cannot be reached fails here, at once, with
         # PostgreSQL's own reason (the pool would only retry quietly until its timeout).
         psycopg.connect(url, connect_timeout=int(open_timeout), autocommit=True).close()
@@ -127,9 +191,10 @@ class PgDatabase:
             url,
             min_size=1,
             max_size=pool_size,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "connect_timeout": _libpq_timeout(connect_timeout)},
             configure=self._configure,
             timeout=busy_timeout,
+            reconnect_timeout=connect_timeout,
             open=False,
             name="mnote",
         )
@@ -144,13 +209,54 @@ class PgDatabase:
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection (autocommit: transactions are opened explicitly)."""
+        raw = self._lend()
         try:
-            with self.pool.connection() as raw:
-                yield raw
-        except PoolTimeout:
-            raise unavailable("store_busy", self.busy_timeout) from None
+            yield raw
         except psycopg.OperationalError as exc:
             raise self._translate(exc) from None
+        finally:
+            with self._returned_lock:
+                self._returned[raw] = time.monotonic()
+            self.pool.putconn(raw)
+
+    def _lend(self) -> psycopg.Connection[Any]:
+        """A connection that works, within the busy timeout while the pool is busy, or
+        `store_unreachable` within about `connect_timeout` while the database cannot be reached."""
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            if self.outage.down_since is not None and not self._back():
+                raise unavailable("store_unreachable", self.busy_timeout)
+            wait = min(self.connect_timeout, deadline - time.monotonic())
+            try:
+                raw = self.pool.getconn(timeout=max(wait, 0.001))
+            except PoolTimeout:
+                if time.monotonic() >= deadline:
+                    raise unavailable("store_busy", self.busy_timeout) from None
+                if not self.outage.reachable():
+                    raise unavailable("store_unreachable", self.busy_timeout) from None
+                continue  # it answers: the pool is busy, wait on
+            with self._returned_lock:
+                returned = self._returned.get(raw, math.inf)
+            if time.monotonic() - returned <= CHECK_IDLE or self._works(raw):
+                return raw
+            self.pool.putconn(raw)  # dead: discarded and replaced by the pool
+            self.outage.failed()
+
+    def _back(self) -> bool:
+        """The database answers again (after a failure): drop the pooled connections that died."""
+        if not self.outage.reachable():
+            return False
+        logger.info("PostgreSQL answers again")
+        self.pool.check()
+        return True
+
+    @staticmethod
+    def _works(raw: psycopg.Connection[Any]) -> bool:
+        try:
+            raw.execute("")
+        except psycopg.Error:
+            return False
+        return True
 
     @contextmanager
     def transaction(self, *, write: bool, inline: bool = False) -> Iterator[PgConnection]:
@@ -185,6 +291,7 @@ class PgDatabase:
             return unavailable("store_busy", self.busy_timeout)
         if isinstance(exc, RETRYABLE):
             return exc
+        self.outage.failed()
         return unavailable("store_unreachable", self.busy_timeout)
 
     def dump(self) -> str:
