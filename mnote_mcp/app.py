@@ -81,6 +81,7 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
             pool_size=config.db_pool_size,
             read_only=config.read_only,
             search=config.search_bounds,
+            connect_timeout=config.db_connect_timeout,
         )
         return kernel, describe(config.store)
     if not spec.startswith(("http://", "https://", "cli:")):

@@ -273,6 +273,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
             busy_timeout=config.store_busy_timeout,
             pool_size=config.db_pool_size,
             search=config.search_bounds,
+            connect_timeout=config.db_connect_timeout,
         ),
         host=config.host,
         port=config.port,
@@ -326,6 +327,7 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
             busy_timeout=config.store_busy_timeout,
             pool_size=1,
             search=config.search_bounds,
+            connect_timeout=config.db_connect_timeout,
         ),
         max_bytes=config.max_body_bytes,
     )

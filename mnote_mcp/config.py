@@ -42,6 +42,7 @@ from mnote_mcp.kernel.postgres.gate import (
     DEFAULT_SEARCHES_PER_ACTOR,
     SearchBounds,
 )
+from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.net import is_loopback
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
@@ -559,6 +560,14 @@ class StoreSettings:
         positive_number,
         "seconds a search statement may run before it is stopped (search_timeout, retryable;"
         " --db postgresql://…)",
+        group=STORE,
+    )
+
+    db_connect_timeout: float = setting(
+        DEFAULT_CONNECT_TIMEOUT,
+        positive_number,
+        "seconds the database may take to accept a connection before it counts as down: calls then"
+        " answer store_unreachable (retryable) within about this (--db postgresql://…)",
         group=STORE,
     )
 

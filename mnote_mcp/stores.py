@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.postgres.gate import SearchBounds
-from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT
+from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
 
@@ -64,18 +64,26 @@ def open_kernel(
     pool_size: int | None = None,
     read_only: bool = False,
     search: SearchBounds | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> StoreKernel:
     """The kernel on that store, with `seed` loaded into it, or the demo workspace if the store is new
     (and `demo`): what `serve` and `runtime serve` both do, so a first run of either has something to
     show. `read_only` opens an existing store read-only and unseeded, never created nor migrated
-    (`open_store`). `pool_size` and `search` (its bounds: `kernel.postgres.gate`) are PostgreSQL's."""
+    (`open_store`). `pool_size` and `search` (its bounds: `kernel.postgres.gate`) and
+    `connect_timeout` are PostgreSQL's."""
     if read_only and seed is not None:
         raise ValueError(
             "--seed writes the store, but --read-only only reads it: seed it first"
             " (mnote-mcp seed --db PATH FILE), then serve it read-only"
         )
     store = open_store(
-        db, read_only=read_only, limits=limits, busy_timeout=busy_timeout, pool_size=pool_size, search=search
+        db,
+        read_only=read_only,
+        limits=limits,
+        busy_timeout=busy_timeout,
+        pool_size=pool_size,
+        search=search,
+        connect_timeout=connect_timeout,
     )
     try:
         if seed is not None or (store.created and demo and not read_only):
@@ -101,6 +109,7 @@ def open_store(
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     pool_size: int | None = None,
     search: SearchBounds | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> Store:
     """The synchronous store (seed, audit, migrate); raises `StoreUnavailableError` naming the cause.
     `read_only` opens an existing store read-only, never created nor migrated: SQLite through a
@@ -115,6 +124,7 @@ def open_store(
             busy_timeout=busy_timeout,
             pool_size=pool_size,
             search=search,
+            connect_timeout=connect_timeout,
         )
         return store
     from mnote_mcp.kernel.sqlite.opening import open_store as open_sqlite

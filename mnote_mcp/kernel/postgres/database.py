@@ -47,11 +47,11 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.kernel.store.sql import Cursor
 
 logger = logging.getLogger(__name__)
 DEFAULT_POOL_SIZE = 8
-DEFAULT_CONNECT_TIMEOUT = 3.0
 # A pooled connection idle longer than this is checked (one empty query) before it is lent: after a
 # database restart every idle connection is dead, and the call that got one would fail.
 CHECK_IDLE = 1.0

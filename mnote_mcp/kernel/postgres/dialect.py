@@ -22,7 +22,7 @@ from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate
 from mnote_mcp.kernel.postgres.notify import NotifyFeed
 from mnote_mcp.kernel.postgres.schema import Migration, check, migrate
 from mnote_mcp.kernel.postgres.search import TextIndex
-from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT
+from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.kernel.store.sql import Connection
 
 logger = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ class PostgresDialect:
         pool_size: int = DEFAULT_POOL_SIZE,
         read_only: bool = False,
         search: SearchBounds | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         self.url = url
         self.location = redact(url)
@@ -53,7 +54,13 @@ class PostgresDialect:
         self.gate = SearchGate(bounds, pool_size)
         self.index = TextIndex(bounds.timeout)
         self.feed = NotifyFeed(url)
-        self.database = PgDatabase(url, busy_timeout=busy_timeout, pool_size=pool_size, read_only=read_only)
+        self.database = PgDatabase(
+            url,
+            busy_timeout=busy_timeout,
+            pool_size=pool_size,
+            read_only=read_only,
+            connect_timeout=connect_timeout,
+        )
         try:
             opening = check if read_only else migrate
             self.migration: Migration = opening(self.database, location=self.location)

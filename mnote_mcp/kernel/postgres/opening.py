@@ -14,7 +14,12 @@ from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, redact
 from mnote_mcp.kernel.postgres.dialect import PostgresDialect
 from mnote_mcp.kernel.postgres.gate import SearchBounds
 from mnote_mcp.kernel.store.changes import WriteHook
-from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, SchemaNotCurrentError, SchemaTooNewError
+from mnote_mcp.kernel.store.dialect import (
+    DEFAULT_BUSY_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+    SchemaNotCurrentError,
+    SchemaTooNewError,
+)
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
 
@@ -28,13 +33,19 @@ def open_store(
     hooks: Iterable[WriteHook] = (),
     pool_size: int | None = None,
     search: SearchBounds | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> Store:
     """The store in that database (see `dialect.PostgresDialect`; `pool_size` None: the default);
     raises `StoreUnavailableError` naming the cause (without the password)."""
     size = DEFAULT_POOL_SIZE if pool_size is None else pool_size
     try:
         dialect = PostgresDialect(
-            url, busy_timeout=busy_timeout, pool_size=size, read_only=read_only, search=search
+            url,
+            busy_timeout=busy_timeout,
+            pool_size=size,
+            read_only=read_only,
+            search=search,
+            connect_timeout=connect_timeout,
         )
     except (SchemaTooNewError, SchemaNotCurrentError) as exc:
         raise StoreUnavailableError(redact(url), str(exc)) from None
@@ -52,9 +63,16 @@ def open_kernel(
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     pool_size: int | None = None,
     search: SearchBounds | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> StoreKernel:
     """The kernel port on that database (see `open_store`)."""
     store = open_store(
-        url, read_only=read_only, limits=limits, busy_timeout=busy_timeout, pool_size=pool_size, search=search
+        url,
+        read_only=read_only,
+        limits=limits,
+        busy_timeout=busy_timeout,
+        pool_size=pool_size,
+        search=search,
+        connect_timeout=connect_timeout,
     )
     return StoreKernel(store)

@@ -40,6 +40,9 @@ from mnote_mcp.kernel.store.search import Clock
 from mnote_mcp.kernel.store.sql import Connection
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+# How long a database server may take to accept a connection before it counts as down
+# (`--db-connect-timeout`: a networked dialect answers `store_unreachable` within about it).
+DEFAULT_CONNECT_TIMEOUT = 3.0
 # Above this many blocks, whole-page work (reading, rendering, diffing, replacing) moves off the event loop.
 INLINE_BLOCKS = 2_000
 # How often a write whose transaction hit a retryable failure is run again before the failure stands.
