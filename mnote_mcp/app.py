@@ -143,6 +143,7 @@ async def open_app(config: ServerConfig) -> AsyncIterator[App]:
             call_timeout=config.call_timeout,
             max_result_chars=config.max_result_chars,
             max_argument_depth=config.max_argument_depth,
+            confirmation=config.confirmation,
         )
         yield App(config=config, kernel=kernel, dispatcher=dispatcher, store_description=description)
     finally:

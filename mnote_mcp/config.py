@@ -31,6 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from mnote_mcp.confirmation import (
+    CONFIRM_FALLBACKS,
+    CONFIRM_POLICIES,
+    DEFAULT_CONFIRM_TIMEOUT,
+    Confirmation,
+    ConfirmFallback,
+    ConfirmPolicy,
+)
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
@@ -641,6 +649,24 @@ class ServerConfig(StoreSettings, LogSettings):
         "both: structuredContent and the same JSON as text; structured: no text copy (Hermes); text: no"
         " structuredContent, and no outputSchema",
     )
+    confirm: ConfirmPolicy = setting(
+        "destructive",
+        choice(*CONFIRM_POLICIES),
+        "which writes ask the person first (form elicitation, where the client offers it): destructive"
+        " ones (a save that removes blocks, a delete of a subtree or of more than 3 blocks, a revert, a"
+        " rename of a page others write to), always every write, or never",
+    )
+    confirm_fallback: ConfirmFallback = setting(
+        "write",
+        choice(*CONFIRM_FALLBACKS),
+        "a write that would ask, from a client that cannot be asked: write it as before, or refuse it"
+        " (permission_denied, confirm_unavailable)",
+    )
+    confirm_timeout: float = setting(
+        DEFAULT_CONFIRM_TIMEOUT,
+        positive_number,
+        "seconds the person has to answer; then the write is refused (confirm_timeout), nothing written",
+    )
     max_result_chars: int = setting(
         DEFAULT_MAX_RESULT_CHARS,
         result_budget,
@@ -899,6 +925,10 @@ class ServerConfig(StoreSettings, LogSettings):
     @property
     def delivery(self) -> Delivery:
         return Delivery(refusals=self.refusals, form=self.result_form)
+
+    @property
+    def confirmation(self) -> Confirmation:
+        return Confirmation(policy=self.confirm, fallback=self.confirm_fallback, timeout=self.confirm_timeout)
 
 
 @dataclass(frozen=True)

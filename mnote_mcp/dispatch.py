@@ -19,6 +19,13 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
+from mnote_mcp.confirmation import (
+    DEFAULT_CONFIRMATION,
+    Asker,
+    Confirmation,
+    ConfirmationPending,
+    confirmed_write,
+)
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
@@ -137,6 +144,7 @@ class Dispatcher:
         call_timeout: float = 60.0,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         max_argument_depth: int = DEFAULT_MAX_ARGUMENT_DEPTH,
+        confirmation: Confirmation = DEFAULT_CONFIRMATION,
     ) -> None:
         self.registry = registry
         self.kernel = kernel
@@ -145,6 +153,7 @@ class Dispatcher:
         self.call_timeout = call_timeout
         self.max_result_chars = max_result_chars
         self.max_argument_depth = max_argument_depth
+        self.confirmation = confirmation
         self.inflight = InFlight()
 
     def exposes(self, spec: ToolSpec, scopes: frozenset[Scope]) -> bool:
@@ -158,12 +167,16 @@ class Dispatcher:
         arguments: Mapping[str, Any] | None,
         meta: Mapping[str, Any] | None,
         identity: Identity,
+        asker: Asker | None = None,
     ) -> dict[str, Any]:
+        """The call's envelope. `asker` is how this request may ask the person to confirm a write
+        (`mnote_mcp.confirmation`; None: it cannot); `ConfirmationPending` escapes when the question
+        must go back to the client as the request's result."""
         spec = self.registry.find(name)
         if spec is None:
             raise UnknownToolError(name)
         with self.inflight.track():
-            return await self._call(spec, arguments, meta, identity)
+            return await self._call(spec, arguments, meta, identity, asker)
 
     async def _permission_first(self, spec: ToolSpec, caller: Caller) -> None:
         """Before an invalid argument is reported, the kernel's checkpoints: a caller who may not make
@@ -183,6 +196,7 @@ class Dispatcher:
         arguments: Mapping[str, Any] | None,
         meta: Mapping[str, Any] | None,
         identity: Identity,
+        asker: Asker | None,
     ) -> dict[str, Any]:
         started = time.perf_counter()
         name = spec.advertised_name(self.registry.style)  # the envelope names the tool as served
@@ -210,7 +224,16 @@ class Dispatcher:
                 request = await _checked(heavy, partial(self._request, spec, args, caller, correlation))
                 deadline = anyio.current_time() + self.call_timeout
                 with self.inflight.cancellable(anyio.CancelScope(deadline=deadline)) as scope:
-                    outcome = await spec.handler(request, self.kernel)
+                    outcome = await confirmed_write(
+                        spec,
+                        request,
+                        self.kernel,
+                        self.confirmation,
+                        asker,
+                        tool=name,
+                        scope=scope,
+                        call_timeout=self.call_timeout,
+                    )
                     outcome = await self._within_budget(spec, request, correlation, outcome)
             except MnoteError as error:
                 if error.code is ErrorCode.INVALID_ARGUMENT:
@@ -234,6 +257,16 @@ class Dispatcher:
         except MnoteError as error:
             envelope = failure(name, correlation, workspace_id, document_id, error, self.locale)
             label = error.code.value
+        except ConfirmationPending:
+            # The question goes back as this request's result; the call goes on with its retry.
+            log_call(
+                spec.name,
+                identity.actor_id,
+                "confirm_pending",
+                (time.perf_counter() - started) * 1000,
+                correlation.to_wire(),
+            )
+            raise
         except Exception:
             logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
             internal = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)

@@ -18,8 +18,10 @@ from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 
 from mnote_mcp import __version__
+from mnote_mcp.confirmation import ConfirmationPending
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
+from mnote_mcp.elicitation import asker_for, input_required, install_boundary
 from mnote_mcp.resources import PageResources
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
@@ -177,10 +179,14 @@ def create_server(
         """Answers the wire form directly: the SDK copies a dict result instead of walking a model, one
         pass less over an envelope that may hold thousands of blocks."""
         meta = ctx.meta if ctx.meta is not None else params.meta
+        confirmation = dispatcher.confirmation
+        asker = asker_for(ctx, params, confirmation.timeout) if confirmation.policy != "never" else None
         try:
-            envelope = await dispatcher.call(params.name, params.arguments, meta, identity_for(ctx))
+            envelope = await dispatcher.call(params.name, params.arguments, meta, identity_for(ctx), asker)
         except UnknownToolError:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        except ConfirmationPending as pending:
+            return input_required(pending.question)
         if envelope["ok"] and envelope["audit"]["effect"] == "write":
             pages.nudge()
         return delivery.call_result(envelope)
@@ -203,5 +209,6 @@ def create_server(
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     spans_when_traced(server)
+    install_boundary(server, identity_for)
     skip_second_pass()
     return server
