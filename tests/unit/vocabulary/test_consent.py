@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mnote_mcp.vocabulary.consent import LINE_CHARS, Impact, impact_of, question_text, removed_lines
 
-SAVE_PLAN = {
+DIFF: list[dict[str, Any]] = [
+    {"op": "delete", "blockId": "a"},
+    {"op": "delete", "blockId": "b"},
+    {"op": "update", "blockId": "c", "fields": ["text"]},
+    {"op": "move", "blockId": "d", "after": None},
+    {"op": "insert", "blockId": "b_generated_1", "after": None},
+]
+SAVE_PLAN: dict[str, Any] = {
     "dryRun": True,
-    "diff": [
-        {"op": "delete", "blockId": "a"},
-        {"op": "delete", "blockId": "b"},
-        {"op": "update", "blockId": "c", "fields": ["text"]},
-        {"op": "move", "blockId": "d", "after": None},
-        {"op": "insert", "blockId": "b_generated_1", "after": None},
-    ],
+    "diff": DIFF,
     "textDiff": "--- a/page\n+++ b/page\n@@ -1,4 +1 @@\n-# 第一章\n-\n-"
     + "x" * 200
     + "\n-three\n-four\n+new\n",
@@ -33,10 +36,10 @@ def test_a_plan_is_counted_with_its_first_removed_lines() -> None:
 def test_the_digest_is_what_the_person_sees_not_the_ids_a_plan_invents() -> None:
     other_ids = {
         **SAVE_PLAN,
-        "diff": [*SAVE_PLAN["diff"][:-1], {"op": "insert", "blockId": "b_other", "after": None}],
+        "diff": [*DIFF[:-1], {"op": "insert", "blockId": "b_other", "after": None}],
     }
     assert impact_of(SAVE_PLAN).digest() == impact_of(other_ids).digest()
-    one_more = {**SAVE_PLAN, "diff": [*SAVE_PLAN["diff"], {"op": "delete", "blockId": "e"}]}
+    one_more = {**SAVE_PLAN, "diff": [*DIFF, {"op": "delete", "blockId": "e"}]}
     assert impact_of(SAVE_PLAN).digest() != impact_of(one_more).digest()
     assert Impact().digest() != Impact(deleted=1).digest()
 
