@@ -44,6 +44,7 @@ class App:
             watch_interval=self.config.watch_interval,
             delivery=self.config.delivery,
             pages=pages,
+            max_completions=self.config.max_completions,
         )
 
 

@@ -50,6 +50,7 @@ from mnote_mcp.kernel.postgres.gate import (
 )
 from mnote_mcp.logs import LogFormat
 from mnote_mcp.net import is_loopback
+from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
@@ -179,6 +180,14 @@ def block_id_count(value: str) -> int:
     number = _integer(value)
     if not 1 <= number <= MAX_BLOCKS:
         raise ValueError(f"must be between 1 and {MAX_BLOCKS}, not {value}")
+    return number
+
+
+def completion_count(value: str) -> int:
+    """1 to 100: the protocol allows at most 100 values in one completion."""
+    number = positive_int(value)
+    if number > MAX_COMPLETIONS:
+        raise ValueError(f"{number} is more than the {MAX_COMPLETIONS} values a completion may hold")
     return number
 
 
@@ -666,6 +675,12 @@ class ServerConfig(StoreSettings, LogSettings):
         DEFAULT_CONFIRM_TIMEOUT,
         positive_number,
         "seconds the person has to answer; then the write is refused (confirm_timeout), nothing written",
+    )
+    max_completions: int = setting(
+        DEFAULT_MAX_COMPLETIONS,
+        completion_count,
+        "most values one completion/complete answers (workspaces, pages by title or id, runs; at most 100)",
+        metavar="N",
     )
     max_result_chars: int = setting(
         DEFAULT_MAX_RESULT_CHARS,

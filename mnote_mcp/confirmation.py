@@ -37,6 +37,7 @@ from mnote_mcp.kernel.port import Kernel, PageQuery
 from mnote_mcp.tools.consent import Destruction, never
 from mnote_mcp.vocabulary.consent import Impact, impact_of, question_text
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
+from mnote_mcp.vocabulary.naming import ToolNames, respell
 
 if TYPE_CHECKING:  # the registry imports the MCP SDK; the configuration reads this module without it
     from mnote_mcp.tools.registry import ToolSpec
@@ -120,11 +121,13 @@ async def confirmed_write(
     asker: Asker | None,
     *,
     tool: str,
+    style: ToolNames,
     scope: anyio.CancelScope,
     call_timeout: float,
 ) -> ToolResult:
     """Run `spec`'s handler for `request`, asking the person first where the policy says so.
 
+    `tool` is the tool's name as advertised, `style` how tool names are spelled in the question.
     `scope` is the call's cancel scope: its deadline is lifted while the person is asked (the answer
     has `settings.timeout` of its own) and set to `call_timeout` again for the write.
     """
@@ -155,7 +158,7 @@ async def confirmed_write(
             break
         if asked == MAX_QUESTIONS:
             raise MnoteError(ErrorCode.CONFLICT, Reason.PLAN_CHANGED, {"questions": MAX_QUESTIONS})
-        question = await _question(request, kernel, impact, destruction, tool)
+        question = await _question(request, kernel, impact, destruction, tool, style)
         with _waiting(scope, call_timeout):
             answers[question.digest] = await asker.ask(question)
     return await spec.handler(request, kernel)
@@ -171,7 +174,12 @@ def _may_ask(spec: ToolSpec, request: ToolRequest, settings: Confirmation, asker
 
 
 async def _question(
-    request: ToolRequest, kernel: Kernel, impact: Impact, destruction: Destruction | None, tool: str
+    request: ToolRequest,
+    kernel: Kernel,
+    impact: Impact,
+    destruction: Destruction | None,
+    tool: str,
+    style: ToolNames,
 ) -> Question:
     """The question for this plan, naming the page by its title (read as the caller)."""
     view = await kernel.get_page(
@@ -192,7 +200,9 @@ async def _question(
         locale=request.locale,
         shared=destruction is Destruction.RENAMES_SHARED,
     )
-    return Question(text=text, digest=impact.digest(), tool=tool, impact=impact, destruction=destruction)
+    return Question(
+        text=respell(text, style), digest=impact.digest(), tool=tool, impact=impact, destruction=destruction
+    )
 
 
 @contextmanager

@@ -231,6 +231,7 @@ class Dispatcher:
                         self.confirmation,
                         asker,
                         tool=name,
+                        style=self.registry.style,
                         scope=scope,
                         call_timeout=self.call_timeout,
                     )

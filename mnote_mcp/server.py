@@ -22,6 +22,9 @@ from mnote_mcp.confirmation import ConfirmationPending
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.elicitation import asker_for, input_required, install_boundary
+from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS
+from mnote_mcp.prompts.completions import Completions
+from mnote_mcp.prompts.handlers import PagePrompts
 from mnote_mcp.resources import PageResources
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
@@ -143,10 +146,12 @@ def create_server(
     watch_interval: float = 1.0,
     delivery: Delivery | None = None,
     pages: PageResources | None = None,
+    max_completions: int = DEFAULT_MAX_COMPLETIONS,
 ) -> Server[Any]:
     """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
     `delivery` says how envelopes are carried (result forms, `isError`); `pages`, the page resources
-    (given by a transport that reports their watches)."""
+    (given by a transport that reports their watches); `max_completions`, the most values one
+    `completion/complete` answers."""
     delivery = delivery or Delivery()
     listings: dict[frozenset[Scope], types.ListToolsResult] = {}
 
@@ -167,6 +172,8 @@ def create_server(
         for spec in dispatcher.registry.specs
     )
     pages = pages or PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
+    prompts = PagePrompts(dispatcher, pages, identity_for)
+    completions = Completions(dispatcher.kernel, prompts, identity_for, limit=max_completions)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -206,6 +213,9 @@ def create_server(
         on_subscribe_resource=pages.subscribe,
         on_unsubscribe_resource=pages.unsubscribe,
         on_subscriptions_listen=pages.listen,
+        on_list_prompts=prompts.list_prompts,
+        on_get_prompt=prompts.get_prompt,
+        on_completion=completions.complete,
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     spans_when_traced(server)

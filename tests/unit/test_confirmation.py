@@ -202,3 +202,13 @@ async def test_the_question_is_in_the_session_locale(db: Path) -> None:
         "确认写入页面《Project plan》（mnote.page.save）？\n删除 3 个块，插入 1 个块。"
     )
     assert "不确认则不会写入任何内容" in person.questions[0]
+
+
+async def test_the_question_names_tools_as_they_are_advertised(db: Path) -> None:
+    person = Person("decline")
+    async with connect(db, elicitation_callback=person, tool_names="underscore") as client:
+        await call(client, "mnote_page_save", **write_args("replace-8", **REPLACE))
+    (question,) = person.questions
+    assert (
+        "(mnote_page_save)" in question and "(mnote_page_revert)" in question and "mnote.page" not in question
+    )
