@@ -176,6 +176,19 @@ def _integer(value: str) -> int:
         raise ValueError(f"{value!r} is not a whole number") from None
 
 
+_SESSION_TAG = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def replica_tag(value: str) -> str | None:
+    """`--session-tag`: letters, digits, `-` and `_` (up to 32), safe in a header, a path and an nginx
+    regex; empty means none."""
+    if not value:
+        return None
+    if not _SESSION_TAG.fullmatch(value):
+        raise ValueError(f"{value!r} is not a session tag: 1 to 32 letters, digits, '-' or '_'")
+    return value
+
+
 def block_id_count(value: str) -> int:
     number = _integer(value)
     if not 1 <= number <= MAX_BLOCKS:
@@ -585,6 +598,36 @@ def http_limit(name: str, group: str, *, env: str | None = None, default: Any = 
     return setting(value if default is None else default, parse, words, group=group, env=env)
 
 
+def demo_switch() -> Any:
+    return switch(
+        "load the demo workspace into a new store named by --db (the default store gets it anyway;"
+        " a PostgreSQL store never does)",
+        flag="--demo",
+        env="MNOTE_DEMO",
+    )
+
+
+def no_demo_switch() -> Any:
+    return switch("keep a new store empty, the default one too (no demo workspace)", flag="--no-demo")
+
+
+def wants_demo(db: Path | str | None, *, demo: bool, no_demo: bool) -> bool:
+    """Whether a *new* store gets the demo workspace: the default store (no `--db`), the one-command
+    start, does; a store an operator names does only when asked (`--demo`), and a PostgreSQL database
+    never (seed it on purpose: `mnote-mcp seed --db URL FILE`). The demo's members are real grants
+    (`user_1` is an editor of `ws_1`), which no deployment should get by accident."""
+    if demo and no_demo:
+        raise SettingError("--demo and --no-demo (MNOTE_DEMO, MNOTE_NO_DEMO): give one")
+    if isinstance(db, str):  # a PostgreSQL URL (`store_location` keeps only those as text)
+        if demo:
+            raise SettingError(
+                "--demo: the demo workspace is never loaded into PostgreSQL; seed it on purpose with"
+                " mnote-mcp seed --db URL examples/workspace.json"
+            )
+        return False
+    return not no_demo and (demo or db is None)
+
+
 def store_or_default(db: Path | str | None) -> Path | str:
     return db if db is not None else default_store_path()
 
@@ -636,9 +679,13 @@ class ServerConfig(StoreSettings, LogSettings):
     seed: Path | None = setting(
         None, optional_path, "load this workspace fixture before serving", metavar="FILE"
     )
-    demo: bool = switch(
-        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
-    )
+    demo: bool = demo_switch()
+    no_demo: bool = no_demo_switch()
+
+    @property
+    def seeds_demo(self) -> bool:
+        return wants_demo(self.db, demo=self.demo, no_demo=self.no_demo)
+
     locale: Locale = setting(
         DEFAULT_LOCALE, parse_locale, "language of error messages: zh-CN or en (zh_CN, en_US.UTF-8, ...)"
     )
@@ -810,6 +857,15 @@ class ServerConfig(StoreSettings, LogSettings):
         "seconds a streamable-HTTP session may sit idle (no request, no open stream) before it is closed",
         group=HTTP,
     )
+    session_tag: str | None = setting(
+        None,
+        replica_tag,
+        "start this replica's session ids (streamable HTTP) and message paths (/sse) with TAG, so a"
+        " proxy can send a session's requests to the replica that holds it (docs/deploy.md)",
+        metavar="TAG",
+        shown="none",
+        group=HTTP,
+    )
     auth_reload_interval: float = setting(
         2.0,
         positive_number,
@@ -972,6 +1028,22 @@ class MigrateConfig(LogSettings):
 
 
 @dataclass(frozen=True)
+class BackupConfig(LogSettings):
+    """`mnote-mcp backup`: a consistent copy of a SQLite store, taken while it is served."""
+
+    dest: Path = setting(
+        None,
+        path,
+        "where the copy goes (a new file, never overwritten)",
+        positional=True,
+        required=True,
+        env="",
+        metavar="DEST",
+    )
+    db: Path | str | None = db_setting()
+
+
+@dataclass(frozen=True)
 class AuditConfig(LogSettings):
     """`mnote-mcp audit`: read the audit trail of a store."""
 
@@ -1056,9 +1128,13 @@ class RuntimeConfig(StoreSettings, LogSettings):
         metavar="T",
     )
     seed: Path | None = setting(None, optional_path, "load this fixture before serving", metavar="FILE")
-    demo: bool = switch(
-        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
-    )
+    demo: bool = demo_switch()
+    no_demo: bool = no_demo_switch()
+
+    @property
+    def seeds_demo(self) -> bool:
+        return wants_demo(self.db, demo=self.demo, no_demo=self.no_demo)
+
     record: Path | None = setting(
         None, optional_path, "append each request's headers here (JSON lines; tests)", metavar="FILE", env=""
     )
@@ -1102,9 +1178,13 @@ class RuntimeCliConfig(StoreSettings, LogSettings):
         "warning", choice("debug", "info", "warning", "error"), "how much to log on stderr", group=LOGGING
     )
     db: Path | str | None = db_setting()
-    demo: bool = switch(
-        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
-    )
+    demo: bool = demo_switch()
+    no_demo: bool = no_demo_switch()
+
+    @property
+    def seeds_demo(self) -> bool:
+        return wants_demo(self.db, demo=self.demo, no_demo=self.no_demo)
+
     max_body_bytes: int = setting(
         DEFAULT_RUNTIME_MAX_BODY_BYTES,
         positive_int,

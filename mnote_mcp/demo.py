@@ -35,7 +35,18 @@ def _show(step: str, envelope: Any, sent: dict[str, Any] | None = None) -> None:
 def server_parameters(db: Path, locale: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mnote_mcp", "serve", "--db", str(db), "--locale", locale, "--log-level", "warning"],
+        args=[
+            "-m",
+            "mnote_mcp",
+            "serve",
+            "--db",
+            str(db),
+            "--demo",
+            "--locale",
+            locale,
+            "--log-level",
+            "warning",
+        ],
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
 

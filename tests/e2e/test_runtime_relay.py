@@ -53,7 +53,7 @@ async def run_tour(server: StdioServerParameters, db: Path) -> list[dict[str, An
 @pytest.fixture
 async def local_envelopes(tmp_path: Path) -> list[dict[str, Any]]:
     db = tmp_path / "local.db"
-    return await run_tour(params("--db", str(db)), db)
+    return await run_tour(params("--db", str(db), "--demo"), db)
 
 
 async def test_http_relay_gives_the_local_envelopes(
@@ -98,7 +98,7 @@ async def test_cli_relay_gives_the_local_envelopes(
     tmp_path: Path, local_envelopes: list[dict[str, Any]]
 ) -> None:
     db = tmp_path / "cli.db"  # new: the reference adapter seeds the demo workspace on first use
-    kernel = "cli:" + shlex.join(mnote_command("runtime", "cli", "--db", str(db)))
+    kernel = "cli:" + shlex.join(mnote_command("runtime", "cli", "--db", str(db), "--demo"))
     relayed = await run_tour(params("--kernel", kernel), db)
     assert without_nonces(relayed) == without_nonces(local_envelopes)
 

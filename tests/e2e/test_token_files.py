@@ -260,6 +260,8 @@ def test_a_relay_reads_the_local_runtime_token_only_for_a_local_runtime(
     secret.chmod(0o644)
     with pytest.raises(SecretFileError, match="chmod 600"):
         local_service_token("http://127.0.0.1:8766")
+
+
 def _mnote(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mnote_mcp", *args], capture_output=True, text=True, cwd=ROOT, timeout=60

@@ -21,7 +21,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
-import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -50,7 +49,7 @@ from tests.support.helpers import (
     store_with_pages,
     write_args,
 )
-from tests.support.http_helpers import http_server, mcp_http, write_tokens
+from tests.support.http_helpers import ResourceUpdates, http_server, mcp_http, write_tokens
 from tests.support.postgres import PgServer, seeded_database
 from tests.support.runtimes import reference_runtime, runtime_cli_command
 
@@ -446,19 +445,8 @@ async def test_one_key_racing_on_two_pages_from_two_replicas_is_one_operation(se
     assert {e.code for e in refusals} == {ErrorCode.IDEMPOTENCY_CONFLICT}
 
 
-class Updates:
-    def __init__(self) -> None:
-        self.uris: list[str] = []
-        self.arrived = anyio.Event()
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            self.uris.append(str(message.params.uri))
-            self.arrived.set()
-
-
 async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded: str, tokens: Path) -> None:
-    updates = Updates()
+    updates = ResourceUpdates()
     with (
         # A polls once an hour: what it hears within seconds came through LISTEN/NOTIFY.
         http_server(seeded, "--auth-file", str(tokens), "--watch-interval", "3600") as a,

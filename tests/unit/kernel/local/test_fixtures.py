@@ -14,6 +14,7 @@ import pytest
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
 from tests.support.helpers import ROOT, run_cli
+from tests.support.postgres import STORES
 
 DEMO = ROOT / "examples" / "workspace.json"
 CORRELATION = Correlation("sess", "run", "call", "trace")
@@ -108,3 +109,22 @@ def test_replace_is_explicit_names_its_pages_and_is_a_new_revision(tmp_path: Pat
     assert after["revision"] == before["revision"] + 1  # type: ignore[operator]
     unknown = run_cli("seed", "--db", str(db), str(DEMO), "--replace", "ws_1/doc_nope")
     assert unknown.returncode == 2 and "ws_1/doc_nope" in unknown.stderr
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_the_seed_report_counts_what_it_created_on_either_store(
+    store: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Issue 23: `mnote-mcp seed` on PostgreSQL reported `"workspaces": -2` (a driver's rowcount)."""
+    db = request.getfixturevalue("pg_url") if store == "postgres" else str(tmp_path / "seed.db")
+    data = json.loads(DEMO.read_text(encoding="utf-8"))
+    expected = {
+        "workspaces": len(data["workspaces"]),
+        "members": sum(len(ws.get("members", [])) for ws in data["workspaces"]),
+        "pages": sum(len(ws.get("pages", [])) for ws in data["workspaces"]),
+    }
+    first = run_cli("seed", "--db", db, str(DEMO))
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["created"] == expected
+    again = run_cli("seed", "--db", db, str(DEMO))
+    assert json.loads(again.stdout)["created"] == dict.fromkeys(expected, 0)
