@@ -723,6 +723,14 @@ class ServerConfig(StoreSettings, LogSettings):
         positive_number,
         "seconds the person has to answer; then the write is refused (confirm_timeout), nothing written",
     )
+    confirm_key_file: Path | None = setting(
+        None,
+        optional_path,
+        "keys sealing a 2026-07-28 question's state (mode 0600, one per line, each at least 32 bytes; the"
+        " first seals, all open): give replicas the same file, so a retry may reach any of them",
+        metavar="FILE",
+        shown="a key of this process",
+    )
     max_completions: int = setting(
         DEFAULT_MAX_COMPLETIONS,
         completion_count,

@@ -24,7 +24,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -38,6 +39,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import ValidationError
 
 from mnote_mcp.confirmation import Answer, Asker, ConfirmationPending, Question
+from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.vocabulary.identity import Identity
 
 logger = logging.getLogger(__name__)
@@ -154,17 +156,31 @@ def _prior_answer(
     return {digest: action}
 
 
+def read_keys(path: Path) -> list[str]:
+    """The keys of `--confirm-key-file`: a private file, one key per line, each at least 32 bytes."""
+    keys = [line.strip() for line in read_secret(path).splitlines() if line.strip()]
+    short = [number for number, key in enumerate(keys, 1) if len(key.encode()) < 32]
+    if not keys or short:
+        raise ValueError(f"{path}: every key must be at least 32 bytes (line {short[0] if short else 1})")
+    return keys
+
+
 def principal(identity: Identity) -> str:
     """Who a sealed state belongs to: the actor and the credential behind the connection."""
     return f"{identity.actor_id or ''}\n{identity.credential or ''}"
 
 
 def install_boundary(
-    server: Server[Any], identity_for: Callable[[ServerRequestContext[Any, Any]], Identity]
+    server: Server[Any],
+    identity_for: Callable[[ServerRequestContext[Any, Any]], Identity],
+    keys: Sequence[str] = (),
 ) -> None:
     """Seal and check every `requestState` (the SDK's boundary; the low-level server has none by
-    default), under a key of this process: a retry must come back to the process that asked."""
+    default) under `keys` (`--confirm-key-file`: the first seals, every one opens), or else a key of
+    this process, when a retry must come back to the process that asked."""
     security = RequestStateSecurity(
-        keys=[os.urandom(32)], ttl=STATE_TTL, bind_principal=lambda ctx: principal(identity_for(ctx))
+        keys=list(keys) or [os.urandom(32)],
+        ttl=STATE_TTL,
+        bind_principal=lambda ctx: principal(identity_for(ctx)),
     )
     server.middleware.append(RequestStateBoundary(security, default_audience=server.name))

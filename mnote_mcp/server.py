@@ -7,7 +7,7 @@ Pages are also resources (`mnote_mcp.resources`), with change notifications in b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp.types as types
@@ -147,11 +147,12 @@ def create_server(
     delivery: Delivery | None = None,
     pages: PageResources | None = None,
     max_completions: int = DEFAULT_MAX_COMPLETIONS,
+    state_keys: Sequence[str] = (),
 ) -> Server[Any]:
     """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
     `delivery` says how envelopes are carried (result forms, `isError`); `pages`, the page resources
     (given by a transport that reports their watches); `max_completions`, the most values one
-    `completion/complete` answers."""
+    `completion/complete` answers; `state_keys`, what seals a question's state (`--confirm-key-file`)."""
     delivery = delivery or Delivery()
     listings: dict[frozenset[Scope], types.ListToolsResult] = {}
 
@@ -219,6 +220,6 @@ def create_server(
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     spans_when_traced(server)
-    install_boundary(server, identity_for)
+    install_boundary(server, identity_for, state_keys)
     skip_second_pass()
     return server

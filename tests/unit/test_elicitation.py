@@ -9,11 +9,13 @@ from typing import Any
 
 import mcp.types as types
 import pytest
+from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mnote_mcp.elicitation import FORM, INPUT_KEY
-from tests.support.helpers import call, connect, dump, envelope_of, write_args
+from mnote_mcp.elicitation import FORM, INPUT_KEY, read_keys
+from mnote_mcp.secretfiles import SecretFileError
+from tests.support.helpers import call, connect, dump, envelope_of, make_app, write_args
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +23,7 @@ REPLACE: dict[str, Any] = {"content": [{"type": "paragraph", "text": "Only this 
 ACCEPT = types.ElicitResult(action="accept", content={})
 
 
-async def _never(ctx: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+async def _never(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
     raise AssertionError("the client drives the rounds by hand here")
 
 
@@ -90,3 +92,48 @@ async def test_a_client_that_errors_on_the_question_is_taken_as_cancelling(db: P
         refused = await call(client, "mnote.page.save", **write_args("legacy-2", **REPLACE))
     assert refused["error"]["details"] == {"confirmation": "cancelled"}
     assert dump(db) == before
+
+
+async def test_replicas_sharing_a_key_file_accept_each_others_state(db: Path, tmp_path: Path) -> None:
+    """`--confirm-key-file`: the question asked by one replica can be answered on another; a replica
+    with another key refuses the state (as one with a key of its own process always would)."""
+    key_file = tmp_path / "confirm.keys"
+    key_file.write_text("k" * 32 + "\n" + "old-key-still-opening-" + "o" * 16 + "\n")
+    key_file.chmod(0o600)
+    shared = tuple(read_keys(key_file))
+    apps = [make_app(db), make_app(db), make_app(db)]
+    apps[0].state_keys = apps[1].state_keys = shared
+    args = write_args("replicas", **REPLACE)
+    try:
+        async with Client(apps[0].server(), mode="auto", elicitation_callback=_never) as asker:
+            asked = await asker.session.call_tool("mnote.page.save", args, allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult) and asked.request_state is not None
+        state = asked.request_state
+        async with Client(apps[2].server(), mode="auto", elicitation_callback=_never) as stranger:
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await stranger.session.call_tool(
+                    "mnote.page.save", args, input_responses={INPUT_KEY: ACCEPT}, request_state=state
+                )
+        async with Client(apps[1].server(), mode="auto", elicitation_callback=_never) as other:
+            done = envelope_of(
+                await other.session.call_tool(
+                    "mnote.page.save", args, input_responses={INPUT_KEY: ACCEPT}, request_state=state
+                )
+            )
+    finally:
+        for app in apps:
+            await app.kernel.aclose()
+    assert done["ok"] and done["audit"]["effect"] == "write"
+
+
+def test_a_key_file_must_be_private_and_its_keys_long(tmp_path: Path) -> None:
+    short = tmp_path / "short.keys"
+    short.write_text("k" * 32 + "\ntoo-short\n")
+    short.chmod(0o600)
+    with pytest.raises(ValueError, match="at least 32 bytes \\(line 2\\)"):
+        read_keys(short)
+    public = tmp_path / "public.keys"
+    public.write_text("k" * 32)
+    public.chmod(0o644)
+    with pytest.raises(SecretFileError):
+        read_keys(public)
