@@ -87,6 +87,9 @@ def test_the_stdio_example_script_runs_as_written(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert '"mnote.page.get"' in result.stdout and re.search(r'"ok":\s*true', result.stdout)
+    assert '"name": "summarise_page"' in result.stdout and '"title": "总结页面"' in result.stdout, "prompts/list"
+    assert "Summarise the mnote page “Project plan”" in result.stdout, "prompts/get, in English"
+    assert '"uri": "mnote://workspaces/ws_1/pages/doc_1"' in result.stdout, "the page attached"
 
 
 def test_the_http_example_script_runs_as_written(tmp_path: Path) -> None:
