@@ -10,19 +10,17 @@ the session's locale (`--locale`), tool names as the server advertises them.
 
 from __future__ import annotations
 
-from typing import Any
-
 import mcp.types as types
+import orjson
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.errors import MnoteError
-from mnote_mcp.kernel.port import HistoryQuery, PageKey
+from mnote_mcp.kernel.port import HistoryEntry, HistoryFilter, HistoryQuery, PageKey, PageView
 from mnote_mcp.mapping import correlate
 from mnote_mcp.prompts.catalog import PROMPTS, ArgumentKind, Attach, PromptSpec
 from mnote_mcp.resources.pages import MIME_TYPE, Context, IdentityResolver, PageResources, document
 from mnote_mcp.resources.uris import page_uri
-from mnote_mcp.vocabulary.envelope import to_json
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
 from mnote_mcp.vocabulary.naming import respell
@@ -128,7 +126,7 @@ class PagePrompts:
             ],
         )
 
-    def _page(self, view: dict[str, Any], uri: str, locale: Locale) -> list[types.ContentBlock]:
+    def _page(self, view: PageView, uri: str, locale: Locale) -> list[types.ContentBlock]:
         """The page as an embedded resource, or, longer than one result may be, a link to it."""
         text = document(view)
         if len(text) <= self.dispatcher.max_result_chars:
@@ -157,7 +155,7 @@ class PagePrompts:
                     document_id=key.document_id,
                     actor_id=identity.actor_id,
                     correlation=correlate({}, ctx.meta, identity),
-                    run_id=run_id,
+                    filter=HistoryFilter(run_id=run_id),
                     limit=RUN_ENTRIES,
                 )
             )
@@ -165,12 +163,17 @@ class PagePrompts:
             raise MCPError(
                 types.INVALID_PARAMS, f"Cannot read the page's history: {error.code.value}"
             ) from None
-        entries: list[dict[str, Any]] = history.get("entries", [])
+        entries: list[HistoryEntry] = history.get("entries", [])
         kept = list(entries)
-        while kept and len(to_json({"entries": kept})) > self.dispatcher.max_result_chars:
+        while kept and len(_json(kept)) > self.dispatcher.max_result_chars:
             kept = kept[: len(kept) // 2]
-        blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=to_json({"entries": kept}))]
+        blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=_json(kept))]
         if len(kept) < len(entries) or history.get("nextCursor"):
             note = _LEFT_OUT[locale].format(runId=run_id)
             blocks.append(types.TextContent(type="text", text=respell(note, self.dispatcher.registry.style)))
         return blocks
+
+
+def _json(entries: list[HistoryEntry]) -> str:
+    """The run's history entries as the tools' compact JSON (`{"entries": [...]}`)."""
+    return orjson.dumps({"entries": entries}).decode("utf-8")

@@ -29,7 +29,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery
+from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery, PageView
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
@@ -186,7 +186,7 @@ class PageResources:
             contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=document(view))]
         )
 
-    async def view(self, ctx: Context, key: PageKey | None, uri: str) -> dict[str, Any]:
+    async def view(self, ctx: Context, key: PageKey | None, uri: str) -> PageView:
         """The page `key` as Markdown (its `get_page` view), read as the caller: the same "unknown
         resource" (`uri`) for a page that is missing, not readable or outside the caller's workspaces."""
         reader = self._reader(ctx)
@@ -288,8 +288,13 @@ def _offset(cursor: str | None, total: int) -> int:
     return int(cursor)
 
 
-def document(view: dict[str, Any]) -> str:
+def document(view: PageView) -> str:
     """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the body."""
-    fields = ("title", "workspaceId", "documentId", "revision")
-    head = "\n".join(f"{name}: {json.dumps(view[name], ensure_ascii=False)}" for name in fields)
+    fields = {
+        "title": view["title"],
+        "workspaceId": view["workspaceId"],
+        "documentId": view["documentId"],
+        "revision": view["revision"],
+    }
+    head = "\n".join(f"{name}: {json.dumps(value, ensure_ascii=False)}" for name, value in fields.items())
     return f"---\n{head}\n---\n\n{view['markdown']}"

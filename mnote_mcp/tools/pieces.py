@@ -68,7 +68,7 @@ async def fit_piece(request: ToolRequest, kernel: Kernel, outcome: ToolResult, l
     piece, size = view, chars(view)
     for _ in range(_ATTEMPTS):
         max_blocks = count_blocks(roots[:count])
-        piece = await kernel.get_page(replace(query, max_blocks=max_blocks))
+        piece = dict(await kernel.get_page(replace(query, max_blocks=max_blocks)))
         piece["warnings"] = [warning]
         size = chars(piece)
         if size <= limit or count == 1:

@@ -7,9 +7,14 @@ Messages interpolate only safe details (ids, revisions, option names, JSON point
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, reason_of
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 Locale = Literal["zh-CN", "en"]
 DEFAULT_LOCALE: Locale = "zh-CN"
@@ -244,7 +249,7 @@ def _lookup(
     return table.get((code, reason)) or table.get((code, None))
 
 
-def _fill(template: str, details: Mapping[str, Any]) -> str:
+def _fill(template: str, details: Mapping[str, object]) -> str:
     values = {
         key: ", ".join(map(str, value)) if isinstance(value, list) else value
         for key, value in details.items()
@@ -255,15 +260,33 @@ def _fill(template: str, details: Mapping[str, Any]) -> str:
         return template
 
 
-class _Missing(dict[str, Any]):
+class _Missing(dict[str, object]):
     def __missing__(self, key: str) -> str:
         return "?"
 
 
-def render_error(error: MnoteError, locale: Locale) -> dict[str, Any]:
+class RenderedError(TypedDict):
+    """The envelope's `error` object (docs/contract.md, "3. The response")."""
+
+    code: str
+    message: str
+    retryable: bool
+    hint: NotRequired[str]
+    details: NotRequired[dict[str, JsonValue]]
+
+
+class RenderedWarning(TypedDict):
+    """One of a result's `warnings`: what the real call would refuse or do differently."""
+
+    code: str
+    message: str
+    details: NotRequired[dict[str, JsonValue]]
+
+
+def render_error(error: MnoteError, locale: Locale) -> RenderedError:
     """The envelope's `error` object: code, message, retryable, and hint/details where they help."""
     texts = _lookup(MESSAGES, error.code, error.reason) or MESSAGES[(ErrorCode.INTERNAL, None)]
-    rendered: dict[str, Any] = {
+    rendered: RenderedError = {
         "code": error.code.value,
         "message": _fill(texts[locale], error.details),
         "retryable": error.retryable,
@@ -276,22 +299,23 @@ def render_error(error: MnoteError, locale: Locale) -> dict[str, Any]:
     return rendered
 
 
-def render_warning(warning: Mapping[str, Any], locale: Locale) -> dict[str, Any]:
+def render_warning(warning: Mapping[str, object], locale: Locale) -> RenderedWarning:
     """A dry-run warning: the same words the real call's error would use."""
-    details = warning.get("details") or {}
+    name = str(warning.get("code"))
+    given = warning.get("details")
+    details: dict[str, JsonValue] = dict(given) if isinstance(given, dict) else {}
     try:
-        code = ErrorCode(str(warning.get("code")))
+        code = ErrorCode(name)
     except ValueError:
         code = None
-    text = WARNINGS.get(str(warning.get("code")), {}).get(locale)
+    text = WARNINGS.get(name, {}).get(locale)
     if text is None and code is not None:
         texts = _lookup(MESSAGES, code, reason_of(warning.get("reason")))
         text = texts[locale] if texts else None
-    return {
-        "code": warning.get("code"),
-        "message": _fill(text or str(warning.get("code")), details),
-        **({"details": details} if details else {}),
-    }
+    rendered: RenderedWarning = {"code": name, "message": _fill(text or name, details)}
+    if details:
+        rendered["details"] = details
+    return rendered
 
 
 WARNINGS: dict[str, dict[Locale, str]] = {

@@ -149,10 +149,14 @@ def test_the_stdio_server_on_the_local_kernel_loads_no_relay_code() -> None:
 
 
 def test_the_cli_adapter_starts_without_the_mcp_sdk() -> None:
-    """`runtime cli` runs once per call: it must not pay for importing the MCP SDK."""
-    code = "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter; print('mcp' in sys.modules)"
+    """`runtime cli` runs once per call: it must not pay for importing the MCP SDK, nor pydantic (the
+    wire forms are read and their schemas kept without it: kernel/port.py, kernel/schemas.py)."""
+    code = (
+        "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter, mnote_mcp.kernel.http, mnote_mcp.kernel.cli;"
+        "print([name for name in ('mcp', 'pydantic') if name in sys.modules])"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "[]"

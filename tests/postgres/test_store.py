@@ -29,7 +29,15 @@ from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
-from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey, PageQuery
+from mnote_mcp.kernel.port import (
+    Command,
+    CommandName,
+    CommandOutcome,
+    Correlation,
+    PageKey,
+    PageQuery,
+    PageView,
+)
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel, PostgresStore
 from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
@@ -642,7 +650,7 @@ def test_a_page_read_is_statements_of_their_own_and_never_mixes_two_revisions(
         )
         elsewhere.clear()
 
-    def texts(page: dict[str, Any]) -> list[str]:
+    def texts(page: PageView) -> list[str]:
         return [block["text"] for block in page["blocks"]]
 
     try:

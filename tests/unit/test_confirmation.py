@@ -17,6 +17,7 @@ import pytest
 from mcp.client.context import ClientRequestContext
 
 from mnote_mcp.kernel.local import LocalKernel
+from mnote_mcp.kernel.port import AuditRecord
 from tests.support.helpers import MODES, call, connect, dump, page_args, seeded_store, write_args
 
 pytestmark = pytest.mark.anyio
@@ -50,7 +51,7 @@ class Person:
         return types.ElicitResult(action=self.action, content={} if self.action == "accept" else None)  # type: ignore[arg-type]
 
 
-async def _writes(db: Path, key: str) -> list[dict[str, Any]]:
+async def _writes(db: Path, key: str) -> list[AuditRecord]:
     """The audit records of writes made with `key`."""
     kernel = LocalKernel.open(db)
     try:

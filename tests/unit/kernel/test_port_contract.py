@@ -35,6 +35,7 @@ from mnote_mcp.kernel.port import (
     CommandName,
     CommandOutcome,
     Correlation,
+    HistoryFilter,
     HistoryQuery,
     Kernel,
     PageKey,
@@ -711,7 +712,7 @@ async def test_history_lists_every_write_newest_first_and_filters(kit: Kit) -> N
         "toolCallId": "call_h2",
         "traceId": kit.trace,
     }
-    only_a = await kit.page_history(kit.history_query(run_id="run_a"))
+    only_a = await kit.page_history(kit.history_query(filter=HistoryFilter(run_id="run_a")))
     assert [e["revision"] for e in only_a["entries"]] == [2]
     first = await kit.page_history(kit.history_query(limit=1))
     rest = await kit.page_history(kit.history_query(limit=1, cursor=first["nextCursor"]))
