@@ -4,8 +4,9 @@ What an argument completes to is what it names (`ArgumentKind`): a workspace the
 page it may read whose title or id starts with what was typed (Chinese titles as typed, other text
 case-folded), a run that wrote to the page. Only what the caller could read with the tools is ever a
 value, and a token limited to some workspaces completes nothing outside them. At most
-`--max-completions` values come back (`hasMore` says when there were more), each from one bounded
-kernel query.
+`--max-completions` values come back (`hasMore` says when there were more). Workspaces and pages come
+from the kernel's `list_pages` (what `resources/list` lists, through every store and relay), filtered
+here, so the cost grows with the pages the caller may read; runs from one page's latest writes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import mcp.types as types
 
 from mnote_mcp.kernel.errors import MnoteError
-from mnote_mcp.kernel.port import HistoryQuery, Kernel
+from mnote_mcp.kernel.port import HistoryQuery, Kernel, PageRef
 from mnote_mcp.mapping import correlate
 from mnote_mcp.prompts.catalog import ArgumentKind
 from mnote_mcp.prompts.handlers import PagePrompts
@@ -40,7 +41,11 @@ class Completions:
         self.prompts = prompts
         self.identity_for = identity_for
         self.limit = limit
-        self.sources: dict[ArgumentKind, Source] = {ArgumentKind.RUN: self.runs}
+        self.sources: dict[ArgumentKind, Source] = {
+            ArgumentKind.WORKSPACE: self.workspaces,
+            ArgumentKind.PAGE: self.pages,
+            ArgumentKind.RUN: self.runs,
+        }
 
     def kinds(
         self, ctx: Context, ref: types.PromptReference | types.ResourceTemplateReference
@@ -62,6 +67,37 @@ class Completions:
             return _values([], self.limit)
         context = dict(params.context.arguments or {}) if params.context is not None else {}
         return _values(await source(ctx, identity, typed, context, self.limit + 1), self.limit)
+
+    async def readable(self, identity: Identity) -> list[PageRef]:
+        """The pages the caller may read (the kernel's `list_pages`, as `resources/list` lists them),
+        within the workspaces its token allows."""
+        assert identity.actor_id is not None
+        return [
+            ref
+            for ref in await self.kernel.list_pages(identity.actor_id)
+            if _allowed(identity, ref.workspace_id)
+        ]
+
+    async def workspaces(
+        self, ctx: Context, identity: Identity, typed: str, context: Mapping[str, str], limit: int
+    ) -> list[str]:
+        """The workspaces holding a page the caller may read, by the start of their id."""
+        ids = dict.fromkeys(ref.workspace_id for ref in await self.readable(identity))
+        return [workspace for workspace in ids if _starts(workspace, typed)][:limit]
+
+    async def pages(
+        self, ctx: Context, identity: Identity, typed: str, context: Mapping[str, str], limit: int
+    ) -> list[str]:
+        """Pages the caller may read whose title or id starts with what was typed, in the workspace
+        already chosen (or in all of the caller's)."""
+        workspace_id = context.get(ArgumentKind.WORKSPACE)
+        found = [
+            ref.document_id
+            for ref in await self.readable(identity)
+            if (not workspace_id or ref.workspace_id == workspace_id)
+            and (_starts(ref.title, typed) or _starts(ref.document_id, typed))
+        ]
+        return list(dict.fromkeys(found))[:limit]
 
     async def runs(
         self, ctx: Context, identity: Identity, typed: str, context: Mapping[str, str], limit: int
@@ -87,6 +123,11 @@ class Completions:
         runs = (str(entry.get("runId") or "") for entry in history.get("entries", []))
         matching = [run for run in dict.fromkeys(runs) if run and run.casefold().startswith(folded)]
         return matching[:limit]
+
+
+def _starts(value: str, typed: str) -> bool:
+    """Whether `value` starts with `typed`, case-folded (Chinese has no case: it matches as typed)."""
+    return value.casefold().startswith(typed.casefold())
 
 
 def _allowed(identity: Identity, workspace_id: str) -> bool:

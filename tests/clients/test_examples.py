@@ -108,6 +108,9 @@ def test_the_session_example_script_runs_as_written(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
+    assert re.search(r'"values": \[\s*"doc_1"\s*\]', out) and re.search(r'"values": \[\s*"ws_1"\s*\]', out), (
+        "completions"
+    )
     assert out.count('"elicitationPending"') == 1, "the script prints the first question"
     assert "Confirm this write to “Project plan” (mnote.block.delete)?\\nDeletes 2 block(s)." in out
     assert '"confirmation": "declined"' in out, "declined: the refusal envelope"
