@@ -18,4 +18,12 @@ SERVER=(.venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-inspector.db}" --demo)
   --tool-args-json '{"workspaceId": "ws_1", "documentId": "doc_1"}' \
   --tool-metadata mnote/traceId=trace_inspector --format json
 
+# The prompts (page workflows a host offers in a menu), then one rendered with its page attached, in
+# English (the server speaks zh-CN unless told otherwise).
+"${INSPECTOR[@]}" --cli "${SERVER[@]}" --method prompts/list
+"${INSPECTOR[@]}" --cli "${SERVER[@]}" --locale en --method prompts/get --prompt-name summarise_page \
+  --prompt-args workspaceId=ws_1 documentId=doc_1
+
+# Completion and confirmation need a session: examples/inspector-session.sh (the Inspector's mcpdo).
+
 # The web UI instead: npx @modelcontextprotocol/inspector@2.12.0 .venv/bin/mnote-mcp --db /tmp/mnote-inspector.db --demo

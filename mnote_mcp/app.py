@@ -15,6 +15,7 @@ from mcp.server import Server
 
 from mnote_mcp.config import ServerConfig, default_runtime_token_path
 from mnote_mcp.dispatch import Dispatcher
+from mnote_mcp.elicitation import read_keys
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.traced import traced
 from mnote_mcp.net import is_loopback
@@ -34,6 +35,7 @@ class App:
     kernel: Kernel
     dispatcher: Dispatcher
     store_description: str
+    state_keys: tuple[str, ...] = ()  # --confirm-key-file's keys, read once when the app opens
 
     def server(
         self, identity_for: IdentityResolver | None = None, pages: PageResources | None = None
@@ -46,6 +48,8 @@ class App:
             watch_interval=self.config.watch_interval,
             delivery=self.config.delivery,
             pages=pages,
+            max_completions=self.config.max_completions,
+            state_keys=self.state_keys,
         )
 
 
@@ -148,7 +152,15 @@ async def open_app(config: ServerConfig) -> AsyncIterator[App]:
             call_timeout=config.call_timeout,
             max_result_chars=config.max_result_chars,
             max_argument_depth=config.max_argument_depth,
+            confirmation=config.confirmation,
         )
-        yield App(config=config, kernel=kernel, dispatcher=dispatcher, store_description=description)
+        keys = tuple(read_keys(config.confirm_key_file)) if config.confirm_key_file is not None else ()
+        yield App(
+            config=config,
+            kernel=kernel,
+            dispatcher=dispatcher,
+            store_description=description,
+            state_keys=keys,
+        )
     finally:
         await kernel.aclose()

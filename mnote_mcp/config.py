@@ -33,6 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
+from mnote_mcp.confirmation import (
+    CONFIRM_FALLBACKS,
+    CONFIRM_POLICIES,
+    DEFAULT_CONFIRM_TIMEOUT,
+    Confirmation,
+    ConfirmFallback,
+    ConfirmPolicy,
+)
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
@@ -45,6 +53,7 @@ from mnote_mcp.kernel.postgres.gate import (
 from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.net import is_loopback
+from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
@@ -192,6 +201,14 @@ def block_id_count(value: str) -> int:
     number = _integer(value)
     if not 1 <= number <= MAX_BLOCKS:
         raise ValueError(f"must be between 1 and {MAX_BLOCKS}, not {value}")
+    return number
+
+
+def completion_count(value: str) -> int:
+    """1 to 100: the protocol allows at most 100 values in one completion."""
+    number = positive_int(value)
+    if number > MAX_COMPLETIONS:
+        raise ValueError(f"{number} is more than the {MAX_COMPLETIONS} values a completion may hold")
     return number
 
 
@@ -757,6 +774,38 @@ class ServerConfig(StoreSettings, LogSettings):
         "both: structuredContent and the same JSON as text; structured: no text copy (Hermes); text: no"
         " structuredContent, and no outputSchema",
     )
+    confirm: ConfirmPolicy = setting(
+        "destructive",
+        choice(*CONFIRM_POLICIES),
+        "which writes ask the person first (form elicitation, where the client offers it): destructive"
+        " ones (a save that removes blocks, a delete of a subtree or of more than 3 blocks, a revert, a"
+        " rename of a page others write to), always every write, or never",
+    )
+    confirm_fallback: ConfirmFallback = setting(
+        "write",
+        choice(*CONFIRM_FALLBACKS),
+        "a write that would ask, from a client that cannot be asked: write it as before, or refuse it"
+        " (permission_denied, confirm_unavailable)",
+    )
+    confirm_timeout: float = setting(
+        DEFAULT_CONFIRM_TIMEOUT,
+        positive_number,
+        "seconds the person has to answer; then the write is refused (confirm_timeout), nothing written",
+    )
+    confirm_key_file: Path | None = setting(
+        None,
+        optional_path,
+        "keys sealing a 2026-07-28 question's state (mode 0600, one per line, each at least 32 bytes; the"
+        " first seals, all open): give replicas the same file, so a retry may reach any of them",
+        metavar="FILE",
+        shown="a key of this process",
+    )
+    max_completions: int = setting(
+        DEFAULT_MAX_COMPLETIONS,
+        completion_count,
+        "most values one completion/complete answers (workspaces, pages by title or id, runs; at most 100)",
+        metavar="N",
+    )
     max_result_chars: int = setting(
         DEFAULT_MAX_RESULT_CHARS,
         result_budget,
@@ -1059,6 +1108,10 @@ class ServerConfig(StoreSettings, LogSettings):
     @property
     def delivery(self) -> Delivery:
         return Delivery(refusals=self.refusals, form=self.result_form)
+
+    @property
+    def confirmation(self) -> Confirmation:
+        return Confirmation(policy=self.confirm, fallback=self.confirm_fallback, timeout=self.confirm_timeout)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,13 @@ from typing import Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
+from mnote_mcp.confirmation import (
+    DEFAULT_CONFIRMATION,
+    Asker,
+    Confirmation,
+    ConfirmationPending,
+    confirmed_write,
+)
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
@@ -152,6 +159,7 @@ class Dispatcher:
         call_timeout: float = 60.0,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         max_argument_depth: int = DEFAULT_MAX_ARGUMENT_DEPTH,
+        confirmation: Confirmation = DEFAULT_CONFIRMATION,
     ) -> None:
         self.registry = registry
         self.kernel = kernel
@@ -160,6 +168,7 @@ class Dispatcher:
         self.call_timeout = call_timeout
         self.max_result_chars = max_result_chars
         self.max_argument_depth = max_argument_depth
+        self.confirmation = confirmation
         self.inflight = InFlight()
         self.observer: CallObserver | None = None  # metrics, when served (telemetry.metrics.Metrics)
 
@@ -174,12 +183,16 @@ class Dispatcher:
         arguments: Arguments | None,
         meta: Arguments | None,
         identity: Identity,
+        asker: Asker | None = None,
     ) -> Envelope:
+        """The call's envelope. `asker` is how this request may ask the person to confirm a write
+        (`mnote_mcp.confirmation`; None: it cannot); `ConfirmationPending` escapes when the question
+        must go back to the client as the request's result."""
         spec = self.registry.find(name)
         if spec is None:
             raise UnknownToolError(name)
         with self.inflight.track():
-            return await self._call(spec, arguments, meta, identity)
+            return await self._call(spec, arguments, meta, identity, asker)
 
     async def _permission_first(self, spec: ToolSpec, caller: Caller) -> None:
         """Before an invalid argument is reported, the kernel's checkpoints: a caller who may not make
@@ -199,6 +212,7 @@ class Dispatcher:
         arguments: Arguments | None,
         meta: Arguments | None,
         identity: Identity,
+        asker: Asker | None,
     ) -> Envelope:
         started = time.perf_counter()
         traced = tracing_on()
@@ -214,22 +228,33 @@ class Dispatcher:
         max_id = self.registry.max_id_chars
         correlation = correlate(args, meta, identity, max_id, new_trace_id if traced else None)
         ids = correlation.to_wire()
-        if traced:
-            with call_span(spec.name, ids, start_ns, identity.actor_id) as span:
-                envelope, error = await self._answer(spec, name, args, meta, identity, correlation, heavy)
-                audit = envelope["audit"]
-                record_outcome(
-                    span,
-                    workspace_id=audit.get("workspaceId"),
-                    document_id=audit.get("documentId"),
-                    command_id=audit.get("commandId"),
-                    code=error.code.value if error else None,
-                    reason=error.reason.value if error else None,
-                    server_fault=error is not None and error.code in SERVER_FAULTS,
+        try:
+            if traced:
+                with call_span(spec.name, ids, start_ns, identity.actor_id) as span:
+                    envelope, error = await self._answer(
+                        spec, name, args, meta, identity, correlation, heavy, asker
+                    )
+                    audit = envelope["audit"]
+                    record_outcome(
+                        span,
+                        workspace_id=audit.get("workspaceId"),
+                        document_id=audit.get("documentId"),
+                        command_id=audit.get("commandId"),
+                        code=error.code.value if error else None,
+                        reason=error.reason.value if error else None,
+                        server_fault=error is not None and error.code in SERVER_FAULTS,
+                    )
+                ids = {**ids, **span_ids(span, correlation.trace_id)}
+            else:
+                envelope, error = await self._answer(
+                    spec, name, args, meta, identity, correlation, heavy, asker
                 )
-            ids = {**ids, **span_ids(span, correlation.trace_id)}
-        else:
-            envelope, error = await self._answer(spec, name, args, meta, identity, correlation, heavy)
+        except ConfirmationPending:
+            # The question goes back as this request's result; the call goes on with its retry.
+            log_call(
+                spec.name, identity.actor_id, "confirm_pending", (time.perf_counter() - started) * 1000, ids
+            )
+            raise
         seconds = time.perf_counter() - started
         log_call(
             spec.name,
@@ -254,6 +279,7 @@ class Dispatcher:
         identity: Identity,
         correlation: Correlation,
         heavy: bool,
+        asker: Asker | None,
     ) -> tuple[Envelope, MnoteError | None]:
         """The call's envelope, and the error it answers (None for a success)."""
         max_id = self.registry.max_id_chars
@@ -272,7 +298,17 @@ class Dispatcher:
                 request = await _checked(heavy, partial(self._request, spec, args, caller, correlation))
                 deadline = anyio.current_time() + self.call_timeout
                 with self.inflight.cancellable(anyio.CancelScope(deadline=deadline)) as scope:
-                    outcome = await spec.handler(request, self.kernel)
+                    outcome = await confirmed_write(
+                        spec,
+                        request,
+                        self.kernel,
+                        self.confirmation,
+                        asker,
+                        tool=name,
+                        style=self.registry.style,
+                        scope=scope,
+                        call_timeout=self.call_timeout,
+                    )
                     outcome = await self._within_budget(spec, request, correlation, outcome)
             except MnoteError as error:
                 if error.code is ErrorCode.INVALID_ARGUMENT:
@@ -296,6 +332,8 @@ class Dispatcher:
         except MnoteError as error:
             envelope = failure(name, correlation, workspace_id, document_id, error, self.locale)
             failed = error
+        except ConfirmationPending:
+            raise  # the question goes back as this request's result (`_call` logs it)
         except Exception:
             logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
             failed = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)

@@ -17,8 +17,13 @@ from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp import __version__
+from mnote_mcp.confirmation import ConfirmationPending
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
+from mnote_mcp.elicitation import asker_for, input_required, install_boundary
+from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS
+from mnote_mcp.prompts.completions import Completions
+from mnote_mcp.prompts.handlers import PagePrompts
 from mnote_mcp.resources import PageResources
 from mnote_mcp.resources.pages import Context
 from mnote_mcp.resources.watch import PageWatcher
@@ -146,10 +151,13 @@ def create_server(
     watch_interval: float = 1.0,
     delivery: Delivery | None = None,
     pages: PageResources | None = None,
+    max_completions: int = DEFAULT_MAX_COMPLETIONS,
+    state_keys: Sequence[str] = (),
 ) -> Server[PageWatcher]:
     """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
     `delivery` says how envelopes are carried (result forms, `isError`); `pages`, the page resources
-    (given by a transport that reports their watches)."""
+    (given by a transport that reports their watches); `max_completions`, the most values one
+    `completion/complete` answers; `state_keys`, what seals a question's state (`--confirm-key-file`)."""
     delivery = delivery or Delivery()
     listings: dict[frozenset[Scope], types.ListToolsResult] = {}
 
@@ -170,6 +178,8 @@ def create_server(
         for spec in dispatcher.registry.specs
     )
     pages = pages or PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
+    prompts = PagePrompts(dispatcher, pages, identity_for)
+    completions = Completions(dispatcher.kernel, prompts, identity_for, limit=max_completions)
 
     async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return listing(identity_for(ctx).scopes)
@@ -178,10 +188,14 @@ def create_server(
         """Answers the wire form directly: the SDK copies a dict result instead of walking a model, one
         pass less over an envelope that may hold thousands of blocks."""
         meta = ctx.meta if ctx.meta is not None else params.meta
+        confirmation = dispatcher.confirmation
+        asker = asker_for(ctx, params, confirmation.timeout) if confirmation.policy != "never" else None
         try:
-            envelope = await dispatcher.call(params.name, params.arguments, meta, identity_for(ctx))
+            envelope = await dispatcher.call(params.name, params.arguments, meta, identity_for(ctx), asker)
         except UnknownToolError:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        except ConfirmationPending as pending:
+            return input_required(pending.question)
         if envelope["ok"] and envelope["audit"]["effect"] == "write":
             pages.nudge()
         return dict(delivery.call_result(envelope))  # the SDK's handler type: a plain dict
@@ -201,8 +215,12 @@ def create_server(
         on_subscribe_resource=pages.subscribe,
         on_unsubscribe_resource=pages.unsubscribe,
         on_subscriptions_listen=pages.listen,
+        on_list_prompts=prompts.list_prompts,
+        on_get_prompt=prompts.get_prompt,
+        on_completion=completions.complete,
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     spans_when_traced(server)
+    install_boundary(server, identity_for, state_keys)
     skip_second_pass()
     return server

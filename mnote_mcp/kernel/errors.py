@@ -40,6 +40,11 @@ class Reason(StrEnum):
     SCOPE = "scope"
     READ_ONLY = "read_only"
     ACTOR_MISMATCH = "actor_mismatch"
+    # a write that needed the person's confirmation (--confirm) and did not get it: nothing written
+    DECLINED = "declined"  # they said no
+    CANCELLED = "cancelled"  # they dismissed the question
+    CONFIRM_TIMEOUT = "confirm_timeout"  # no answer within --confirm-timeout
+    CONFIRM_UNAVAILABLE = "confirm_unavailable"  # the client cannot ask and --confirm-fallback is refuse
     # not found
     PAGE = "page"
     BLOCK = "block"
@@ -55,6 +60,7 @@ class Reason(StrEnum):
     CURSOR = "cursor"
     BLOCKS = "blocks"  # a block edit's blocks changed after its stale baseRevision
     REVERT = "revert"  # a later write changed what a revert would undo
+    PLAN_CHANGED = "plan_changed"  # the page kept changing while the person was asked to confirm
     # idempotency conflict (GENERIC, or the contract's summary wording)
     SUMMARY = "summary"
     OTHER_COMMAND = "other_command"  # the key belongs to another operation (another tool)

@@ -189,7 +189,15 @@ class PageResources:
 
     async def read(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
-        key, reader = page_key(uri), self._reader(ctx)
+        view = await self.view(ctx, page_key(uri), uri)
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=document(view))]
+        )
+
+    async def view(self, ctx: Context, key: PageKey | None, uri: str) -> PageView:
+        """The page `key` as Markdown (its `get_page` view), read as the caller: the same "unknown
+        resource" (`uri`) for a page that is missing, not readable or outside the caller's workspaces."""
+        reader = self._reader(ctx)
         if key is None or reader is None or not self._allowed(reader[0], key):
             raise _unknown(uri)
         identity, actor_id = reader
@@ -203,14 +211,11 @@ class PageResources:
             format="markdown",
         )
         try:
-            view = await self.kernel.get_page(query)
+            return await self.kernel.get_page(query)
         except MnoteError as error:
             if error.code in _HIDDEN:
                 raise _unknown(uri) from None
             raise MCPError(types.INTERNAL_ERROR, f"{error.code.value}: cannot read {uri}") from None
-        return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=_document(view))]
-        )
 
     # -- 2025-11-25: resources/subscribe, resources/unsubscribe -------------------------------
 
@@ -291,7 +296,7 @@ def _offset(cursor: str | None, total: int) -> int:
     return int(cursor)
 
 
-def _document(view: PageView) -> str:
+def document(view: PageView) -> str:
     """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the body."""
     fields = {
         "title": view["title"],

@@ -14,6 +14,7 @@ from typing import Any
 from mnote_mcp.kernel.blocks import SUPPORTED_TYPES
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import block as block_commands
+from mnote_mcp.tools.consent import deletes_subtrees_or_many
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import (
     BLOCK_NOT_FOUND,
@@ -164,6 +165,7 @@ BLOCK_DELETE = ToolSpec(
     contract_schema=write_schema({"blockIds": {"type": "array", "items": _ID}}, required=["blockIds"]),
     command=block_commands.DELETE,
     payload=fields("blockIds"),
+    consent=deletes_subtrees_or_many,
     permissions=WRITE_PAGE,
     errors=(*_BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
     examples=(Example({"blockIds": [Ref.BLOCK_3]}),),

@@ -22,8 +22,9 @@ from typing import Any
 from mnote_mcp.kernel.store.commands import command_table
 from mnote_mcp.kernel.wiredoc import SCHEMAS_BEGIN, SCHEMAS_END, schemas_markdown, schemas_module
 from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.consent import never
 from mnote_mcp.tools.examples import Example
-from mnote_mcp.tools.failures import EVERY_TOOL, ErrorCase
+from mnote_mcp.tools.failures import CONSENT_ERRORS, EVERY_TOOL, ErrorCase
 from mnote_mcp.tools.permissions import Caller, Refusal
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
@@ -70,17 +71,24 @@ def _mark(flag: bool) -> str:
 def tool_table(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
     """The README's table: what each tool does, its toolset, scope, hints and kernel command."""
     lines = [
-        "| tool | what it does | toolset | scope | readOnly | destructive | idempotent | kernel command |",
-        "|---|---|---|---|---|---|---|---|",
+        "| tool | what it does | toolset | scope | readOnly | destructive | idempotent | asks first | kernel command |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for spec in specs:
         command = f"`{spec.command.name}`" if spec.command is not None else "(query)"
         lines.append(
             f"| `{spec.name}` | {spec.summary} | {spec.toolset.value} | {spec.scope.value} "
             f"| {_mark(not spec.writes)} | {_mark(spec.annotations.destructive)} "
-            f"| {_mark(spec.annotations.idempotent)} | {command} |"
+            f"| {_mark(spec.annotations.idempotent)} | {asks_first(spec)} | {command} |"
         )
     return "\n".join(lines)
+
+
+def asks_first(spec: ToolSpec) -> str:
+    """When `--confirm destructive` asks before the tool's write: its rule's own words."""
+    if spec.consent is never:
+        return "–"
+    return (spec.consent.__doc__ or spec.consent.__name__).strip().rstrip(".")
 
 
 def size_table(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
@@ -188,6 +196,13 @@ def errors_of(spec: ToolSpec) -> list[tuple[str, str, str, str]]:
 def errors_per_tool(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
     """docs/errors.md's errors per tool: what any tool can answer, then each tool's own."""
     lines = ["Any tool can also answer:", "", *_error_rows([_declared(case) for case in EVERY_TOOL])]
+    lines += [
+        "",
+        "Any write tool can also answer, when the person is asked to confirm it (`--confirm`; the tools",
+        "whose *asks first* column in the README names a rule, or every write under `--confirm always`):",
+        "",
+        *_error_rows([_declared(case) for case in CONSENT_ERRORS]),
+    ]
     for spec in specs:
         lines += ["", f"### `{spec.name}`", "", *_error_rows(errors_of(spec))]
     return "\n".join(lines)

@@ -69,6 +69,40 @@ EVERY_TOOL: tuple[ErrorCase, ...] = (
     ),
 )
 
+# -- what a write can answer when the person is asked to confirm it (`--confirm`, docs only) -----------
+CONSENT_ERRORS: tuple[ErrorCase, ...] = (
+    ErrorCase(
+        _C.PERMISSION_DENIED,
+        _R.DECLINED,
+        "the person declined the write they were asked to confirm (`details.confirmation`: `declined`)",
+        "do not retry the same write; ask the person what they want",
+    ),
+    ErrorCase(
+        _C.PERMISSION_DENIED,
+        _R.CANCELLED,
+        "the person dismissed the question, or the client could not show it (`cancelled`)",
+        "ask in the conversation first, then retry with the same `idempotencyKey`",
+    ),
+    ErrorCase(
+        _C.PERMISSION_DENIED,
+        _R.CONFIRM_TIMEOUT,
+        "no answer within `--confirm-timeout` (`timeout`, `details.timeoutSeconds`)",
+        "retry with the same `idempotencyKey` when the person is there",
+    ),
+    ErrorCase(
+        _C.PERMISSION_DENIED,
+        _R.CONFIRM_UNAVAILABLE,
+        "the write needs confirmation, the client cannot ask and `--confirm-fallback` is `refuse` (`unavailable`)",
+        "make the change in steps that need no confirmation, or ask the person to make it",
+    ),
+    ErrorCase(
+        _C.CONFLICT,
+        _R.PLAN_CHANGED,
+        "the page kept changing while the person was asked (asked 3 times, `details.questions`)",
+        "read the page again before retrying",
+    ),
+)
+
 # -- shared by the tools they apply to --------------------------------------------------------------
 PAGE_NOT_FOUND = ErrorCase(
     _C.NOT_FOUND,

@@ -15,6 +15,7 @@ from typing import Any
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import HistoryFilter, HistoryQuery, Kernel
 from mnote_mcp.kernel.store.commands import revert as revert_commands
+from mnote_mcp.tools.consent import reverts
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
@@ -131,6 +132,7 @@ PAGE_REVERT = ToolSpec(
     empty_means_absent=frozenset({"undoRunId", "commandId"}),
     command=revert_commands.REVERT,
     payload=_revert_payload,
+    consent=reverts,
     permissions=WRITE_PAGE,
     errors=(
         *WRITE_ERRORS,

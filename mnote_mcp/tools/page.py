@@ -8,6 +8,7 @@ from mnote_mcp.kernel.blocks import MAX_BLOCKS, SUPPORTED_TYPES
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.store.commands import page as page_commands
+from mnote_mcp.tools.consent import removes_blocks, renames_shared_page
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import (
     BAD_CURSOR,
@@ -120,6 +121,7 @@ PAGE_SAVE = ToolSpec(
     empty_means_absent=frozenset({"mode"}),
     command=page_commands.SAVE,
     payload=lambda args: {"content": args["content"], "mode": args.get("mode", "replace")},
+    consent=removes_blocks,
     permissions=WRITE_PAGE,
     errors=(*WRITE_ERRORS, BLOCK_TYPE.given({"content": [{"type": "video", "text": "x"}]}), PAGE_TOO_LARGE),
     examples=(
@@ -139,6 +141,7 @@ PAGE_UPDATE_TITLE = ToolSpec(
     contract_schema=write_schema({"title": {"type": "string", "minLength": 1}}, required=["title"]),
     command=page_commands.TITLE,
     payload=fields("title"),
+    consent=renames_shared_page,
     permissions=WRITE_PAGE,
     errors=WRITE_ERRORS,
     examples=(Example({"title": "Renamed by an example"}),),

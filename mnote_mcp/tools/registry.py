@@ -28,6 +28,7 @@ import orjson
 
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
+from mnote_mcp.tools.consent import Destructive, never
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
 from mnote_mcp.tools.permissions import Permissions
@@ -104,10 +105,15 @@ class ToolSpec:
     empty_means_absent: frozenset[str] = frozenset()
     # False for a tool that names no page (search): admitted without `documentId`, `workspaceId` optional.
     page_bound: bool = True
+    # When a planned write of this tool is destructive, so that `--confirm destructive` asks the person
+    # first (`tools/consent.py`): read from the plan of a dry run of the same call.
+    consent: Destructive = never
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):
             raise ValueError(f"{self.name}: give either read, or command and payload")
+        if self.consent is not never and self.command is None:
+            raise ValueError(f"{self.name}: only a write asks for consent")
         if not self.examples or not self.errors:
             raise ValueError(f"{self.name}: declare at least one example call and the errors it can answer")
         contract_props = self.contract_schema.get("properties", {})

@@ -63,6 +63,22 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "actorId 与当前连接的身份不一致",
         "en": "actorId does not match the identity of this connection",
     },
+    (_C.PERMISSION_DENIED, _R.DECLINED): {
+        "zh-CN": "用户拒绝了这次写入，未写入任何内容",
+        "en": "the person declined this write; nothing was written",
+    },
+    (_C.PERMISSION_DENIED, _R.CANCELLED): {
+        "zh-CN": "用户取消了确认，未写入任何内容",
+        "en": "the person dismissed the confirmation; nothing was written",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRM_TIMEOUT): {
+        "zh-CN": "{timeoutSeconds} 秒内没有得到用户确认，未写入任何内容",
+        "en": "the person did not confirm within {timeoutSeconds} s; nothing was written",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRM_UNAVAILABLE): {
+        "zh-CN": "这次写入需要用户确认，但当前客户端无法询问用户，未写入任何内容",
+        "en": "this write needs the person's confirmation and this client cannot ask them; nothing was written",
+    },
     (_C.NOT_FOUND, None): {"zh-CN": "对象不存在", "en": "not found"},
     (_C.NOT_FOUND, _R.PAGE): {"zh-CN": "页面不存在", "en": "page not found"},
     (_C.NOT_FOUND, _R.BLOCK): {"zh-CN": "块不存在：{blockId}", "en": "block not found: {blockId}"},
@@ -101,6 +117,10 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (_C.CONFLICT, _R.REVERT): {
         "zh-CN": "之后的写入修改了撤销所涉及的内容：{blockIds}",
         "en": "later writes changed what the revert would undo: {blockIds}",
+    },
+    (_C.CONFLICT, _R.PLAN_CHANGED): {
+        "zh-CN": "在等待用户确认期间页面一再变化，未写入任何内容",
+        "en": "the page kept changing while the person was asked to confirm; nothing was written",
     },
     (_C.IDEMPOTENCY_CONFLICT, None): {
         "zh-CN": "同一幂等键已用于不同参数",
@@ -167,6 +187,26 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (_C.CONFLICT, _R.REVERT): {
         "zh-CN": "用 mnote.page.history 查看之后的写入；撤销到某个 revision（toRevision）会一并撤销它们",
         "en": "see the later writes with mnote.page.history; reverting to a revision (toRevision) undoes them too",
+    },
+    (_C.CONFLICT, _R.PLAN_CHANGED): {
+        "zh-CN": "用 mnote.page.get 重新读取页面，再决定是否重试",
+        "en": "read the page again with mnote.page.get before deciding whether to retry",
+    },
+    (_C.PERMISSION_DENIED, _R.DECLINED): {
+        "zh-CN": "不要以相同参数重试；先问用户想要怎样修改",
+        "en": "do not retry the same write; ask the person what they want instead",
+    },
+    (_C.PERMISSION_DENIED, _R.CANCELLED): {
+        "zh-CN": "先在对话中征得用户同意，再以相同的 idempotencyKey 重试",
+        "en": "ask the person in the conversation first, then retry with the same idempotencyKey",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRM_TIMEOUT): {
+        "zh-CN": "用户在场时以相同的 idempotencyKey 重试",
+        "en": "retry with the same idempotencyKey when the person is there to answer",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRM_UNAVAILABLE): {
+        "zh-CN": "改用不需要确认的小步修改（mnote.block.* 工具），或请用户自己修改",
+        "en": "make the change in smaller steps that need no confirmation (the mnote.block.* tools), or ask the person to make it",
     },
     (_C.IDEMPOTENCY_CONFLICT, None): {
         "zh-CN": "重试请使用与首次完全相同的参数；新的修改请换一个新的 idempotencyKey",

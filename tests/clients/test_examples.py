@@ -87,6 +87,36 @@ def test_the_stdio_example_script_runs_as_written(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert '"mnote.page.get"' in result.stdout and re.search(r'"ok":\s*true', result.stdout)
+    assert '"name": "summarise_page"' in result.stdout and '"title": "总结页面"' in result.stdout, (
+        "prompts/list"
+    )
+    assert "Summarise the mnote page “Project plan”" in result.stdout, "prompts/get, in English"
+    assert '"uri": "mnote://workspaces/ws_1/pages/doc_1"' in result.stdout, "the page attached"
+
+
+def test_the_session_example_script_runs_as_written(tmp_path: Path) -> None:
+    """examples/inspector-session.sh: mcpdo keeps one stdio connection; a delete of a list with its child
+    stops at the question (elicitationPending, in English), declined writes nothing, accepted deletes."""
+    _require_inspector()
+    result = subprocess.run(
+        ["bash", "examples/inspector-session.sh"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        env=_environment(tmp_path, MNOTE_DB=str(tmp_path / "session.db")),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert re.search(r'"values": \[\s*"doc_1"\s*\]', out) and re.search(r'"values": \[\s*"ws_1"\s*\]', out), (
+        "completions"
+    )
+    assert out.count('"elicitationPending"') == 1, "the script prints the first question"
+    assert "Confirm this write to “Project plan” (mnote.block.delete)?\\nDeletes 2 block(s)." in out
+    assert '"confirmation": "declined"' in out, "declined: the refusal envelope"
+    assert re.search(r'"blockIds": \[\s*"list_1",\s*"list_1_1"\s*\]', out), "accepted: the list and its child"
+    assert out.index('"confirmation": "declined"') < out.index('"effect": "write"')
+    assert out.count('"effect": "write"') == 1, "written once"
 
 
 def test_the_http_example_script_runs_as_written(tmp_path: Path) -> None:

@@ -74,12 +74,17 @@ class Connected:
     def call(self, key: str, tool: str, **arguments: Any) -> str:
         return self.driver.call(model_name(key, tool), **arguments)
 
+    def answered(self, key: str, tool: str, approve: str, **arguments: Any) -> tuple[str, str]:
+        """The call, with `approve` typed at Hermes's approval prompt if mnote asks: what the model
+        is handed, and what Hermes printed."""
+        return self.driver.answered(model_name(key, tool), approve, **arguments)
+
 
 @pytest.fixture(scope="module")
 def stdio_hermes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
     require_hermes()
     base = tmp_path_factory.mktemp("hermes-stdio")
-    db = demo_store(base / "mnote.db", every_tool_page(STDIO))
+    db = demo_store(base / "mnote.db", every_tool_page(STDIO), consent_page(STDIO))
     config = example_config(
         "hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}
     )
@@ -95,7 +100,9 @@ def http_example_server(
     """The server the HTTP example tells the user to start, on a free port and a throw-away store."""
     require_hermes()
     base = tmp_path_factory.mktemp("hermes-http-server")
-    db = demo_store(base / "mnote.db", every_tool_page(HTTP), every_tool_page(SSE))
+    db = demo_store(
+        base / "mnote.db", every_tool_page(HTTP), every_tool_page(SSE), consent_page(HTTP), consent_page(SSE)
+    )
     with example_http_server(base, db) as server:
         yield server, db
 
@@ -152,7 +159,9 @@ def test_the_model_is_given_every_tool_with_its_schema(hermes: tuple[Connected, 
     given = {d["function"]["name"]: d["function"] for d in connected.definitions[key]}
     expected = {model_name(key, spec.name): spec for spec in advertised()}
     assert set(expected) <= set(given), f"missing: {sorted(set(expected) - set(given))}"
-    assert set(given) - set(expected) == {model_name(key, "list_resources"), model_name(key, "read_resource")}
+    # Hermes's own tools for a server's resources and (issue 25) prompts
+    hermes_own = ("list_resources", "read_resource", "list_prompts", "get_prompt")
+    assert set(given) - set(expected) == {model_name(key, name) for name in hermes_own}
     for name, spec in expected.items():
         schema = spec.input_schema(strict=False)
         parameters = given[name]["parameters"]
@@ -197,19 +206,38 @@ def every_tool_page(key: str) -> dict[str, Any]:
     }
 
 
+def consent_page(key: str) -> dict[str, Any]:
+    """A page of two lists with children, per server key: deleting either asks first."""
+    slug = key.replace("-", "_")
+    return {
+        "id": f"doc_consent_{slug}",
+        "title": f"Consent ({key})",
+        "blocks": [
+            {
+                "id": f"{slug}_{name}",
+                "type": "bulleted_list",
+                "text": f"The {name} list",
+                "children": [{"type": "paragraph", "text": f"Under the {name} list, {n}."} for n in (1, 2)],
+            }
+            for name in ("kept", "deleted")
+        ],
+    }
+
+
 def every_tool_target(key: str) -> Target:
     page = every_tool_page(key)
     return Target("ws_1", page["id"], tuple(block["id"] for block in page["blocks"]))
 
 
 def test_every_tool_answers_once_through_hermes(hermes: tuple[Connected, str]) -> None:
-    """Every registered tool's first example (tests/support/tool_calls.py; its prior write first), for real."""
+    """Every registered tool's first example (tests/support/tool_calls.py; its prior write first), for
+    real; where mnote asks first (the revert), the person approves once at Hermes's prompt."""
     connected, key = hermes
     page = every_tool_target(key)
     for spec in advertised():
         text = ""
         for name, made in calls(spec, page, f"hermes-{key}"):
-            text = connected.call(key, name, **made)
+            text, _ = connected.answered(key, name, "o", **made)
             envelope = unwrap(text)
             assert envelope["ok"] is True, (name, envelope)
         assert envelope["toolName"] == spec.name
@@ -218,6 +246,48 @@ def test_every_tool_answers_once_through_hermes(hermes: tuple[Connected, str]) -
             len(text),
             len(compact(envelope)),
         )
+
+
+def test_a_destructive_delete_asks_at_hermes_approval_prompt(hermes: tuple[Connected, str]) -> None:
+    """Issue 25: deleting a list with its children asks first; Hermes 0.19.0 shows mnote's question at
+    its own approval prompt (form elicitation) and the person's answer decides: "d" (deny) leaves the
+    page as it was and the model reads a refusal; "o" (once) deletes, once."""
+    connected, key = hermes
+    slug = key.replace("-", "_")
+    page = {"workspaceId": "ws_1", "documentId": f"doc_consent_{slug}"}
+
+    def delete(name: str, approve: str) -> tuple[dict[str, Any], str]:
+        arguments = {
+            **page,
+            "idempotencyKey": f"consent-{name}-{key}",
+            "dryRun": False,
+            "blockIds": [f"{slug}_{name}"],
+        }
+        text, printed = connected.answered(key, "mnote.block.delete", approve, **arguments)
+        return unwrap(text), printed
+
+    declined, asked = delete("kept", "d")
+    assert declined["ok"] is False, declined
+    assert declined["error"]["code"] == "mnote_tool_permission_denied"
+    assert declined["error"]["details"] == {"confirmation": "declined"}
+    # The question in the server's locale: the stdio example's zh-CN, the test's HTTP server's en.
+    question = (
+        f"确认写入页面《Consent ({key})》（mnote.block.delete）？\n删除 3 个块。"
+        if key == STDIO
+        else f"Confirm this write to “Consent ({key})” (mnote.block.delete)?\nDeletes 3 block(s)."
+    )
+    assert question in asked and "  - - The kept list" in asked, asked[-2000:]
+    assert "[o]nce" in asked, "Hermes's own approval prompt"
+
+    confirmed, asked_again = delete("deleted", "o")
+    assert confirmed["ok"] is True and confirmed["audit"]["effect"] == "write", confirmed
+    assert confirmed["result"]["blockIds"] == [f"{slug}_deleted", *confirmed["result"]["blockIds"][1:]]
+    assert len(confirmed["result"]["blockIds"]) == 3
+    assert "  - - The deleted list" in asked_again
+
+    read = unwrap(connected.call(key, "mnote.page.get", **page))
+    assert [block["text"] for block in read["result"]["blocks"]] == ["The kept list"]
+    assert len(read["result"]["blocks"][0]["children"]) == 2
 
 
 def test_a_refusal_reaches_the_model_as_an_envelope(hermes: tuple[Connected, str]) -> None:
@@ -355,6 +425,46 @@ def edit_script(key: str) -> Callable[[Transcript], Turn]:
         return Turn(text="All edits are done.")
 
     return next_turn
+
+
+@pytest.mark.parametrize(("typed", "deleted"), [("o\n", True), ("d\n", False)], ids=["once", "deny"])
+def test_the_agent_loop_asks_the_person_before_deleting_a_list(
+    tmp_path: Path, typed: str, deleted: bool
+) -> None:
+    """Issue 25, the way a person runs Hermes: `hermes chat -q` on the shipped stdio example; the model
+    deletes a list with its children, mnote asks, Hermes prints the question at its approval prompt,
+    and the person types `o` (once) or `d` (deny) on its stdin."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db", consent_page(STDIO))
+    config = example_config(
+        "hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}
+    )
+    page = {"workspaceId": "ws_1", "documentId": "doc_consent_mnote"}
+    delete = {**page, "blockIds": ["mnote_deleted"], "idempotencyKey": "loop-delete", "dryRun": False}
+
+    def script(transcript: Transcript) -> Turn:
+        if not transcript.tool_contents():
+            return Turn((ToolCall(model_name(STDIO, "mnote.block.delete"), delete),))
+        return Turn(text="The list is handled.")
+
+    with scripted_model(script) as (base_url, transcript):
+        home = write_home(tmp_path / "home", config + model_section(base_url))
+        run = run_agent_loop(home, "Delete the second list.", STDIO, typed=typed)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "确认写入页面《Consent (mnote)》（mnote.block.delete）？\n删除 3 个块。" in run.stdout, run.stdout[
+        -3000:
+    ]
+    assert "[o]nce" in run.stdout and "The list is handled." in run.stdout
+    (content,) = transcript.tool_contents()
+    envelope = unwrap(content)
+    texts = [block["text"] for block in _blocks(db, "doc_consent_mnote")]
+    if deleted:
+        assert envelope["ok"] is True and envelope["audit"]["effect"] == "write"
+        assert texts == ["The kept list"]
+    else:
+        assert envelope["ok"] is False and envelope["error"]["details"] == {"confirmation": "declined"}
+        assert envelope["error"]["message"] == "用户拒绝了这次写入，未写入任何内容"
+        assert texts == ["The kept list", "The deleted list"]
 
 
 def audit_trail(db: Path) -> list[dict[str, Any]]:
@@ -614,3 +724,21 @@ def test_the_readme_snippet_works_as_written(tmp_path: Path) -> None:
     assert {model_name(STDIO, spec.name) for spec in advertised()} <= names
     assert read["ok"] is True
     assert refused["error"]["code"] == "mnote_tool_permission_denied"
+
+
+def test_hermes_gives_its_model_the_prompts(hermes: tuple[Connected, str]) -> None:
+    """Issue 25: Hermes 0.19.0 turns a server's prompts into two tools of its own (`list_prompts`,
+    `get_prompt`); its model can list mnote's and render one (Hermes hands it a text message's text,
+    and an embedded resource as the SDK model's `str()`, the page's Markdown inside)."""
+    connected, key = hermes
+    listed = json.loads(payload(connected.call(key, "list_prompts")))
+    assert [prompt["name"] for prompt in listed["prompts"]] == ["summarise_page", "review_run", "tidy_page"]
+    arguments = {"name": "summarise_page", "arguments": {"workspaceId": "ws_1", "documentId": "doc_1"}}
+    text = connected.driver.send({"op": "call", "name": model_name(key, "get_prompt"), "args": arguments})[
+        "text"
+    ]
+    rendered = json.loads(payload(text))
+    first, page = rendered["messages"]
+    assert first["role"] == "user" and "mnote.artifact.create_summary" in first["content"]
+    assert "Project plan" in first["content"]
+    assert page["content"].startswith("type='resource'") and "<!-- heading_1 -->" in page["content"]

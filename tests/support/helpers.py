@@ -116,17 +116,28 @@ def make_app(db: Path | str, **config: Any) -> App:
         read_only=cfg.read_only,
         max_result_chars=cfg.max_result_chars,
         max_argument_depth=cfg.max_argument_depth,
+        confirmation=cfg.confirmation,
     )
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 
 
 @asynccontextmanager
 async def connect(
-    db: Path | str, mode: str = "legacy", *, message_handler: Any = None, **config: Any
+    db: Path | str,
+    mode: str = "legacy",
+    *,
+    message_handler: Any = None,
+    elicitation_callback: Any = None,
+    **config: Any,
 ) -> AsyncIterator[Client]:
     app = make_app(db, **config)
     try:
-        async with Client(app.server(), mode=mode, message_handler=message_handler) as client:
+        async with Client(
+            app.server(),
+            mode=mode,
+            message_handler=message_handler,
+            elicitation_callback=elicitation_callback,
+        ) as client:
             yield client
     finally:
         await app.kernel.aclose()

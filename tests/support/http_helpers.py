@@ -167,20 +167,30 @@ async def mcp_http_client(
     *,
     mode: str = "legacy",
     http_timeout: float = 30,
+    elicitation_callback: Any = None,
 ) -> AsyncIterator[Client]:
-    """`mcp_http` with the HTTP client's timeout (a bench may wait longer than a test)."""
+    """`mcp_http` with the HTTP client's timeout (a bench may wait longer than a test) and, if given,
+    an elicitation callback (the client then declares form elicitation)."""
     sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
     async with (
         httpx2.AsyncClient(headers=sent, timeout=http_timeout) as http,
-        Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client,
+        Client(
+            streamable_http_client(f"{url}/mcp", http_client=http),
+            mode=mode,
+            elicitation_callback=elicitation_callback,
+        ) as client,
     ):
         yield client
 
 
 @asynccontextmanager
-async def mcp_sse(url: str, token: str | None, **headers: str) -> AsyncIterator[Client]:
+async def mcp_sse(
+    url: str, token: str | None, *, elicitation_callback: Any = None, **headers: str
+) -> AsyncIterator[Client]:
     sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **headers}
-    async with Client(sse_client(f"{url}/sse", headers=sent), mode="legacy") as client:
+    async with Client(
+        sse_client(f"{url}/sse", headers=sent), mode="legacy", elicitation_callback=elicitation_callback
+    ) as client:
         yield client
 
 

@@ -37,10 +37,10 @@ def test_the_sdk_server_ships_one_opentelemetry_middleware() -> None:
 
 def test_mnote_wraps_it_and_keeps_any_other_layer(db: Path) -> None:
     server = make_app(db).server()
-    assert len(server.middleware) == 1
-    wrapped = server.middleware[0]
+    wrapped, sealing = server.middleware  # the second: the SDK's requestState boundary (elicitation.py)
     assert isinstance(wrapped, SpansWhenTraced)
     assert type(wrapped.spans).__name__ == "OpenTelemetryMiddleware"
+    assert type(sealing).__name__ == "RequestStateBoundary"
 
 
 class _Counting:

@@ -8,17 +8,26 @@ rewriting, argument coercion, the circuit breaker, result wrapping). Nothing of 
 re-implemented here: the test sends one JSON command per line on stdin and reads one JSON answer per
 line on the original stdout (anything Hermes prints goes to stderr).
 
-Commands: {"op": "discover", "toolsets": [...]}, {"op": "call", "name": ..., "args": {...}},
-{"op": "status"}, {"op": "quit"}.
+Commands: {"op": "discover", "toolsets": [...]}, {"op": "call", "name": ..., "args": {...}, "approve":
+"o"}, {"op": "status"}, {"op": "quit"}.
+
+A call runs with a stdin of its own holding `approve` (nothing: end of input): when mnote asks for
+confirmation (form elicitation), Hermes's own approval prompt (`tools.approval.prompt_dangerous_approval`,
+through `request_elicitation_consent`) prints the question and reads the person's answer from stdin, as
+it does in a terminal; `o` is "once", `d` "deny", end of input a denial. What it printed comes back as
+`printed`.
 """
 
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -30,11 +39,44 @@ def _answer_channel() -> Any:
     return channel
 
 
+class _Tee(io.TextIOBase):
+    """Writes go to `out` and are kept (the approval prompt prints from a worker thread)."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.kept: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.kept.append(text)
+        return int(self.out.write(text))
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+@contextmanager
+def _person(answer: str) -> Iterator[Callable[[], str]]:
+    """stdin holding `answer` (and then its end), stdout kept, for the length of one call."""
+    read, write = os.pipe()
+    os.write(write, (answer + "\n").encode() if answer else b"")
+    os.close(write)
+    saved_in, saved_out = sys.stdin, sys.stdout
+    sys.stdin = os.fdopen(read, encoding="utf-8")
+    tee = _Tee(saved_out)
+    sys.stdout = tee
+    try:
+        yield lambda: "".join(tee.kept)
+    finally:
+        sys.stdin.close()
+        sys.stdin, sys.stdout = saved_in, saved_out
+
+
 def main() -> int:
     answers = _answer_channel()
     mcp_tool = importlib.import_module("tools.mcp_tool")
     model_tools = importlib.import_module("model_tools")
-    for line in sys.stdin:
+    commands = sys.stdin  # the person's answers get a stdin of their own per call (`_person`)
+    for line in commands:
         if not line.strip():
             continue
         command = json.loads(line)
@@ -47,8 +89,9 @@ def main() -> int:
                 )
                 answer: dict[str, Any] = {"registered": registered, "definitions": definitions}
             elif op == "call":
-                text = model_tools.handle_function_call(command["name"], command["args"])
-                answer = {"text": text}
+                with _person(command.get("approve") or "") as printed:
+                    text = model_tools.handle_function_call(command["name"], command["args"])
+                answer = {"text": text, "printed": printed()}
             elif op == "status":
                 answer = {"status": mcp_tool.get_mcp_status()}
             elif op == "quit":

@@ -141,9 +141,15 @@ class HermesDriver:
         return definitions
 
     def call(self, name: str, **arguments: Any) -> str:
-        """What Hermes hands the model for this tool call (before the agent loop's size limit)."""
-        text: str = self.send({"op": "call", "name": name, "args": arguments})["text"]
-        return text
+        """What Hermes hands the model for this tool call (before the agent loop's size limit); a
+        question mnote asks meanwhile finds no answer (a denial)."""
+        return self.answered(name, "", **arguments)[0]
+
+    def answered(self, name: str, approve: str, **arguments: Any) -> tuple[str, str]:
+        """The tool call, with `approve` typed at Hermes's approval prompt if mnote asks ("o": once,
+        "d": deny): what the model is handed, and what Hermes printed (the prompt, when it asked)."""
+        answer = self.send({"op": "call", "name": name, "args": arguments, "approve": approve})
+        return str(answer["text"]), str(answer["printed"])
 
     def status(self) -> list[dict[str, Any]]:
         status: list[dict[str, Any]] = self.send({"op": "status"})["status"]
@@ -175,8 +181,11 @@ def hermes_driver(home: Path, log: Path, **env: str) -> Iterator[HermesDriver]:
                 process.wait()
 
 
-def run_agent_loop(home: Path, prompt: str, toolset: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Hermes's whole agent loop, once: `hermes chat -q PROMPT -Q -t TOOLSET`.
+def run_agent_loop(
+    home: Path, prompt: str, toolset: str, *, typed: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Hermes's whole agent loop, once: `hermes chat -q PROMPT -Q -t TOOLSET`; `typed` is what the
+    person types at its prompts (Hermes's approval prompt reads stdin), or nothing at all.
 
     Not `hermes -z`: in 0.19.0 it builds its agent while MCP discovery still runs in a background
     thread and never waits for it, so its one turn may go to the model with no MCP tools at all.
@@ -188,7 +197,8 @@ def run_agent_loop(home: Path, prompt: str, toolset: str, **env: str) -> subproc
         text=True,
         timeout=600,
         cwd=home,
-        stdin=subprocess.DEVNULL,
+        input=typed,
+        stdin=subprocess.DEVNULL if typed is None else None,
         env=hermes_env(home, OPENAI_API_KEY="scripted", **env),
     )
 

@@ -1,0 +1,215 @@
+"""Asking the person before a write (`--confirm`): dry run, rule, question, answer, then the write.
+
+An agent can replace a page, delete a subtree or revert a run in one call; the history makes that
+recoverable, not consented. Under `--confirm destructive` (the default) a write tool's call is first
+run as a dry run with the same arguments and key; the tool's declared rule (`ToolSpec.consent`,
+`tools/consent.py`) reads that plan, and when it is destructive the person is asked, through the
+client, with the plan's summary in the session's locale (`vocabulary/consent.py`). `always` asks
+before every write that changes something, `never` asks nothing.
+
+- accept: the write is made, once, with the caller's own request (its `idempotencyKey` unchanged),
+  after a second dry run shows the same impact as the one the person accepted (else they are asked
+  again about the new one, at most `MAX_QUESTIONS` times, then `conflict`/`plan_changed`);
+- decline, cancel, or no answer within `--confirm-timeout`: `permission_denied` with reason
+  `declined`, `cancelled` or `confirm_timeout`, nothing written;
+- a client that cannot be asked (no form elicitation, or no channel to ask on) writes as before, or
+  is refused (`confirm_unavailable`) under `--confirm-fallback refuse`;
+- a replay of a key already written, a dry run, and a write that changes nothing never ask.
+
+How the question travels is the server's business (`mnote_mcp.elicitation`: `elicitation/create` on
+2025-11-25, an `input_required` result and its retry on 2026-07-28); here it is an `Asker`, whose
+`prior` holds the answers a retried request brings and whose `ask` either waits for the answer or
+raises `ConfirmationPending` to end this request with the question.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import anyio
+
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.port import Kernel, PageQuery
+from mnote_mcp.tools.consent import Destruction, never
+from mnote_mcp.vocabulary.consent import Impact, impact_of, question_text
+from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
+from mnote_mcp.vocabulary.naming import ToolNames, respell
+
+if TYPE_CHECKING:  # the registry imports the MCP SDK; the configuration reads this module without it
+    from mnote_mcp.tools.registry import ToolSpec
+
+ConfirmPolicy = Literal["never", "destructive", "always"]
+ConfirmFallback = Literal["write", "refuse"]
+Answer = Literal["accept", "decline", "cancel", "timeout"]
+CONFIRM_POLICIES: tuple[ConfirmPolicy, ...] = ("never", "destructive", "always")
+CONFIRM_FALLBACKS: tuple[ConfirmFallback, ...] = ("write", "refuse")
+DEFAULT_CONFIRM_TIMEOUT = 120.0
+# How often one call may ask: a plan that keeps changing under the person's eyes ends in a conflict.
+MAX_QUESTIONS = 3
+# What a refusal says in `error.details.confirmation`, and the reason that picks its words.
+_REFUSALS: dict[str, tuple[str, Reason]] = {
+    "decline": ("declined", Reason.DECLINED),
+    "cancel": ("cancelled", Reason.CANCELLED),
+    "timeout": ("timeout", Reason.CONFIRM_TIMEOUT),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """The confirmation settings: which writes ask (`policy`), what a client that cannot be asked
+    gets (`fallback`), and how long an answer may take (`timeout`, seconds)."""
+
+    policy: ConfirmPolicy = "destructive"
+    fallback: ConfirmFallback = "write"
+    timeout: float = DEFAULT_CONFIRM_TIMEOUT
+
+
+DEFAULT_CONFIRMATION = Confirmation()
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What the person is asked: `text` in the session's locale; `digest` binds the answer to the
+    impact they were shown (`Impact.digest`)."""
+
+    text: str
+    digest: str
+    tool: str
+    impact: Impact
+    destruction: Destruction | None
+
+
+class Asker(Protocol):
+    """How one request asks its client (`mnote_mcp.elicitation`)."""
+
+    @property
+    def prior(self) -> Mapping[str, Answer]:
+        """Answers this request already carries, by question digest (a 2026-07-28 retry's)."""
+        ...
+
+    async def ask(self, question: Question) -> Answer:
+        """The person's answer, or `ConfirmationPending` when it arrives with a later request."""
+        ...
+
+
+class ConfirmationPending(Exception):  # noqa: N818 -- a control-flow signal, not an error
+    """The question goes back to the client as this request's result; the answer comes with its retry."""
+
+    def __init__(self, question: Question) -> None:
+        super().__init__(question.tool)
+        self.question = question
+
+
+def refused(answer: Answer, settings: Confirmation) -> MnoteError:
+    """The refusal a non-accepting answer gets: nothing was written."""
+    said, reason = _REFUSALS[answer]
+    details: dict[str, object] = {"confirmation": said}
+    if answer == "timeout":
+        details["timeoutSeconds"] = settings.timeout
+    return MnoteError(ErrorCode.PERMISSION_DENIED, reason, details)
+
+
+async def confirmed_write(
+    spec: ToolSpec,
+    request: ToolRequest,
+    kernel: Kernel,
+    settings: Confirmation,
+    asker: Asker | None,
+    *,
+    tool: str,
+    style: ToolNames,
+    scope: anyio.CancelScope,
+    call_timeout: float,
+) -> ToolResult:
+    """Run `spec`'s handler for `request`, asking the person first where the policy says so.
+
+    `tool` is the tool's name as advertised, `style` how tool names are spelled in the question.
+    `scope` is the call's cancel scope: its deadline is lifted while the person is asked (the answer
+    has `settings.timeout` of its own) and set to `call_timeout` again for the write.
+    """
+    if not _may_ask(spec, request, settings, asker):
+        return await spec.handler(request, kernel)
+    answers: dict[str, Answer] = dict(asker.prior) if asker is not None else {}
+    planned = replace(request, dry_run=True)
+    for asked in range(MAX_QUESTIONS + 1):
+        plan = (await spec.handler(planned, kernel)).result
+        if plan.get("idempotentReplay"):
+            break  # the key was written before: the call replays that write, and changes nothing
+        refusal = next((answer for answer in answers.values() if answer != "accept"), None)
+        if refusal is not None:
+            raise refused(refusal, settings)
+        if not plan.get("changed"):
+            break
+        impact = impact_of(plan)
+        destruction = await spec.consent(request, impact, kernel)
+        if settings.policy == "destructive" and destruction is None:
+            break
+        if asker is None:
+            if settings.fallback == "write":
+                break
+            raise MnoteError(
+                ErrorCode.PERMISSION_DENIED, Reason.CONFIRM_UNAVAILABLE, {"confirmation": "unavailable"}
+            )
+        if answers.get(impact.digest()) == "accept":
+            break
+        if asked == MAX_QUESTIONS:
+            raise MnoteError(ErrorCode.CONFLICT, Reason.PLAN_CHANGED, {"questions": MAX_QUESTIONS})
+        question = await _question(request, kernel, impact, destruction, tool, style)
+        with _waiting(scope, call_timeout):
+            answers[question.digest] = await asker.ask(question)
+    return await spec.handler(request, kernel)
+
+
+def _may_ask(spec: ToolSpec, request: ToolRequest, settings: Confirmation, asker: Asker | None) -> bool:
+    """Whether this call could ask at all; if not, it runs as it always did, with no dry run first."""
+    if not spec.writes or request.dry_run or settings.policy == "never":
+        return False
+    if settings.policy == "destructive" and spec.consent is never:
+        return False
+    return asker is not None or settings.fallback == "refuse"
+
+
+async def _question(
+    request: ToolRequest,
+    kernel: Kernel,
+    impact: Impact,
+    destruction: Destruction | None,
+    tool: str,
+    style: ToolNames,
+) -> Question:
+    """The question for this plan, naming the page by its title (read as the caller)."""
+    view = await kernel.get_page(
+        PageQuery(
+            workspace_id=request.workspace_id,
+            document_id=request.document_id,
+            actor_id=request.actor_id,
+            correlation=request.correlation,
+            include_body=False,
+            include_options=False,
+            include_blocks=False,
+        )
+    )
+    text = question_text(
+        impact,
+        tool=tool,
+        page=str(view.get("title") or request.document_id),
+        locale=request.locale,
+        shared=destruction is Destruction.RENAMES_SHARED,
+    )
+    return Question(
+        text=respell(text, style), digest=impact.digest(), tool=tool, impact=impact, destruction=destruction
+    )
+
+
+@contextmanager
+def _waiting(scope: anyio.CancelScope, call_timeout: float) -> Iterator[None]:
+    """The call's deadline does not run while a person reads the question; it starts again after."""
+    scope.deadline = math.inf
+    try:
+        yield
+    finally:
+        scope.deadline = anyio.current_time() + call_timeout
