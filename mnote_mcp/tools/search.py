@@ -37,10 +37,8 @@ PAGE_SEARCH = ToolSpec(
     name="mnote.page.search",
     title="Find pages",
     description=(
-        "Find pages you can read. query: words (word* for a prefix) or Chinese/Japanese text, any length, "
-        "matched in titles and blocks; title matches first. No query: your pages, most recently changed "
-        "first. Each hit: workspaceId, documentId, title, revision, updatedAt, snippets (blockId, **match**). "
-        "More: cursor=nextCursor."
+        "Find pages by words in titles and text (word* for a prefix; Chinese/Japanese: any part). Hits: "
+        "ids, title, revision, snippets with blockId. No query: your latest pages. More: cursor=nextCursor."
     ),
     summary=(
         "find readable pages by title and block text (Chinese and Japanese by substring, words by word or "
@@ -59,10 +57,7 @@ PAGE_SEARCH = ToolSpec(
             "cursor": {"type": "string"},
         },
     },
-    extensions={
-        "workspaceId": {"description": "Only this workspace (default: every workspace you belong to)."},
-        "cursor": {"description": "nextCursor of the previous call with the same query."},
-    },
+    extensions={"workspaceId": {"description": "only this workspace"}},
     read=_search,
     page_bound=False,
     # a strict host fills every field: "" is no query (the listing), no workspace, no cursor
@@ -89,7 +84,7 @@ PAGE_SEARCH = ToolSpec(
         Example({"query": "plan"}, note="pages about a word"),
         Example({}, note="the caller's pages, most recently changed first"),
     ),
-    budget=SizeBudget(contract=2_480, strict=2_970),
+    budget=SizeBudget(contract=570, strict=750),
 )
 
 SEARCH_TOOLS = (PAGE_SEARCH,)
