@@ -16,7 +16,8 @@
   half-sent requests, and authenticated 64 MiB bodies (`--max-body-bytes` 32 MiB).
 
 `python -m bench.attacks runtime` runs the runtime's part alone; `python -m bench.attacks postgres
-[--before DIR]` the broad-search attack on a PostgreSQL replica (`bench/broadsearch.py`).
+[--before DIR]` the broad-search attack on a PostgreSQL replica (`bench/broadsearch.py`); `python -m
+bench.attacks many-ids [BASE_DIR]` issue 26's many-id deletes and another tenant's reads meanwhile (`bench.manyids`).
 
 Figures for docs/security.md. The machine these run on may be shared: the times are noisy, the counts
 are not.
@@ -332,6 +333,10 @@ async def main() -> dict[str, Any]:
 
     if sys.argv[1:] == ["runtime"]:
         return {"runtime": await runtime_attacks()}
+    if sys.argv[1:2] == ["many-ids"]:  # issue 26; optionally against a checkout of another commit too
+        from bench.manyids import many_ids
+
+        return {"many_ids": await many_ids(Path(sys.argv[2]) if sys.argv[2:] else None)}
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:

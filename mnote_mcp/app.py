@@ -54,6 +54,7 @@ def build_registry(config: ServerConfig) -> Registry:
         strict=config.strict_contract,
         form=config.schema_form,
         max_id_chars=config.max_id_chars,
+        max_block_ids=config.max_block_ids,
     )
 
 

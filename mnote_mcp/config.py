@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
+from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
 from mnote_mcp.kernel.postgres.gate import (
     DEFAULT_SEARCH_CONNECTIONS,
@@ -153,6 +154,13 @@ def _integer(value: str) -> int:
         return int(value.strip().replace("_", ""))
     except ValueError:
         raise ValueError(f"{value!r} is not a whole number") from None
+
+
+def block_id_count(value: str) -> int:
+    number = _integer(value)
+    if not 1 <= number <= MAX_BLOCKS:
+        raise ValueError(f"must be between 1 and {MAX_BLOCKS}, not {value}")
+    return number
 
 
 def result_budget(value: str) -> int:
@@ -542,6 +550,13 @@ class ServerConfig(StoreSettings, LogSettings):
         DEFAULT_MAX_ID_CHARS,
         positive_int,
         "longest idempotencyKey or correlation id (sessionId, runId, toolCallId, traceId) a call may send",
+        metavar="N",
+    )
+    max_block_ids: int = setting(
+        DEFAULT_MAX_BLOCK_IDS,
+        block_id_count,
+        f"most block ids one call may name (mnote.block.delete, mnote.page.get blockIds; at most"
+        f" {MAX_BLOCKS}, the kernel's own bound)",
         metavar="N",
     )
     max_argument_depth: int = setting(

@@ -11,16 +11,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
-from mnote_mcp.mapping import Caller, admit, build_request, correlate, exact_numbers, normalize_arguments
+from mnote_mcp.mapping import (
+    Caller,
+    admit,
+    build_request,
+    correlate,
+    exact_numbers,
+    heavy_arguments,
+    normalize_arguments,
+)
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
@@ -37,7 +47,11 @@ from mnote_mcp.vocabulary.naming import respell_envelope
 from mnote_mcp.vocabulary.scopes import Scope
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 DEFAULT_GRACE_SECONDS = 30.0
+# Arguments with more items than this (array entries, object members: 20,000 block ids) are heavy:
+# checked on a worker thread once the caller is let in. Below it, checks take well under a millisecond.
+INLINE_ARGUMENT_ITEMS = 2_000
 _QUIET_ROUNDS = 3
 _ROUND_SECONDS = 0.02
 
@@ -155,8 +169,9 @@ class Dispatcher:
         """Before an invalid argument is reported, the kernel's checkpoints: a caller who may not make
         this call at all hears that (the contract's order: login, member, page read, then write), not
         what is wrong with arguments for a page it may not use. Asked only when something is invalid,
-        so a valid call costs nothing more: the kernel checks permissions first on its own. A tool that
-        names no page (search) has no page checkpoint: its arguments are judged first."""
+        or before heavy arguments are checked at all, so a light valid call costs nothing more: the
+        kernel checks permissions first on its own. A tool that names no page (search) has no page
+        checkpoint: its arguments are judged first."""
         if not caller.page_bound:
             return
         with anyio.move_on_after(self.call_timeout):
@@ -172,7 +187,12 @@ class Dispatcher:
         started = time.perf_counter()
         name = spec.advertised_name(self.registry.style)  # the envelope names the tool as served
         schema = self.registry.schema(spec)
-        args = normalize_arguments(spec, dict(arguments or {}), schema)
+        raw = dict(arguments or {})
+        # Long arguments (20,000 block ids) are checked on a worker thread, and only once the kernel
+        # has let the caller in: nothing the size of a request runs on the event loop, and a caller
+        # who may not make the call costs no more for sending much (issue 26).
+        heavy = heavy_arguments(raw, schema, INLINE_ARGUMENT_ITEMS, skip=spec.kernel_validated)
+        args = await _checked(heavy, partial(normalize_arguments, spec, raw, schema))
         max_id = self.registry.max_id_chars
         correlation = correlate(args, meta, identity, max_id)
         # Echoed in the envelope: only ids of a sane length (a longer one is refused below anyway).
@@ -183,14 +203,11 @@ class Dispatcher:
                 raise shutting_down()
             if spec.writes and self.read_only:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY)
-            caller = admit(spec, args, meta, identity)
+            caller = await _checked(heavy, partial(admit, spec, args, meta, identity))
             try:
-                args = exact_numbers(
-                    args, schema, skip=spec.kernel_validated, max_depth=self.max_argument_depth
-                )
-                request = build_request(
-                    spec, self.registry.validator(spec), args, caller, correlation, self.locale
-                )
+                if heavy:
+                    await self._permission_first(spec, caller)
+                request = await _checked(heavy, partial(self._request, spec, args, caller, correlation))
                 deadline = anyio.current_time() + self.call_timeout
                 with self.inflight.cancellable(anyio.CancelScope(deadline=deadline)) as scope:
                     outcome = await spec.handler(request, self.kernel)
@@ -233,6 +250,15 @@ class Dispatcher:
         )
         return envelope
 
+    def _request(
+        self, spec: ToolSpec, args: dict[str, Any], caller: Caller, correlation: Correlation
+    ) -> ToolRequest:
+        """The request envelope, once its numbers are exact and it matches the advertised schema."""
+        exact = exact_numbers(
+            args, self.registry.schema(spec), skip=spec.kernel_validated, max_depth=self.max_argument_depth
+        )
+        return build_request(spec, self.registry.validator(spec), exact, caller, correlation, self.locale)
+
     async def _within_budget(
         self, spec: ToolSpec, request: ToolRequest, correlation: Correlation, outcome: ToolResult
     ) -> ToolResult:
@@ -251,6 +277,11 @@ def shutting_down() -> MnoteError:
     """The server stopped before the call finished (or began): a write may still commit after this;
     its idempotency key makes the retry safe."""
     return MnoteError(ErrorCode.RUNTIME_UNAVAILABLE, Reason.SHUTTING_DOWN, {"cause": "shutting_down"})
+
+
+async def _checked(heavy: bool, check: Callable[[], T]) -> T:
+    """`check()` on the event loop, or, for heavy arguments, on a worker thread."""
+    return await anyio.to_thread.run_sync(check) if heavy else check()
 
 
 def _echo(value: Any, max_chars: int) -> str | None:

@@ -10,9 +10,10 @@ import hashlib
 import re
 import secrets
 
-# version-traceid-parentid-flags; a later version may append fields after the flags.
-_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
-_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+# version-traceid-parentid-flags; a later version may append fields after the flags. Both are used
+# with `fullmatch`: `$` alone would let a value with a final newline through (into a header).
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
 def trace_id_of(value: object) -> str | None:
@@ -23,7 +24,7 @@ def trace_id_of(value: object) -> str | None:
     """
     if not isinstance(value, str):
         return None
-    match = _TRACEPARENT.match(value.strip().lower())
+    match = _TRACEPARENT.fullmatch(value.strip().lower())
     if match is None:
         return None
     version, trace_id, parent_id, _flags, rest = match.groups()
@@ -40,7 +41,7 @@ def w3c_trace_id(trace_id: str) -> str:
     every command of one envelope trace still lands in one W3C trace.
     """
     lowered = trace_id.lower()
-    if _HEX32.match(lowered) and set(lowered) != {"0"}:
+    if _HEX32.fullmatch(lowered) and set(lowered) != {"0"}:
         return lowered
     return hashlib.sha256(trace_id.encode("utf-8")).hexdigest()[:32]
 

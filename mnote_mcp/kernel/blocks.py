@@ -17,11 +17,17 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 
 Block = dict[str, Any]
 
+# The advertised schema's pattern (ECMA-262, matched by jsonschema-rs: `$` is the end of the text).
+# Python's `re` lets `$` match before a final newline too, so the kernel uses it with `fullmatch`:
+# "evil\n" is no id (it would break the Markdown id comment of its block).
 BLOCK_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$"
 _BLOCK_ID_RE = re.compile(BLOCK_ID_PATTERN)
 MAX_TEXT_LENGTH = 100_000
 MAX_DEPTH = 8
-MAX_BLOCKS = 20_000
+MAX_BLOCKS = 20_000  # blocks one request may carry, or block ids it may name
+# What `--max-block-ids` starts at: as many ids as a request may name, as many blocks as a page holds
+# by default (deleting every top-level block of a full page, or reading any subset, is one call).
+DEFAULT_MAX_BLOCK_IDS = MAX_BLOCKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,24 @@ def block_id(value: Any, pointer: str) -> str:
     return checked
 
 
+def block_ids(raw: Any, pointer: str, *, unique: bool) -> list[str]:
+    """Block ids a caller names (the blocks to delete, the subset to read): an array of at most
+    `MAX_BLOCKS`, as many as one request may carry blocks, each id held to the pattern; `unique`: none
+    listed twice. Checked in one pass (a set, not a list, remembers the ids seen): a client may send
+    tens of thousands, and comparing each with every earlier one froze the server (issue 26)."""
+    if not isinstance(raw, list | tuple):
+        raise invalid(pointer, "must be an array of block ids")
+    if len(raw) > MAX_BLOCKS:
+        raise invalid(pointer, f"more than {MAX_BLOCKS} block ids in one request", maxItems=MAX_BLOCKS)
+    seen: set[str] = set()
+    for index, value in enumerate(raw):
+        checked = block_id(value, f"{pointer}/{index}")
+        if unique and checked in seen:
+            raise invalid(f"{pointer}/{index}", "listed twice", blockId=checked)
+        seen.add(checked)
+    return list(raw)
+
+
 def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list[int]) -> Block:
     counter[0] += 1
     if counter[0] > MAX_BLOCKS:
@@ -148,7 +172,7 @@ def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list
 def _block_id(value: Any, pointer: str, seen: set[str]) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not _BLOCK_ID_RE.match(value):
+    if not isinstance(value, str) or not _BLOCK_ID_RE.fullmatch(value):
         raise invalid(pointer, "a block id is 1-128 characters of letters, digits, _ . : -")
     if value in seen:
         raise invalid(pointer, "duplicate block id", blockId=value)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import difflib
 from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block, count_blocks, walk
 
 Op = dict[str, Any]
 _FIELDS = ("type", "text", "props")
+# Line pairs a text diff may leave to difflib (its worst case is ~0.1 us a pair: 0.1 s at this bound).
+MAX_DIFF_PAIRS = 1_000_000
 
 
 def append_diff(added: list[Block]) -> list[Op]:
@@ -104,10 +107,18 @@ def _longest_increasing(ids: list[str], position: dict[str, int]) -> set[str]:
 
 
 def text_diff(before: str, after: str, *, name: str = "page", limit: int = 4000) -> str:
-    """A unified diff of two renderings, cut at `limit` characters so a result stays small."""
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}", n=1
-    )
+    """A unified diff of two renderings, cut at `limit` characters so a result stays small.
+
+    difflib's matcher is quadratic at worst, and a dry run's caller chooses the new body: a page of
+    20,000 blocks reordered so that its lines interleave took 88 s (issue 26). When the lines between
+    the two renderings' common opening and ending make more than `MAX_DIFF_PAIRS` pairs, the diff is
+    one hunk instead: those lines removed, then added (still a valid diff, cut at `limit` as any)."""
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    head, tail = _common_ends(old, new)
+    if (len(old) - head - tail) * (len(new) - head - tail) <= MAX_DIFF_PAIRS:
+        lines: Iterator[str] = difflib.unified_diff(old, new, f"a/{name}", f"b/{name}", n=1)
+    else:
+        lines = _one_hunk(old, new, head, tail, name)
     out: list[str] = []
     size = 0
     for line in lines:
@@ -119,3 +130,39 @@ def text_diff(before: str, after: str, *, name: str = "page", limit: int = 4000)
             break
         out.append(line)
     return "".join(out)
+
+
+def _common_ends(old: list[str], new: list[str]) -> tuple[int, int]:
+    """How many lines the two open with alike, and how many of the rest they end with alike."""
+    shortest = min(len(old), len(new))
+    head = 0
+    while head < shortest and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
+def _one_hunk(old: list[str], new: list[str], head: int, tail: int, name: str) -> Iterator[str]:
+    """The unified diff of `old` to `new` as one hunk: the lines between their common ends removed,
+    then added, with the one line of context on either side that difflib's `n=1` shows."""
+    start = max(head - 1, 0)
+    old_stop, new_stop = min(len(old), len(old) - tail + 1), min(len(new), len(new) - tail + 1)
+    yield f"--- a/{name}\n"
+    yield f"+++ b/{name}\n"
+    yield f"@@ -{_range(start, old_stop)} +{_range(start, new_stop)} @@\n"
+    if head:
+        yield " " + old[head - 1]
+    yield from ("-" + line for line in old[head : len(old) - tail])
+    yield from ("+" + line for line in new[head : len(new) - tail])
+    if tail:
+        yield " " + old[len(old) - tail]
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's line range as unified diffs write it (difflib's own rule)."""
+    beginning, length = start + 1, stop - start
+    if length == 1:
+        return str(beginning)
+    return f"{beginning - 1 if not length else beginning},{length}"

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mnote_mcp.kernel.blocks import MAX_BLOCKS, Block, block_id, block_not_found, count_blocks, walk
+from mnote_mcp.kernel.blocks import MAX_BLOCKS, Block, block_not_found, count_blocks, walk
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import PageQuery
@@ -25,14 +25,19 @@ FORMATS = ("blocks", "markdown")
 
 
 def check_query(query: PageQuery) -> None:
-    """Refuse a query that could never be answered, before the page is read (no content involved)."""
+    """Refuse a query that could never be answered, before the page is read (no content involved).
+
+    Nothing here is the size of the request: each of the `blockIds` is checked once the caller may
+    read the page (`blocks.block_ids`), so a refused caller costs no more for naming many."""
     if query.format not in FORMATS:
         raise invalid("/format", "must be 'blocks' or 'markdown'")
     if query.block_ids is not None:
         if not query.block_ids:
             raise invalid("/blockIds", "name at least one block, or leave blockIds out")
-        for index, value in enumerate(query.block_ids):
-            block_id(value, f"/blockIds/{index}")
+        if len(query.block_ids) > MAX_BLOCKS:
+            raise invalid(
+                "/blockIds", f"more than {MAX_BLOCKS} block ids in one request", maxItems=MAX_BLOCKS
+            )
     if query.max_blocks is not None and not 1 <= query.max_blocks <= MAX_BLOCKS:
         raise invalid("/maxBlocks", f"must be between 1 and {MAX_BLOCKS}")
 

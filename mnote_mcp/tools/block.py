@@ -157,7 +157,7 @@ BLOCK_DELETE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=(*_BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
     examples=(Example({"blockIds": [Ref.BLOCK_3]}),),
-    budget=SizeBudget(contract=570, strict=640),
+    budget=SizeBudget(contract=590, strict=670),
 )
 
 BLOCK_MOVE = ToolSpec(

@@ -75,7 +75,7 @@ PAGE_GET = ToolSpec(
         Example({}, note="the whole page"),
         Example({"format": "markdown", "blockIds": [Ref.BLOCK_2]}, note="one block, as Markdown"),
     ),
-    budget=SizeBudget(contract=770, strict=1_050),
+    budget=SizeBudget(contract=790, strict=1_090),
 )
 
 PAGE_SAVE = ToolSpec(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import mcp.types as types
 import orjson
 
+from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
 from mnote_mcp.kernel.policy import COMMAND_SCOPES
 from mnote_mcp.kernel.port import CommandName
 from mnote_mcp.tools.examples import Example, Target, Value
@@ -52,6 +53,8 @@ _CORRELATION_PROPERTY: dict[str, Any] = {"type": "string"}
 # What an extension may add to a property the contract declares: words and item schemas, never a
 # constraint (type, enum, minLength, default, ...) the contract does not state.
 _ANNOTATING_KEYWORDS = frozenset({"description", "items", "examples"})
+# Arrays of block ids a caller names (a delete's targets, a read's subset): bounded by `maxItems`.
+ID_ARRAYS: tuple[str, ...] = ("blockIds",)
 _SCOPE_PROPERTY: dict[str, Any] = {
     "type": "array",
     "items": {"type": "string", "enum": [scope.value for scope in Scope]},
@@ -155,13 +158,20 @@ class ToolSpec:
     def absent_when_empty(self) -> frozenset[str]:
         return self.empty_means_absent | EMPTY_MEANS_ABSENT
 
-    def accepted_schema(self, *, strict: bool, max_id_chars: int = DEFAULT_MAX_ID_CHARS) -> dict[str, Any]:
+    def accepted_schema(
+        self,
+        *,
+        strict: bool,
+        max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
+    ) -> dict[str, Any]:
         """The schema calls are checked against: the contract's, plus extensions, plus what every tool
         takes without advertising it (the correlation ids, required only under `--strict-contract`,
         and `capabilityScope`).
 
-        The one constraint added to the contract's own properties is `maxLength` on the client's ids
-        (correlation ids, `idempotencyKey`): they are echoed, logged and stored, so they are bounded.
+        The constraints added to the contract's own properties bound what a client controls:
+        `maxLength` on the client's ids (correlation ids, `idempotencyKey`: they are echoed, logged and
+        stored) and `maxItems` on arrays of block ids (each is looked up in the page).
         """
         contract = copy.deepcopy(dict(self.contract_schema))
         extensions = self.all_extensions
@@ -175,6 +185,9 @@ class ToolSpec:
         for prop in ID_FIELDS:
             if properties.get(prop, {}).get("type") == "string":
                 properties[prop]["maxLength"] = max_id_chars
+        for prop in ID_ARRAYS:
+            if properties.get(prop, {}).get("type") == "array":
+                properties[prop]["maxItems"] = max_block_ids
         properties.setdefault("capabilityScope", copy.deepcopy(_SCOPE_PROPERTY))
         required = [name for name in contract.get("required", []) if strict or name not in CORRELATION_FIELDS]
         accepted: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
@@ -183,14 +196,20 @@ class ToolSpec:
                 accepted[keyword] = value
         return accepted
 
-    def input_schema(self, *, strict: bool, max_id_chars: int = DEFAULT_MAX_ID_CHARS) -> dict[str, Any]:
+    def input_schema(
+        self,
+        *,
+        strict: bool,
+        max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
+    ) -> dict[str, Any]:
         """The advertised schema: the accepted one without what a model never needs in order to make
         the call, since every byte of it is sent with every model request (docs/decisions.md, "Lean
         tool definitions"): the correlation ids unless `strict` (`--strict-contract` advertises the
         contract's list exactly), `capabilityScope`, the ids' `maxLength` and the `null` branch of a
         nullable value (null is "not given" everywhere; where it means more, the description says
         so; the strict form states it again). All of them are still accepted and enforced."""
-        accepted = self.accepted_schema(strict=strict, max_id_chars=max_id_chars)
+        accepted = self.accepted_schema(strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids)
         hidden = {"capabilityScope", *(() if strict else CORRELATION_FIELDS)}
         properties = accepted["properties"]
         for prop in ID_FIELDS:
@@ -211,8 +230,9 @@ class ToolSpec:
         form: SchemaForm,
         style: ToolNames,
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
     ) -> dict[str, Any]:
-        schema = self.input_schema(strict=strict, max_id_chars=max_id_chars)
+        schema = self.input_schema(strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids)
         advertised: dict[str, Any] = respell_all(strict_form(schema) if form == "strict" else schema, style)
         return advertised
 
@@ -235,13 +255,14 @@ class ToolSpec:
         form: SchemaForm = "contract",
         output_schema: bool = True,
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
     ) -> types.Tool:
         return types.Tool(
             name=self.advertised_name(style),
             title=self.title,
             description=respell(self.description, style),
             input_schema=self.advertised_schema(
-                strict=strict, form=form, style=style, max_id_chars=max_id_chars
+                strict=strict, form=form, style=style, max_id_chars=max_id_chars, max_block_ids=max_block_ids
             ),
             output_schema=OUTPUT_SCHEMA if output_schema else None,
             annotations=self.mcp_annotations(),
@@ -271,12 +292,14 @@ class Registry:
         strict: bool = False,
         form: SchemaForm = "contract",
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
     ) -> None:
         self.specs: tuple[ToolSpec, ...] = tuple(specs)
         self.style: ToolNames = style
         self.strict = strict
         self.form: SchemaForm = form
         self.max_id_chars = max_id_chars
+        self.max_block_ids = max_block_ids
         self._by_name: dict[str, ToolSpec] = {}
         for spec in self.specs:
             for alias in (spec.name, spec.underscore_name):
@@ -284,7 +307,10 @@ class Registry:
                     raise ValueError(f"two tools answer to {alias!r}")
                 self._by_name[alias] = spec
         self._schemas = {
-            spec.name: spec.accepted_schema(strict=strict, max_id_chars=max_id_chars) for spec in self.specs
+            spec.name: spec.accepted_schema(
+                strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids
+            )
+            for spec in self.specs
         }
         self._validators: dict[str, Validator] = {}
 
@@ -320,6 +346,7 @@ class Registry:
                 form=self.form,
                 output_schema=output_schema,
                 max_id_chars=self.max_id_chars,
+                max_block_ids=self.max_block_ids,
             )
             for spec in self.specs
             if include(spec)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import anyio.to_thread
+
 from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Kernel
-from mnote_mcp.tools.budget import chars
+from mnote_mcp.tools.budget import chars, fits
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.messages import Locale, render_warning
 
@@ -58,28 +60,40 @@ def write_result(outcome: CommandOutcome, locale: Locale) -> ToolResult:
     return ToolResult(result=result, effect="write", command_id=outcome.command_id)
 
 
-_TRIMMABLE = ("textDiff", "diff", "blockIds")
+# The one text a write's report may cut (a unified diff, read top down); every list may be cut too.
+_TEXTS = frozenset({"textDiff"})
 
 
 async def trim_result(request: ToolRequest, kernel: Kernel, outcome: ToolResult, limit: int) -> ToolResult:
-    """A write's result over the budget: the write is done, so its report is shortened instead. The
-    longest of the dry run's `textDiff`, the `diff` and the `blockIds` is halved until the result fits;
-    what was left out is counted in a `result_trimmed` warning (never silently)."""
+    """A write's result over the budget: the write is done, so its report is shortened instead (on
+    a worker thread: a report may be as long as the request that made it, 20,000 deleted blocks)."""
+    return await anyio.to_thread.run_sync(trimmed, outcome, limit, request.locale)
+
+
+def trimmed(outcome: ToolResult, limit: int, locale: Locale) -> ToolResult:
+    """`outcome` with its report cut to `limit` characters of JSON: the longest of its lists (`diff`,
+    `blockIds`, `revertedRevisions`, ... whichever the command reports) or of the dry run's `textDiff`
+    is halved, keeping its opening, until the result fits. What was left out is counted per field in
+    a `result_trimmed` warning (never silently), and the result is measured with that warning in it."""
     result = dict(outcome.result)
     omitted: dict[str, int] = {}
-    while chars(result) > limit:
-        present = [key for key in _TRIMMABLE if result.get(key)]
+    report = result
+    while not fits(report, limit):
+        present = [
+            key
+            for key, value in result.items()
+            if value and (isinstance(value, list) or (key in _TEXTS and isinstance(value, str)))
+        ]
         if not present:
-            break
+            break  # nothing left to cut (no report of today's commands gets here: MIN_RESULT_CHARS)
         key = max(present, key=lambda name: chars(result[name]))
         value = result[key]
         keep = len(value) // 2
         omitted[key] = omitted.get(key, 0) + len(value) - keep
         result[key] = value[:keep]
-    if omitted:
-        warning = render_warning({"code": "result_trimmed", "details": {"omitted": omitted}}, request.locale)
-        result["warnings"] = [*result.get("warnings", []), warning]
-    return ToolResult(result=result, effect=outcome.effect, command_id=outcome.command_id)
+        warning = render_warning({"code": "result_trimmed", "details": {"omitted": omitted}}, locale)
+        report = {**result, "warnings": [*result.get("warnings", []), warning]}
+    return ToolResult(result=report, effect=outcome.effect, command_id=outcome.command_id)
 
 
 def command_handler(command_name: CommandName, payload: PayloadMap) -> Handler:

@@ -115,9 +115,9 @@ def write_schema(
     return schema
 
 
-# Keywords a strict host refuses or drops (`default`; length limits on the OpenAI profile of
+# Keywords a strict host refuses or drops (`default`; length and count limits on the OpenAI profile of
 # pydantic-ai): the strict form states them in the description instead, and the server still checks them.
-_STRICT_UNSUPPORTED = ("default", "minLength", "maxLength")
+_STRICT_UNSUPPORTED = ("default", "minLength", "maxLength", "maxItems")
 
 
 def strict_form(schema: Mapping[str, Any]) -> dict[str, Any]:

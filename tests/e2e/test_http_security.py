@@ -25,6 +25,7 @@ TOKENS: dict[str, dict[str, Any]] = {
     "tok-viewer": {"actorId": "user_viewer", "scopes": ["page.read"]},
     "tok-artifacts-only": {"actorId": "user_editor", "scopes": ["artifact.write"]},
     "tok-other-ws": {"actorId": "user_owner", "workspaces": ["ws_other"]},
+    "tok-owner": {"actorId": "user_owner"},
 }
 
 
@@ -73,6 +74,29 @@ async def test_a_viewer_token_cannot_write(db: Path, tokens: Path) -> None:
     assert read["ok"]
     assert secret["error"]["code"] == "mnote_tool_permission_denied"
     assert not any(s in json.dumps([write, secret]) for s in SECRETS)
+
+
+async def test_a_run_id_header_does_not_let_one_token_undo_anothers_writes(db: Path, tokens: Path) -> None:
+    """Issue 26: token B writes under `X-Mnote-Run-Id: shared`; token A's `undoRunId: "shared"` undoes
+    A's own writes of that run only (a run is the caller's actor and run id), B's block stays."""
+    shared = {"X-Mnote-Run-Id": "shared"}
+    block = {"id": "from_b", "type": "paragraph", "text": "B"}
+    with http_server(db, "--auth-file", str(tokens)) as server:
+        async with mcp_http(server.url, "tok-owner", **shared) as b:
+            wrote = await call(b, "mnote.block.insert", **_headers_only(write_args("b", blocks=[block])))
+        async with mcp_http(server.url, "tok-editor", **shared) as a:
+            undo = await call(a, "mnote.page.revert", **_headers_only(write_args("a", undoRunId="shared")))
+            page = await call(a, "mnote.page.get", **page_args())
+            history = await call(a, "mnote.page.history", **page_args(filter={"runId": "shared"}))
+    assert wrote["ok"], wrote["error"]
+    assert [entry["actorId"] for entry in history["result"]["entries"]] == ["user_owner"]
+    assert undo["ok"] and undo["result"]["revertedRevisions"] == [], undo
+    assert "from_b" in [item["id"] for item in page["result"]["blocks"]]
+
+
+def _headers_only(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments without a runId, so that the connection's `X-Mnote-Run-Id` names the run."""
+    return {name: value for name, value in arguments.items() if name != "runId"}
 
 
 async def test_a_workspace_limited_token_sees_nothing_else(db: Path, tokens: Path) -> None:

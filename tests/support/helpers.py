@@ -64,6 +64,29 @@ def store_with_pages(path: Path, fixture: Path, *pages: dict[str, Any]) -> Path:
     return path
 
 
+def list_page(document_id: str, lists: int) -> dict[str, Any]:
+    """A fixture page of `lists` list blocks `l00000`, ... with a child paragraph `c00000`, ... each:
+    `2 * lists` blocks on two levels (20,000 with 10,000: a page at the default limit)."""
+    return {
+        "id": document_id,
+        "title": f"{2 * lists} blocks",
+        "blocks": [
+            {
+                "id": f"l{index:05d}",
+                "type": "bulleted_list",
+                "text": f"item {index}",
+                "children": [{"id": f"c{index:05d}", "type": "paragraph", "text": "under it"}],
+            }
+            for index in range(lists)
+        ],
+    }
+
+
+def list_page_ids(lists: int) -> list[str]:
+    """Every block id of `list_page(..., lists)`, in document order."""
+    return [block_id for index in range(lists) for block_id in (f"l{index:05d}", f"c{index:05d}")]
+
+
 def dump(path: Path | str, *, audit: bool = True) -> str:
     """Every row of the store (SQLite or PostgreSQL) as SQL; `audit=False` leaves out the audit log (a
     replay adds a record of the retry there, and nothing anywhere else)."""

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,9 +125,23 @@ def start_failure(
 async def mcp_http(
     url: str, token: str | None, mode: str = "legacy", **headers: str
 ) -> AsyncIterator[Client]:
-    sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **headers}
+    async with mcp_http_client(url, token, headers, mode=mode) as client:
+        yield client
+
+
+@asynccontextmanager
+async def mcp_http_client(
+    url: str,
+    token: str | None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    mode: str = "legacy",
+    http_timeout: float = 30,
+) -> AsyncIterator[Client]:
+    """`mcp_http` with the HTTP client's timeout (a bench may wait longer than a test)."""
+    sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
     async with (
-        httpx2.AsyncClient(headers=sent, timeout=30) as http,
+        httpx2.AsyncClient(headers=sent, timeout=http_timeout) as http,
         Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client,
     ):
         yield client

@@ -213,3 +213,44 @@ async def test_the_runtime_protocol_refuses_revisions_it_cannot_store(db: Path) 
 def test_make_app_and_the_relay_share_the_limits() -> None:
     config = replace(ServerConfig(), max_id_chars=64)
     assert build_registry(config).max_id_chars == 64
+
+
+# -- a trailing newline (issue 26, finding 9): Python's `$` matches before a final "\n" ----------
+
+
+@pytest.mark.parametrize("via", ["local", "relay"])
+async def test_a_block_id_ending_in_a_newline_is_refused_and_nothing_is_written(db: Path, via: str) -> None:
+    """`evil\\n` once passed the block id pattern (and broke the page's Markdown id comments); the
+    advertised pattern refuses it (jsonschema-rs: `$` is the end of the text), and so must the kernel,
+    which checks block content itself, here and behind the runtime protocol."""
+    async with _client(db, via) as client:
+        before = dump(db)
+        inserted = await call(
+            client,
+            "mnote.block.insert",
+            **write_args("evil", blocks=[{"id": "evil\n", "type": "paragraph", "text": "x"}]),
+        )
+        saved = await call(
+            client,
+            "mnote.page.save",
+            **write_args("evil2", content=[{"id": "evil\n", "type": "paragraph"}], mode="append"),
+        )
+        assert dump(db) == before
+    assert inserted["error"]["code"] == INVALID
+    assert inserted["error"]["details"]["pointer"] == "/blocks/0/id"
+    assert saved["error"]["code"] == INVALID
+    assert saved["error"]["details"]["pointer"] == "/content/0/id"
+
+
+@pytest.mark.parametrize("via", ["local", "relay"])
+async def test_a_trace_id_ending_in_a_newline_never_reaches_a_traceparent(db: Path, via: str) -> None:
+    """A 32-hex trace id with a trailing newline is not a W3C trace id: it is hashed like any other
+    (once it was kept, newline and all, in the `traceparent` the relay sends)."""
+    from mnote_mcp.tracecontext import traceparent, w3c_trace_id
+
+    odd = "4bf92f3577b34da6a3ce929d0e0e4736\n"
+    assert w3c_trace_id(odd) == hashlib.sha256(odd.encode()).hexdigest()[:32]
+    assert "\n" not in traceparent(odd)
+    async with _client(db, via) as client:
+        envelope = await call(client, "mnote.page.get", **page_args(traceId=odd))
+    assert envelope["ok"], envelope["error"]

@@ -21,6 +21,7 @@ from mnote_mcp.kernel.blocks import (
     Block,
     assign_ids,
     block_id,
+    block_ids,
     block_not_found,
     height,
     ids_in,
@@ -38,6 +39,7 @@ from mnote_mcp.kernel.local.orderkeys import keys_between, too_long
 from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx, body_plan
 from mnote_mcp.kernel.local.revert import plan_revert, validate_revert
 from mnote_mcp.kernel.local.rows import (
+    FEW_IDS,
     TOP,
     BlockChange,
     BlockRow,
@@ -414,17 +416,17 @@ def _update_depends(tx: Tx, p: dict[str, Any]) -> list[str]:
 
 def _validate_delete(payload: Mapping[str, Any]) -> dict[str, Any]:
     raw = payload.get("blockIds")
-    if not isinstance(raw, list):
-        raise invalid("/blockIds", "must be an array of block ids")
-    if not raw:
+    if isinstance(raw, list) and not raw:
         raise invalid("/blockIds", "nothing to delete: blockIds is empty")
-    ids: list[str] = []
-    for index, value in enumerate(raw):
-        checked = block_id(value, f"/blockIds/{index}")
-        if checked in ids:
-            raise invalid(f"/blockIds/{index}", "listed twice", blockId=checked)
-        ids.append(checked)
-    return {"blockIds": ids}
+    return {"blockIds": block_ids(raw, "/blockIds", unique=True)}
+
+
+def _subtrees(tx: Tx, ids: list[str]) -> list[list[BlockRow]]:
+    """The subtrees of the named blocks that exist (`PageBlocks.named_subtrees`); many ids read the
+    whole page, which a long page does off the event loop."""
+    if len(ids) > FEW_IDS:
+        tx.whole_page()
+    return tx.blocks.named_subtrees(ids)
 
 
 def _deleted_rows(tx: Tx, ids: list[str]) -> list[BlockRow]:
@@ -433,9 +435,7 @@ def _deleted_rows(tx: Tx, ids: list[str]) -> list[BlockRow]:
     for index, target in enumerate(ids):
         if target not in found:
             raise block_not_found(target, f"/blockIds/{index}")
-    roots = [bid for bid in ids if not any(a.id in found for a in tx.blocks.ancestors(bid))]
-    roots.sort(key=tx.blocks.path)
-    return [row for root in roots for row in tx.blocks.subtree(root)]
+    return [row for subtree in _subtrees(tx, ids) for row in subtree]
 
 
 def _plan_delete(tx: Tx, p: dict[str, Any]) -> Plan:
@@ -446,9 +446,11 @@ def _plan_delete(tx: Tx, p: dict[str, Any]) -> Plan:
 
 
 def _delete_depends(tx: Tx, p: dict[str, Any]) -> list[str]:
-    found = tx.blocks.get_many(p["blockIds"])
-    named = list(p["blockIds"])
-    return named + [row.id for bid in found for row in tx.blocks.subtree(bid) if row.id not in named]
+    """The named blocks (a missing one may have been deleted since) and everything under them."""
+    named: list[str] = p["blockIds"]
+    found = tx.blocks.get_many(named)
+    under = _subtrees(tx, [bid for bid in named if bid in found])
+    return list(dict.fromkeys([*named, *(row.id for subtree in under for row in subtree)]))
 
 
 def _validate_move(payload: Mapping[str, Any]) -> dict[str, Any]:

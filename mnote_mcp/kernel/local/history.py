@@ -4,7 +4,7 @@ A `page_history` row per revision names the command, the actor and the four corr
 the change set: each row it touched, before and after (`BlockChange.to_wire`), and the title and
 options before and after. Going back is applying change sets backwards: the page at revision R is
 the current page with every change after R undone, newest first. Undoing some writes (one command,
-or every write of one run) puts back what they changed, unless a later write outside them changed the
+or every write of one run: the writes of one actor under one run id) puts back what they changed, unless a later write outside them changed the
 same block, title or option since: then nothing is undone and the conflicts are named.
 
 History starts where the page's record starts (`history_from`): the revision a page was created at,
@@ -259,10 +259,14 @@ def revisions_after(conn: Connection, workspace_id: str, page_id: str, after: in
     return [Revision.of(*row) for row in rows]
 
 
-def run_revisions(conn: Connection, workspace_id: str, page_id: str, run_id: str) -> list[int]:
+def run_revisions(conn: Connection, workspace_id: str, page_id: str, run_id: str, actor_id: str) -> list[int]:
+    """The revisions of one run on this page. A run is an actor's: run ids are chosen by clients
+    (arguments, `_meta`, an HTTP header), so another actor may write under the same one, and undoing
+    "my run" must never undo their writes (docs/decisions.md)."""
     rows = conn.execute(
-        "SELECT revision FROM page_history WHERE workspace_id = ? AND page_id = ? AND run_id = ? ORDER BY revision",
-        (workspace_id, page_id, run_id),
+        "SELECT revision FROM page_history WHERE workspace_id = ? AND page_id = ? AND run_id = ?"
+        " AND actor_id = ? ORDER BY revision",
+        (workspace_id, page_id, run_id, actor_id),
     ).fetchall()
     return [row[0] for row in rows]
 

@@ -117,8 +117,13 @@ def body_plan(
 
 
 def payload_blocks(payload: Mapping[str, Any]) -> int:
-    """How many blocks a (not yet validated) payload carries, counted without trusting its shape."""
-    total, stack = 0, [payload.get("content", payload.get("blocks"))]
+    """How many blocks a (not yet validated) payload carries or names (`blockIds`), counted without
+    trusting its shape, and only as far as `INLINE_BLOCKS`: past it, the call is heavy."""
+    named = payload.get("blockIds")
+    total, stack = (
+        len(named) if isinstance(named, list) else 0,
+        [payload.get("content", payload.get("blocks"))],
+    )
     while stack and total <= INLINE_BLOCKS:  # past the threshold the exact count does not matter
         items = stack.pop()
         if isinstance(items, list):

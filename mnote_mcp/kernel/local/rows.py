@@ -27,6 +27,9 @@ from mnote_mcp.kernel.local.sql import Connection
 TOP = ""  # the parent of top-level blocks
 _COLUMNS = "id, parent_id, position, type, text, props, revision"
 _CHUNK = 500  # ids per IN (...) list, well below every database's parameter limit
+# Blocks named by one call (a delete, a subset read) whose subtrees are read one query each; more
+# are found in one read of the whole page: a query per block is ~30 us, 20,000 of them half a second.
+FEW_IDS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +281,28 @@ class PageBlocks:
             self._rows = {row.id: row for row in self._all}
         return self._all
 
+    def named_subtrees(self, ids: Sequence[str]) -> list[list[BlockRow]]:
+        """The subtrees (rows, root first, in document order) of the named blocks, which must exist,
+        in document order, each once: a block inside another named one comes with that one. Up to
+        `FEW_IDS` blocks are read by index, with their ancestors; more, the whole page, once."""
+        chosen = set(ids)
+        if len(chosen) <= FEW_IDS:
+            roots = [bid for bid in chosen if not any(a.id in chosen for a in self.ancestors(bid))]
+            roots.sort(key=self.path)
+            return [self.subtree(root) for root in roots]
+        kids: dict[str, list[BlockRow]] = {}
+        for row in self.all():  # in sibling order per parent
+            kids.setdefault(row.parent_id, []).append(row)
+        out: list[list[BlockRow]] = []
+        stack = list(reversed(kids.get(TOP, [])))
+        while stack:  # the tree in document order, down to the first named block of each branch
+            row = stack.pop()
+            if row.id in chosen:
+                out.append(_preorder(row, kids))
+            else:
+                stack += reversed(kids.get(row.id, []))
+        return out
+
     def select(self, wanted: Sequence[str]) -> list[Block]:
         """The blocks asked for (each with its children) in document order, each once: one inside
         another asked-for block comes with its ancestor. A missing id is `not_found` naming it."""
@@ -285,10 +310,7 @@ class PageBlocks:
         for index, value in enumerate(wanted):
             if value not in found:
                 raise block_not_found(value, f"/blockIds/{index}")
-        chosen = set(wanted)
-        roots = [bid for bid in dict.fromkeys(wanted) if not any(a.id in chosen for a in self.ancestors(bid))]
-        roots.sort(key=self.path)
-        return [subtree_of(self.subtree(root)) for root in roots]
+        return [subtree_of(rows) for rows in self.named_subtrees(wanted)]
 
     def tree(self) -> list[Block]:
         """The whole body as a block tree."""
@@ -324,6 +346,17 @@ def in_document_order(rows: list[BlockRow], root_id: str) -> list[BlockRow]:
 
     if root_id in by_id:
         visit(by_id[root_id])
+    return out
+
+
+def _preorder(root: BlockRow, kids: dict[str, list[BlockRow]]) -> list[BlockRow]:
+    """`root` and every row under it, each parent before its children, siblings in order."""
+    out: list[BlockRow] = []
+    stack = [root]
+    while stack:
+        row = stack.pop()
+        out.append(row)
+        stack += reversed(kids.get(row.id, []))
     return out
 
 

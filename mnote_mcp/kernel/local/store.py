@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mnote_mcp.kernel.blocks import Block, summary_of
+from mnote_mcp.kernel.blocks import Block, block_ids, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.local import access, history, ledger, rows, search, sql
@@ -29,7 +29,7 @@ from mnote_mcp.kernel.local.history import MAX_HISTORY_LIMIT, HistoryFilter
 from mnote_mcp.kernel.local.migrate import check_schema, open_schema
 from mnote_mcp.kernel.local.pagecache import PageCache, whole_body
 from mnote_mcp.kernel.local.plan import CommandSpec, Plan, Tx, payload_blocks
-from mnote_mcp.kernel.local.rows import PageBlocks, PageChange, WriteHook
+from mnote_mcp.kernel.local.rows import FEW_IDS, PageBlocks, PageChange, WriteHook
 from mnote_mcp.kernel.local.sql import WRITE_ATTEMPTS, Connection
 from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
 from mnote_mcp.kernel.port import (
@@ -90,10 +90,13 @@ class LocalStore:
 
     def get_page(self, query: PageQuery, *, inline: bool = False) -> dict[str, Any]:
         check_query(query)
+        if inline and len(query.block_ids or ()) > FEW_IDS:
+            raise MoveToThread  # many ids: a whole-page read, and checking each of them
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
                 conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
             )
+            block_ids(query.block_ids or (), "/blockIds", unique=False)  # only once the caller may read
             blocks = PageBlocks(conn, page.workspace_id, page.id)
             summary: str | None = None
             roots: list[Block] = []
@@ -185,8 +188,11 @@ class LocalStore:
         spec = COMMANDS.get(command.name)
         if spec is None:
             raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name})
-        if inline and payload_blocks(command.payload) > INLINE_BLOCKS:
-            raise MoveToThread  # validating, planning and writing that many blocks is heavy
+        if payload_blocks(command.payload) > INLINE_BLOCKS:
+            if inline:
+                raise MoveToThread  # validating, planning and writing that many blocks is heavy
+            scope = COMMAND_SCOPES[CommandName(command.name)]  # refused before any such work (issue 26)
+            self.check_access(command.workspace_id, command.document_id, command.actor_id, scope)
         payload = spec.validate(command.payload)
         print_ = ledger.fingerprint(command)
         attempt = 1

@@ -370,6 +370,31 @@ REFUSALS: dict[str, tuple[str, dict[str, Any], str, str]] = {
         "invalid_argument",
         "/blockId",
     ),
+    # Python's `$` also matches before a final newline: "p\n" once passed for the block "p"'s form
+    "insert a block id ending in a newline": (
+        "mnote.block.insert",
+        {"blocks": [{"id": "evil\n", "type": "paragraph", "text": "x"}]},
+        "invalid_argument",
+        "/blocks/0/id",
+    ),
+    "update a block id ending in a newline": (
+        "mnote.block.update",
+        {"blockId": "p\n", "text": "x"},
+        "invalid_argument",
+        "/blockId",
+    ),
+    "delete a block id ending in a newline": (
+        "mnote.block.delete",
+        {"blockIds": ["p\n"]},
+        "invalid_argument",
+        "/blockIds/0",
+    ),
+    "move after a block id ending in a newline": (
+        "mnote.block.move",
+        {"blockId": "p", "afterBlockId": "h\n"},
+        "invalid_argument",
+        "/afterBlockId",
+    ),
 }
 
 

@@ -256,3 +256,87 @@ def test_the_envelope_frame_is_measured_exactly(
     envelope = success(tool, correlation, workspace_id, document_id, outcome)
     room = result_limit(100_000, tool, correlation, workspace_id, document_id, outcome)
     assert chars(envelope) == 100_000 - room + chars(result)
+
+
+def _busy_run(path: Path, writes: int) -> Path:
+    """The fixture store with `writes` title changes by user_editor in the run `busy` (straight to the
+    store: the MCP path is not what is tested, the report of their revert is)."""
+    from mnote_mcp.kernel.local import LocalStore
+    from mnote_mcp.kernel.port import Command, CommandName, Correlation
+
+    store_with(path)
+    store = LocalStore(path)
+    try:
+        for index in range(writes):
+            store.execute(
+                Command(
+                    name=CommandName.PAGE_HEAD_UPDATE_TITLE,
+                    workspace_id="ws_1",
+                    document_id="doc_1",
+                    actor_id="user_editor",
+                    correlation=Correlation("s", "busy", f"c{index}", "t"),
+                    idempotency_key=f"busy{index}",
+                    dry_run=False,
+                    payload={"title": f"Title {index}"},
+                )
+            )
+    finally:
+        store.close()
+    return path
+
+
+@pytest.mark.parametrize("budget", [4_000, 4_321, 5_555, 7_000])
+async def test_reverting_a_long_run_answers_within_the_budget(tmp_path: Path, budget: int) -> None:
+    """Issue 26: a revert of 12,000 writes answered 61,543 characters (budget 40,000): the trimmer cut
+    only textDiff, diff and blockIds, and kept every revertedRevisions entry. Any long list of a
+    write's report is cut now, counted in the warning, and the warning itself is inside the budget."""
+    db = _busy_run(tmp_path / "busy.db", 2_500)
+    async with connect(db, max_result_chars=budget) as client:
+        plan = await call(client, "mnote.page.revert", **write_args("undo", True, undoRunId="busy"))
+        done = await call(client, "mnote.page.revert", **write_args("undo", undoRunId="busy"))
+        title = (await call(client, "mnote.page.get", **page_args()))["result"]["title"]
+    assert title == "Project plan", "the whole run was undone"
+    for envelope in (plan, done):
+        assert envelope["ok"] is True, envelope["error"]
+        assert len(compact(envelope)) <= budget
+        kept = envelope["result"]["revertedRevisions"]
+        (warning,) = [w for w in envelope["result"]["warnings"] if w["code"] == "result_trimmed"]
+        assert warning["details"]["omitted"]["revertedRevisions"] == 2_500 - len(kept)
+        assert kept == list(range(2, 2 + len(kept))), "the first revisions, in order"
+
+
+async def test_a_trimmed_report_fits_with_its_warning_at_every_budget() -> None:
+    """The `result_trimmed` warning is part of the result: once it was added after the cut, so a
+    report cut to just under the limit went over it by the warning's length."""
+    from mnote_mcp.kernel.port import Correlation
+    from mnote_mcp.tools.budget import chars
+    from mnote_mcp.tools.results import trim_result
+    from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
+
+    request = ToolRequest(
+        "mnote.block.delete",
+        "ws_1",
+        "doc_1",
+        "u",
+        Correlation("s", "r", "c", "t"),
+        "k",
+        False,
+        frozenset(),
+        {},
+    )
+    ids = [f"b_{index:05d}" for index in range(400)]
+    report = {
+        "commandName": "page.block.delete",
+        "revision": 9,
+        "changed": True,
+        "diff": [{"op": "delete", "blockId": block} for block in ids],
+        "blockIds": ids,
+    }
+    outcome = ToolResult(result=report, effect="write", command_id="cmd")
+    over = []
+    for limit in range(600, 6_000, 9):
+        cut = await trim_result(request, None, outcome, limit)  # type: ignore[arg-type]  # no kernel needed
+        if chars(cut.result) > limit:
+            over.append((limit, chars(cut.result)))
+        assert cut.result["warnings"][-1]["code"] == "result_trimmed"
+    assert over == []

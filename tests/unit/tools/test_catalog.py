@@ -20,8 +20,10 @@ from typing import Any, cast
 import pytest
 from jsonschema import Draft202012Validator
 
+from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.permissions import Caller
+from mnote_mcp.tools.registry import ID_ARRAYS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm, without_null_branches
 from mnote_mcp.tools.sizes import definition_bytes, function_definition
 from mnote_mcp.tools.toolsets import Toolset
@@ -88,7 +90,8 @@ def _assert_contains_contract(
     schema: dict[str, Any], contract: dict[str, Any], where: str, *, bounded_ids: bool
 ) -> None:
     """`schema` states every keyword `contract` does, adding words only; where `bounded_ids`, the ids
-    carry the one constraint added (`maxLength`: they are echoed and stored)."""
+    carry the constraint added (`maxLength`: they are echoed and stored); lists of block ids their
+    `maxItems` in every schema."""
     for keyword in CONTRACT_KEYWORDS:
         if keyword not in contract:
             continue
@@ -99,6 +102,9 @@ def _assert_contains_contract(
                 if prop in ID_FIELDS and "/" not in where and bounded_ids:
                     assert schema["properties"][prop].get("maxLength") == DEFAULT_MAX_ID_CHARS
                     added -= {"maxLength"}
+                if prop in ID_ARRAYS and "/" not in where:  # and so are lists of block ids (advertised)
+                    assert schema["properties"][prop].get("maxItems") == DEFAULT_MAX_BLOCK_IDS
+                    added -= {"maxItems"}
                 assert added <= ANNOTATIONS_ONLY, (
                     f"{where}/{prop}: adds constraints {added - ANNOTATIONS_ONLY}"
                 )

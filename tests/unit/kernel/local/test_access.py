@@ -213,3 +213,36 @@ async def test_a_forbidden_pages_history_never_leaks(db: Path, mode: str) -> Non
     text = "\n".join(seen)
     for secret in (*SECRETS, marker, wrote["audit"]["commandId"]):
         assert secret not in text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_undoing_a_run_never_undoes_another_actors_writes(db: Path, mode: str) -> None:
+    """A run is the caller's (actor, runId) (issue 26): two actors writing under one runId (clients
+    choose run ids) each undo their own writes, never the other's."""
+    async with connect(db, mode, actor="user_owner") as owner:
+        theirs = await call(
+            owner,
+            "mnote.block.insert",
+            **write_args("k_owner", blocks=[{"id": "owners", "type": "paragraph"}], runId="shared"),
+        )
+        assert theirs["ok"], theirs["error"]
+    async with connect(db, mode, actor="user_editor") as editor:
+        plan = await call(
+            editor, "mnote.page.revert", **write_args("k_none", dry_run=True, undoRunId="shared")
+        )
+        mine = await call(
+            editor,
+            "mnote.block.insert",
+            **write_args("k_editor", blocks=[{"id": "editors", "type": "paragraph"}], runId="shared"),
+        )
+        undo = await call(editor, "mnote.page.revert", **write_args("k_undo", undoRunId="shared"))
+        page = await call(editor, "mnote.page.get", **page_args())
+    assert plan["ok"] and plan["result"]["changed"] is False and plan["result"]["revertedRevisions"] == []
+    assert undo["ok"], undo["error"]
+    assert undo["result"]["revertedRevisions"] == [mine["result"]["revision"]]
+    assert undo["result"]["blockIds"] == ["editors"]
+    ids = [block["id"] for block in page["result"]["blocks"]]
+    assert "owners" in ids and "editors" not in ids
+    async with connect(db, mode, actor="user_owner") as owner:
+        own = await call(owner, "mnote.page.revert", **write_args("k_undo_owner", undoRunId="shared"))
+    assert own["ok"] and own["result"]["revertedRevisions"] == [theirs["result"]["revision"]]
