@@ -232,12 +232,16 @@ class Dispatcher:
             )
             label = "ok"
         except MnoteError as error:
-            envelope = failure(name, correlation, workspace_id, document_id, error, self.locale)
+            envelope = failure(
+                name, correlation, workspace_id, document_id, error, self.locale, self.max_result_chars
+            )
             label = error.code.value
         except Exception:
             logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
             internal = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
-            envelope = failure(name, correlation, workspace_id, document_id, internal, self.locale)
+            envelope = failure(
+                name, correlation, workspace_id, document_id, internal, self.locale, self.max_result_chars
+            )
             label = internal.code.value
         envelope = respell_envelope(envelope, self.registry.style)
         log_call(

@@ -164,7 +164,9 @@ def create_server(
         spec.toolset is Toolset.BLOCK and dispatcher.exposes(spec, scopes)
         for spec in dispatcher.registry.specs
     )
-    pages = pages or PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
+    pages = pages or PageResources(
+        dispatcher.kernel, identity_for, watch_interval=watch_interval, max_chars=dispatcher.max_result_chars
+    )
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
+from urllib.parse import parse_qs, urlencode
 
 import anyio
 import anyio.from_thread
@@ -33,12 +34,18 @@ from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
+from mnote_mcp.tools.pieces import body_roots, longest_piece, markdown_chars
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope
 
 Context = ServerRequestContext[Any, Any]
 IdentityResolver = Callable[[Context], Identity]
 MIME_TYPE = "text/markdown"
+# Said at the end of a piece of a page, and when a piece's cursor is of an older revision.
+_MORE = "the page goes on; read the next piece"
+_STALE_PIECE = "the page changed while it was read in pieces"
+_NEXT_ROOM = 400  # the line naming the next piece
 LIST_PAGE_SIZE = 200
 _HIDDEN = frozenset({ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED, ErrorCode.UNAUTHENTICATED})
 
@@ -53,10 +60,13 @@ class PageResources:
         *,
         watch_interval: float,
         still_allowed: Callable[[Identity, PageKey], bool] | None = None,
+        max_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         """`still_allowed(identity, page)` is asked before every poll of a watch: whether the
-        subscriber's credential may still read the page (tokens can be revoked while serving)."""
+        subscriber's credential may still read the page (tokens can be revoked while serving).
+        `max_chars` bounds a read's text as `--max-result-chars` bounds a tool's result."""
         self.kernel = kernel
+        self.max_chars = max_chars
         self.identity_for = identity_for
         self.watch_interval = watch_interval
         self.still_allowed = still_allowed
@@ -173,15 +183,24 @@ class PageResources:
                     uri_template=PAGE_URI_TEMPLATE,
                     name="page",
                     title="mnote page",
-                    description="A page as Markdown; every block ends with its <!-- id -->.",
+                    description=(
+                        "A page as Markdown; every block ends with its <!-- id -->. A long page comes in"
+                        " pieces, each ending with the next one's URI."
+                    ),
                     mime_type=MIME_TYPE,
                 )
             ]
         )
 
     async def read(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        """The page as one Markdown document, at most `max_chars` long: a longer page is read in
+        pieces of whole top-level blocks, the kernel's own (`mnote.page.get`'s), each ending with the
+        URI of the next (`?cursor=`), so a host that shows a model only the read's text (Hermes's
+        `read_resource`) loses nothing to its own cut. One top-level block longer than the budget
+        still comes whole, as in `mnote.page.get`."""
         uri = str(params.uri)
-        key, reader = page_key(uri), self._reader(ctx)
+        page, cursor = split_cursor(uri)
+        key, reader = page_key(page), self._reader(ctx)
         if key is None or reader is None or not self._allowed(reader[0], key):
             raise _unknown(uri)
         identity, actor_id = reader
@@ -193,16 +212,39 @@ class PageResources:
             include_body=False,
             include_options=False,
             format="markdown",
+            cursor=cursor,
         )
         try:
             view = await self.kernel.get_page(query)
+            text = _document(view, page)
+            if len(text) > self.max_chars:
+                text = await self._piece(query, view, page)
         except MnoteError as error:
             if error.code in _HIDDEN:
                 raise _unknown(uri) from None
+            if error.code in (ErrorCode.CONFLICT, ErrorCode.INVALID_ARGUMENT) and cursor is not None:
+                raise MCPError(types.INVALID_PARAMS, f"{_STALE_PIECE}: read {page} again") from None
             raise MCPError(types.INTERNAL_ERROR, f"{error.code.value}: cannot read {uri}") from None
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=_document(view))]
+            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=text)]
         )
+
+    async def _piece(self, query: PageQuery, view: dict[str, Any], page: str) -> str:
+        """The longest run of whole top-level blocks whose document fits `max_chars`."""
+        roots = await body_roots(self.kernel, query, view)
+        if not roots:
+            return _document(view, page)
+        room = self.max_chars - len(_document({**view, "markdown": ""}, page)) - _NEXT_ROOM
+        piece, _ = await longest_piece(
+            self.kernel,
+            query,
+            roots,
+            room=room,
+            limit=self.max_chars,
+            root_size=markdown_chars,
+            measure=lambda answer: len(_document(answer, page)),
+        )
+        return _document(piece, page)
 
     # -- 2025-11-25: resources/subscribe, resources/unsubscribe -------------------------------
 
@@ -283,8 +325,20 @@ def _offset(cursor: str | None, total: int) -> int:
     return int(cursor)
 
 
-def _document(view: dict[str, Any]) -> str:
-    """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the body."""
+def split_cursor(uri: str) -> tuple[str, str | None]:
+    """A page URI and the cursor of the piece it names (`?cursor=`), if any."""
+    page, _, query = uri.partition("?")
+    cursors = parse_qs(query).get("cursor") if query else None
+    return page, cursors[0] if cursors else None
+
+
+def _document(view: dict[str, Any], page: str) -> str:
+    """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the
+    body; a piece ends with where the next one is."""
     fields = ("title", "workspaceId", "documentId", "revision")
     head = "\n".join(f"{name}: {json.dumps(view[name], ensure_ascii=False)}" for name in fields)
-    return f"---\n{head}\n---\n\n{view['markdown']}"
+    text = f"---\n{head}\n---\n\n{view['markdown']}"
+    cursor = view.get("nextCursor")
+    if cursor:
+        text += f"\n<!-- {_MORE}: {page}?{urlencode({'cursor': cursor})} -->\n"
+    return text

@@ -16,6 +16,7 @@ from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import CommandName, HistoryQuery, Kernel
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
+from mnote_mcp.tools.lists import fit_list
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.schemas import page_schema, write_schema
@@ -78,6 +79,7 @@ PAGE_HISTORY = ToolSpec(
         required=CORRELATION_FIELDS,
     ),
     read=_history,
+    fit=fit_list("entries", _history),
     empty_means_absent=frozenset({"cursor"}),
     permissions=READ_PAGE,
     errors=(PAGE_NOT_FOUND, BAD_CURSOR),

@@ -9,6 +9,7 @@ from mnote_mcp.kernel.port import Kernel, SearchQuery
 from mnote_mcp.kernel.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import BAD_CURSOR, ErrorCase
+from mnote_mcp.tools.lists import fit_list
 from mnote_mcp.tools.permissions import FIND_PAGES
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.sizes import SizeBudget
@@ -59,6 +60,7 @@ PAGE_SEARCH = ToolSpec(
     },
     extensions={"workspaceId": {"description": "only this workspace"}},
     read=_search,
+    fit=fit_list("hits", _search),
     page_bound=False,
     # a strict host fills every field: "" is no query (the listing), no workspace, no cursor
     empty_means_absent=frozenset({"query", "workspaceId", "cursor"}),

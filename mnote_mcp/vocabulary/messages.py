@@ -7,6 +7,7 @@ Messages interpolate only safe details (ids, revisions, option names, JSON point
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, reason_of
@@ -204,9 +205,50 @@ def _lookup(
     return table.get((code, reason)) or table.get((code, None))
 
 
-def _fill(template: str, details: Mapping[str, Any]) -> str:
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """How much of an error's details a refusal shows: lists cut to their first `items`, strings (a
+    client's ids, pointers, reasons) to `chars` (their middle left out). An error may name thousands of
+    blocks (a conflict over a whole page); a model can act on the count and the first few, and the
+    result budget holds errors too."""
+
+    items: int = 20
+    chars: int = 200
+
+
+SHOWN = Shown()
+# Tighter and tighter, until an error fits the result budget (`vocabulary.envelope.failure`).
+SHOWN_STEPS: tuple[Shown, ...] = (SHOWN, Shown(5, 100), Shown(1, 60), Shown(0, 40))
+_IN_ALL: dict[Locale, str] = {"zh-CN": "…（共 {count:,} 个）", "en": "… ({count:,} in all)"}
+
+
+def _cut(text: str, chars: int) -> str:
+    if len(text) <= chars:
+        return text
+    return text[: chars // 2] + "…" + text[-(chars - chars // 2 - 1) :] if chars > 1 else "…"
+
+
+def _shown(value: Any, shown: Shown) -> Any:
+    if isinstance(value, str):
+        return _cut(value, shown.chars)
+    if isinstance(value, list):
+        return [_shown(item, shown) for item in value[: shown.items]]
+    if isinstance(value, dict):
+        return {key: _shown(item, shown) for key, item in value.items()}
+    return value
+
+
+def _listed(values: list[Any], shown: Shown, locale: Locale) -> str:
+    """A list in a sentence: all of it, or its first items and how many there are in all."""
+    text = ", ".join(_cut(str(value), shown.chars) for value in values[: shown.items])
+    if len(values) <= shown.items:
+        return text
+    return f"{text}{', ' if text else ''}{_IN_ALL[locale].format(count=len(values))}"
+
+
+def _fill(template: str, details: Mapping[str, Any], locale: Locale = "en", shown: Shown = SHOWN) -> str:
     values = {
-        key: ", ".join(map(str, value)) if isinstance(value, list) else value
+        key: _listed(value, shown, locale) if isinstance(value, list) else _shown(value, shown)
         for key, value in details.items()
     }
     try:
@@ -220,19 +262,31 @@ class _Missing(dict[str, Any]):
         return "?"
 
 
-def render_error(error: MnoteError, locale: Locale) -> dict[str, Any]:
-    """The envelope's `error` object: code, message, retryable, and hint/details where they help."""
+def render_error(error: MnoteError, locale: Locale, shown: Shown = SHOWN) -> dict[str, Any]:
+    """The envelope's `error` object: code, message, retryable, and hint/details where they help.
+
+    Bounded whatever the error holds (`Shown`): a list in the message is its first items and a count
+    ("b_1, b_2, … (2,000 in all)"); a list in `details` is cut the same way, how many were left out
+    per field in `details.omitted`; long strings lose their middle."""
     texts = _lookup(MESSAGES, error.code, error.reason) or MESSAGES[(ErrorCode.INTERNAL, None)]
     rendered: dict[str, Any] = {
         "code": error.code.value,
-        "message": _fill(texts[locale], error.details),
+        "message": _fill(texts[locale], error.details, locale, shown),
         "retryable": error.retryable,
     }
     hint = _lookup(HINTS, error.code, error.reason)
     if hint:
-        rendered["hint"] = _fill(hint[locale], error.details)
+        rendered["hint"] = _fill(hint[locale], error.details, locale, shown)
     if error.details:
-        rendered["details"] = error.details
+        details = _shown(dict(error.details), shown)
+        omitted = {
+            key: len(value) - shown.items
+            for key, value in error.details.items()
+            if isinstance(value, list) and len(value) > shown.items
+        }
+        if omitted:
+            details["omitted"] = omitted
+        rendered["details"] = details
     return rendered
 
 
@@ -249,7 +303,7 @@ def render_warning(warning: Mapping[str, Any], locale: Locale) -> dict[str, Any]
         text = texts[locale] if texts else None
     return {
         "code": warning.get("code"),
-        "message": _fill(text or str(warning.get("code")), details),
+        "message": _fill(text or str(warning.get("code")), details, locale),
         **({"details": details} if details else {}),
     }
 
@@ -264,6 +318,15 @@ WARNINGS: dict[str, dict[Locale, str]] = {
         "zh-CN": "此段只含一个顶层块（连同子块），但仍超出单个结果的大小上限；可用 blockIds 分别读取其子块",
         "en": "this piece is a single top-level block (with its children) and is still larger than one"
         " result may be; read its children with blockIds",
+    },
+    "result_list": {
+        "zh-CN": "单个结果只容得下前 {shown} 项：用 cursor=nextCursor 再次调用以读取其余部分",
+        "en": "only the first {shown} fit in one result: call again with cursor=nextCursor for the rest",
+    },
+    "result_cut": {
+        "zh-CN": "这一项本身超出单个结果的大小上限，其中的部分列表已省略（见 details.omitted）",
+        "en": "this entry alone is larger than one result may be, so lists inside it are cut (see"
+        " details.omitted)",
     },
     "result_trimmed": {
         "zh-CN": "结果超出大小上限，已省略部分列表项（见 details.omitted）；写入本身已完整完成，可重新读取页面查看",
