@@ -28,8 +28,16 @@ def _json(value: Any) -> str:
 def _show(step: str, envelope: Any, sent: dict[str, Any] | None = None) -> None:
     print(f"\n== {step}")
     if sent is not None:
-        print(f"-> tools/call\n{_json(sent)}\n<- the envelope (structuredContent)")
+        print(f"-> tools/call\n{_json(sent)}\n<- the envelope (one text block)")
     print(_json(envelope))
+
+
+def _envelope(result: Any) -> dict[str, Any]:
+    """The envelope of a `tools/call` result: its text block (the default form), or its structured
+    content (`--result-form structured`)."""
+    texts = [part.text for part in result.content if getattr(part, "type", "") == "text"]
+    found: dict[str, Any] = json.loads(texts[0]) if texts else dict(result.structured_content or {})
+    return found
 
 
 def server_parameters(db: Path, locale: str) -> StdioServerParameters:
@@ -48,7 +56,7 @@ async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
     async def call(step: str, tool: str, call_id: str, **args: Any) -> dict[str, Any]:
         arguments = {"workspaceId": WS, "documentId": DOC, **ids, "toolCallId": call_id, **args}
         result = await client.call_tool(tool, arguments)
-        envelope = dict(result.structured_content or {})
+        envelope = _envelope(result)
         _show(f"{step}  [{tool}]", envelope, {"name": tool, "arguments": arguments})
         seen.append(envelope)
         return envelope
@@ -167,7 +175,7 @@ async def tour(client: Client, db: Path) -> list[dict[str, Any]]:
     )
     arguments = {"workspaceId": "ws_2", "documentId": "doc_9", **ids, "toolCallId": "call_denied"}
     result = await client.call_tool("mnote.page.get", arguments)
-    envelope = dict(result.structured_content or {})
+    envelope = _envelope(result)
     _show(
         "14. a page of a workspace user_1 is not a member of: refused, nothing leaked  [mnote.page.get]",
         envelope,
