@@ -17,7 +17,12 @@
 
 `python -m bench.attacks runtime` runs the runtime's part alone; `python -m bench.attacks postgres
 [--before DIR]` the broad-search attack on a PostgreSQL replica (`bench/broadsearch.py`); `python -m
-bench.attacks many-ids [BASE_DIR]` issue 26's many-id deletes and another tenant's reads meanwhile (`bench.manyids`).
+bench.attacks many-ids [BASE_DIR]` issue 26's many-id deletes and another tenant's reads meanwhile (`bench.manyids`);
+`python -m bench.attacks flood
+[--before DIR]` floods a server with connections that send nothing (2,000 at once, each replaced as
+soon as it ends, 20 s; issue 26) on each event loop, under `ulimit -n 1024` and a high limit: the
+server's peak file descriptors, what it logged, and an authenticated client's calls meanwhile; with
+`--before`, the same against the checkout DIR (the code before a fix) right ahead of each run.
 
 Figures for docs/security.md. The machine these run on may be shared: the times are noisy, the counts
 are not.
@@ -28,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -41,8 +45,9 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 
-from tests.support.helpers import RAW_INITIALIZE, seeded_store
-from tests.support.http_helpers import http_server, write_tokens
+from tests.support.flood import fd_peak, flooding, open_fds
+from tests.support.helpers import RAW_INITIALIZE, ROOT, call, page_args, seeded_store
+from tests.support.http_helpers import address, http_server, mcp_http, write_tokens
 
 TOKENS: dict[str, dict[str, Any]] = {
     "tok-a": {"actorId": "user_editor"},
@@ -60,10 +65,6 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
         if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def _address(url: str) -> tuple[str, int]:
@@ -328,6 +329,81 @@ async def runtime_attacks() -> dict[str, Any]:
     return results
 
 
+async def _calls_meanwhile(url: str, stop: asyncio.Event) -> dict[str, Any]:
+    """An authenticated MCP client reading a page over and over until `stop`: how many answered, how
+    many failed (a failed client is replaced by a new one), and how long they took."""
+    answered, failed, took = 0, 0, []
+    while not stop.is_set():
+        try:
+            async with mcp_http(url, "tok-a") as client:
+                while not stop.is_set():
+                    started = time.perf_counter()
+                    if not (await call(client, "mnote.page.get", **page_args()))["ok"]:
+                        failed += 1
+                        continue
+                    took.append(time.perf_counter() - started)
+                    answered += 1
+                    await asyncio.sleep(0.1)
+        except Exception:  # the client's connection was cut: count it, start another
+            failed += 1
+    return {
+        "answered": answered,
+        "failed": failed,
+        "median_ms": statistics.median(took) * 1000 if took else None,
+        "max_ms": max(took) * 1000 if took else None,
+    }
+
+
+async def connection_flood(
+    root: Path, *, loop: str, open_files: int | None, clients: int = 2000, seconds: float = 20.0
+) -> dict[str, Any]:
+    """`clients` connections that send nothing, each replaced as soon as it ends, for `seconds`, against
+    a server of the checkout `root` with default limits (`--max-connections` 500): the server's
+    descriptors at their peak, what it logged meanwhile, and an authenticated client's calls."""
+    with tempfile.TemporaryDirectory(prefix="mnote-flood-") as tmp:
+        work = Path(tmp)
+        tokens = write_tokens(work / "tokens.json", {"tok-a": {"actorId": "user_editor"}})
+        args = ("--auth-file", str(tokens), *(["--no-uvloop"] if loop == "asyncio" else []))
+        with http_server(seeded_store(work / "a.db"), *args, open_files=open_files, root=root) as server:
+            pid = server.process.pid
+            host, port = address(server.url)
+            before, logged = open_fds(pid), len(server.stderr)
+            stop = asyncio.Event()
+            with fd_peak(pid) as peak:
+                async with flooding(host, port, clients=clients) as flood:
+                    calls = asyncio.ensure_future(_calls_meanwhile(server.url, stop))
+                    await asyncio.sleep(seconds)
+                    stop.set()
+                    meanwhile = await calls
+            # what the server logged meanwhile, but the one line per tool call of the client's calls
+            during = "".join(line for line in server.stderr[logged:] if "mnote_mcp.calls" not in line)
+    return {
+        "loop": loop,
+        "ulimit_n": open_files,
+        "flood_connections": flood.opened,
+        "server_fds_before": before,
+        "server_fds_peak": peak.value,
+        "logged_bytes": len(during.encode()),  # the client's own call lines left out
+        "tracebacks": during.count("Traceback"),
+        "authenticated_calls": meanwhile,
+    }
+
+
+async def flood_before_after(before: Path | None) -> dict[str, Any]:
+    """The connection flood on this checkout, and on `before` (another checkout: the code before a
+    fix) right ahead of it, for each loop, with `ulimit -n 1024` and with a high limit."""
+    results: dict[str, Any] = {}
+    for loop in ("uvloop", "asyncio"):
+        for open_files in (1024, None):
+            name = f"{loop}, ulimit -n {open_files or 'high'}"
+            for label, root in (("before", before), ("after", ROOT)):
+                if root is not None:
+                    results.setdefault(name, {})[label] = await connection_flood(
+                        root, loop=loop, open_files=open_files
+                    )
+    return results
+
+
 async def main() -> dict[str, Any]:
     from bench.bigpage import in_process
 
@@ -337,6 +413,9 @@ async def main() -> dict[str, Any]:
         from bench.manyids import many_ids
 
         return {"many_ids": await many_ids(Path(sys.argv[2]) if sys.argv[2:] else None)}
+    if sys.argv[1:2] == ["flood"]:
+        before = Path(sys.argv[3]) if sys.argv[2:3] == ["--before"] else None
+        return {"connection_flood": await flood_before_after(before)}
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:

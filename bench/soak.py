@@ -34,11 +34,12 @@ from typing import Any
 
 import httpx2
 
-from bench.attacks import open_fds, rss_mb
+from bench.attacks import rss_mb
 from bench.fixtures import ACTOR
 from bench.rawclient import HttpPeer
 from bench.search import make_store, queries
 from bench.targets import ROOT
+from tests.support.flood import open_fds
 from tests.support.helpers import IDS
 
 IDLE_SECONDS = 11.0  # anyio ends a worker thread idle for ten seconds

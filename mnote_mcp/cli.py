@@ -32,7 +32,10 @@ from mnote_mcp.config import (
     ServerConfig,
     SettingError,
     TokenConfig,
+    TokenListConfig,
+    TokenRevokeConfig,
     choice,
+    default_runtime_token_path,
     from_sources,
     options,
     store_or_default,
@@ -58,6 +61,11 @@ COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
 RUNTIME_COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
     "serve": (RuntimeConfig, "serve the embedded kernel over the runtime protocol v1 (HTTP)"),
     "cli": (RuntimeCliConfig, "answer one mnote-cli JSON request from stdin on stdout"),
+}
+# `token` alone mints a token (its flags); `token list` and `token revoke ID` manage the file.
+TOKEN_COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
+    "list": (TokenListConfig, "the tokens of a tokens file: id, actor, scopes, created (JSON lines)"),
+    "revoke": (TokenRevokeConfig, "remove a token from a tokens file by its id (refused live)"),
 }
 SUBCOMMANDS = (*COMMANDS, "runtime")
 
@@ -132,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
             command.epilog = (command.epilog or "") + (
                 f"\n\nserve is the default command. Other commands: {others} (mnote-mcp COMMAND --help)."
             )
+        if name == "token":
+            command.epilog = (
+                (command.epilog or "")
+                + "\n\nAlso: "
+                + "; ".join(
+                    f"mnote-mcp token {word}: {summary}" for word, (_, summary) in TOKEN_COMMANDS.items()
+                )
+            )
     runtime = sub.add_parser("runtime", help="the reference runtime (the embedded kernel)")
     runtime_sub = runtime.add_subparsers(dest="runtime_command", metavar="COMMAND", required=True)
     for name, (config_type, summary) in RUNTIME_COMMANDS.items():
@@ -149,13 +165,15 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     or answers itself (`--help`, `--version`, an unknown flag).
     """
     argv = list(argv)
+    environ = os.environ if environ is None else environ
+    if argv[:1] == ["token"] and argv[1:2] and argv[1] in TOKEN_COMMANDS:
+        return _parse_token_command(argv[1], argv[2:], environ)
     if argv and argv[0] in ("-h", "--help"):
         argv = ["serve", *argv]  # serve is the default command: its help lists every flag
     if not argv or argv[0] not in (*SUBCOMMANDS, "--version"):
         argv.insert(0, "serve")
     args = build_parser().parse_args(argv)
     given = {name: value for name, value in vars(args).items() if name not in ("command", "runtime_command")}
-    environ = os.environ if environ is None else environ
     if args.command == "runtime":
         config_type = RUNTIME_COMMANDS[args.runtime_command][0]
         return f"runtime {args.runtime_command}", from_sources(config_type, given, environ)
@@ -168,6 +186,17 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
         except ValueError as exc:
             raise SettingError(str(exc)) from None
     return args.command, config
+
+
+def _parse_token_command(word: str, argv: list[str], environ: Mapping[str, str]) -> tuple[str, Any]:
+    config_type, summary = TOKEN_COMMANDS[word]
+    parser = argparse.ArgumentParser(
+        prog=f"mnote-mcp token {word}",
+        description=summary,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_options(parser, config_type)
+    return f"token {word}", from_sources(config_type, vars(parser.parse_args(argv)), environ)
 
 
 # -- running a command --------------------------------------------------------------------------------
@@ -221,14 +250,9 @@ def _demo(config: DemoConfig) -> int:
 
 def _runtime_serve(config: RuntimeConfig) -> int:
     from mnote_mcp.runtime.http_app import serve_runtime
-    from mnote_mcp.secretfiles import read_secret
     from mnote_mcp.stores import describe, open_kernel
 
-    token = config.token
-    if config.token_file is not None:
-        if token:
-            raise ValueError("MNOTE_RUNTIME_TOKEN and --token-file are both set: keep one")
-        token = read_secret(config.token_file)
+    token, token_path = _runtime_service_token(config)
 
     db = store_or_default(config.db)
     serve_runtime(
@@ -244,12 +268,40 @@ def _runtime_serve(config: RuntimeConfig) -> int:
         host=config.host,
         port=config.port,
         token=token,
+        token_path=token_path,
         record=config.record,
         description=describe(db),
         limits=config.client_limits,
         max_audit_records=config.max_audit_records,
     )
     return 0
+
+
+def _runtime_service_token(config: RuntimeConfig) -> tuple[str | None, Path | None]:
+    """The token `runtime serve` requires, or the file to keep a generated one in: MNOTE_RUNTIME_TOKEN
+    or --token-file; else, on loopback, the default file a relay on this machine reads (generated
+    once the store is open, so a store error stays the one error); neither only with
+    --unsafe-no-auth. Beyond loopback a token must be given (serve_runtime refuses to start)."""
+    from mnote_mcp.net import is_loopback
+    from mnote_mcp.secretfiles import read_secret
+
+    if config.unsafe_no_auth:
+        if config.token or config.token_file is not None:
+            raise ValueError("--unsafe-no-auth and a service token are both set: keep one")
+        if not is_loopback(config.host):
+            raise ValueError("--unsafe-no-auth is only allowed on a loopback address")
+        logger.warning(
+            "!!! --unsafe-no-auth: every local process can read and write as any actor through %s !!!",
+            config.host,
+        )
+        return None, None
+    if config.token_file is not None:
+        if config.token:
+            raise ValueError("MNOTE_RUNTIME_TOKEN and --token-file are both set: keep one")
+        return read_secret(config.token_file), None
+    if config.token or not is_loopback(config.host):
+        return config.token, None
+    return None, default_runtime_token_path()
 
 
 def _runtime_cli(config: RuntimeCliConfig) -> int:
@@ -348,11 +400,39 @@ def _token(config: TokenConfig) -> int:
     return 0
 
 
+def _token_list(config: TokenListConfig) -> int:
+    from mnote_mcp.transports.auth import list_tokens
+
+    for entry in list_tokens(config.auth_file):
+        print(json.dumps(entry, ensure_ascii=False))
+    return 0
+
+
+def _token_revoke(config: TokenRevokeConfig) -> int:
+    from mnote_mcp.transports.auth import revoke_token
+
+    removed = revoke_token(config.auth_file, config.token_id)
+    if removed is None:
+        print(
+            f"mnote-mcp: no token {config.token_id} in {config.auth_file} (mnote-mcp token list)",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"token {config.token_id} of {removed['actorId']} removed from {config.auth_file}; a server reading"
+        " it refuses the token from its next check (--auth-reload-interval)",
+        file=sys.stderr,
+    )
+    return 0
+
+
 RUNNERS: dict[str, Any] = {
     "seed": _seed,
     "audit": _audit,
     "migrate": _migrate,
     "token": _token,
+    "token list": _token_list,
+    "token revoke": _token_revoke,
     "demo": _demo,
     "runtime serve": _runtime_serve,
     "runtime cli": _runtime_cli,

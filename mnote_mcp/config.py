@@ -24,10 +24,12 @@ table of flags is `python -m mnote_mcp --help`.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
@@ -39,6 +41,7 @@ from mnote_mcp.kernel.postgres.gate import (
     SearchBounds,
 )
 from mnote_mcp.logs import LogFormat
+from mnote_mcp.net import is_loopback
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
@@ -53,6 +56,7 @@ if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts
     from mnote_mcp.tools.selection import ToolSelection
 
 Transport = Literal["stdio", "sse", "http"]
+AuthMode = Literal["tokens", "oauth"]
 StdioTransport = Literal["mnote", "sdk"]
 HttpParser = Literal["httptools", "h11"]
 DEFAULT_ACTOR = "user_1"
@@ -63,6 +67,7 @@ STDIO = "the stdio transport (--transport stdio)"
 RELAY = "relay to a runtime (--kernel http://… | cli:…)"
 LOGGING = "logging (stderr)"
 STORE = "the embedded kernel's store (--kernel local, runtime serve|cli)"
+OAUTH = "OAuth resource server (--auth oauth): access tokens from an authorization server"
 _SETTING = "mnote_mcp.setting"
 T = TypeVar("T")
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
@@ -73,6 +78,12 @@ def default_store_path() -> Path:
     from platformdirs import user_data_path
 
     return user_data_path("mnote-mcp", appauthor=False) / "mnote.db"
+
+
+def default_runtime_token_path() -> Path:
+    """Where `runtime serve` keeps the service token it generates when given none, and where a relay
+    to a runtime on this machine looks for it: beside the default store, private to its user."""
+    return default_store_path().with_name("runtime-token")
 
 
 # -- parsers: text in, a checked value out, or ValueError with the reason ------------------------
@@ -203,6 +214,97 @@ def boolean(value: str) -> bool:
     if lowered in _FALSE:
         return False
     raise ValueError(f"{value!r} is not a boolean; use 1/true/yes/on or 0/false/no/off")
+
+
+def non_negative_number(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not 0 <= number < float("inf"):
+        raise ValueError(f"must be a number of at least 0, not {value}")
+    return number
+
+
+def web_url(value: str) -> str:
+    """An absolute http(s) URL without query or fragment; https unless the host is this machine's."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{value!r}: no query or fragment allowed")
+    if parts.scheme != "https" and not is_loopback(parts.hostname):
+        raise ValueError(f"{value!r}: https is required except on a loopback address")
+    return value.strip()
+
+
+def web_urls(value: str) -> tuple[str, ...]:
+    return tuple(web_url(item) for item in csv(value))
+
+
+# RFC 6749 §3.3: a scope token is printable ASCII but space, '"' and '\\' (so it cannot break the
+# quoted `scope="…"` of a WWW-Authenticate challenge).
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+
+
+def oauth_scope(value: str) -> str:
+    if not _SCOPE_TOKEN.fullmatch(value):
+        raise ValueError(f"{value!r} is not an OAuth scope (printable ASCII, no space, quote or backslash)")
+    return value
+
+
+def oauth_scope_list(value: str) -> tuple[str, ...]:
+    return tuple(oauth_scope(item) for item in csv(value))
+
+
+ScopeMap = tuple[tuple[str, Scope], ...]
+DEFAULT_SCOPE_MAP: ScopeMap = (
+    ("mnote:read", Scope.PAGE_READ),
+    ("mnote:write", Scope.PAGE_WRITE),
+    ("mnote:artifacts", Scope.ARTIFACT_WRITE),
+)
+
+
+def scope_map(value: str) -> ScopeMap:
+    """`OAUTH=CAPABILITY,...`: which capability scope each OAuth scope grants (an OAuth scope may be
+    named twice to grant two)."""
+    pairs: list[tuple[str, Scope]] = []
+    for item in csv(value):
+        name, sep, capability = item.partition("=")
+        if not sep:
+            raise ValueError(f"{item!r} is not OAUTH_SCOPE=CAPABILITY")
+        granted = list(parse_scopes([capability]))
+        if len(granted) != 1:
+            raise ValueError(f"{item!r} names no capability scope")
+        pairs.append((oauth_scope(name.strip()), granted[0]))
+    if not pairs:
+        raise ValueError("at least one OAUTH_SCOPE=CAPABILITY is needed")
+    return tuple(pairs)
+
+
+def claim_name(value: str) -> str:
+    if not _SCOPE_TOKEN.fullmatch(value):
+        raise ValueError(f"{value!r} is not a claim name (printable ASCII, no space, quote or backslash)")
+    return value
+
+
+# Signature algorithms of a key pair: the issuer's public key verifies, so no HMAC (HS*: the key would
+# be the issuer's public one, which anyone has) and never `none`.
+ASYMMETRIC_ALGORITHMS = (
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+)  # fmt: skip
+
+
+def signing_algorithms(value: str) -> tuple[str, ...]:
+    names = csv(value)
+    for name in names:
+        if name.lower() == "none" or name.upper().startswith("HS"):
+            raise ValueError(f"{name} is never accepted: tokens must be signed with the issuer's key pair")
+        if name not in ASYMMETRIC_ALGORITHMS:
+            raise ValueError(f"{name!r} is not one of {', '.join(ASYMMETRIC_ALGORITHMS)}")
+    if not names:
+        raise ValueError("at least one algorithm is needed")
+    return names
 
 
 # -- the declaration -------------------------------------------------------------------------------
@@ -676,6 +778,98 @@ class ServerConfig(StoreSettings, LogSettings):
     shutdown_grace: float = setting(
         30.0, positive_number, "seconds calls in flight get to answer on shutdown", group=HTTP
     )
+    auth: AuthMode = setting(
+        "tokens",
+        choice("tokens", "oauth"),
+        "how HTTP callers sign in: tokens (--auth-file, MNOTE_TOKEN or a generated token) or oauth"
+        " (access tokens of an OAuth 2.1 authorization server, --oauth-*; docs/deploy.md)",
+        group=HTTP,
+    )
+    # --auth oauth (docs/deploy.md, "Signing in through an OAuth provider")
+    oauth_issuers: tuple[str, ...] = setting(
+        (),
+        web_urls,
+        "the authorization server(s) whose access tokens are accepted: issuer URLs, comma-separated",
+        flag="--oauth-issuer",
+        env="MNOTE_OAUTH_ISSUER",
+        metavar="URL",
+        group=OAUTH,
+    )
+    oauth_resource: str | None = setting(
+        None,
+        web_url,
+        "this server's canonical URL as clients reach it (RFC 8707: a token's aud must name it),"
+        " e.g. https://mnote.example.org/mcp, or the bare origin to serve /mcp and /sse alike",
+        metavar="URL",
+        group=OAUTH,
+    )
+    oauth_scopes: ScopeMap = setting(
+        DEFAULT_SCOPE_MAP,
+        scope_map,
+        "which capability scope each OAuth scope grants (OAUTH_SCOPE=CAPABILITY, comma-separated)",
+        metavar="MAP",
+        shown=",".join(f"{name}={granted.value}" for name, granted in DEFAULT_SCOPE_MAP),
+        group=OAUTH,
+    )
+    oauth_required_scopes: tuple[str, ...] = setting(
+        ("mnote:read",),
+        oauth_scope_list,
+        "OAuth scopes every request needs; a token without one is answered 403 insufficient_scope naming it",
+        metavar="SCOPES",
+        group=OAUTH,
+    )
+    oauth_actor_claim: str = setting(
+        "sub", claim_name, "the access token's claim that names the actor", metavar="CLAIM", group=OAUTH
+    )
+    oauth_algorithms: tuple[str, ...] = setting(
+        ASYMMETRIC_ALGORITHMS,
+        signing_algorithms,
+        "JWT signature algorithms accepted (never none, never HS*)",
+        metavar="ALGS",
+        group=OAUTH,
+    )
+    oauth_leeway: float = setting(
+        30.0, non_negative_number, "seconds of clock skew allowed on a token's exp and nbf", group=OAUTH
+    )
+    oauth_timeout: float = setting(
+        5.0,
+        positive_number,
+        "seconds to wait for the issuer's metadata, keys or introspection answer; past it the token is"
+        " refused (401) and tokens signed with keys already fetched keep working",
+        group=OAUTH,
+    )
+    oauth_keys_max_age: float = setting(
+        300.0,
+        positive_number,
+        "seconds the issuer's signing keys are used before they are fetched again (a failed fetch keeps them)",
+        group=OAUTH,
+    )
+    oauth_refetch_interval: float = setting(
+        10.0,
+        positive_number,
+        "a token signed with a key not fetched yet fetches the issuer's keys at most once per this many seconds",
+        group=OAUTH,
+    )
+    oauth_max_token_bytes: int = setting(
+        8192, positive_int, "longest access token accepted (401 before it is parsed)", group=OAUTH
+    )
+    oauth_introspection: bool = switch(
+        "check tokens by RFC 7662 introspection at the (one) issuer, for opaque tokens, instead of as JWTs",
+        group=OAUTH,
+    )
+    oauth_client_id: str | None = setting(
+        None, optional_text, "this server's client id at the issuer (introspection)", group=OAUTH
+    )
+    oauth_client_secret: str | None = secret(
+        "this server's client secret at the issuer (introspection)", group=OAUTH
+    )
+    oauth_client_secret_file: Path | None = setting(
+        None,
+        optional_path,
+        "read the introspection client secret from this file (mode 0600) instead of MNOTE_OAUTH_CLIENT_SECRET",
+        metavar="FILE",
+        group=OAUTH,
+    )
 
     @property
     def store(self) -> Path | str:
@@ -756,6 +950,30 @@ class TokenConfig(LogSettings):
 
 
 @dataclass(frozen=True)
+class TokenListConfig(LogSettings):
+    """`mnote-mcp token list`: the tokens of a tokens file (JSON lines; never a token or its digest)."""
+
+    auth_file: Path = setting(None, path, "the tokens file", metavar="FILE", required=True)
+
+
+@dataclass(frozen=True)
+class TokenRevokeConfig(LogSettings):
+    """`mnote-mcp token revoke ID`: remove a token from a tokens file (a server reading the file
+    refuses it within --auth-reload-interval)."""
+
+    token_id: str = setting(
+        None,
+        text,
+        "the token's id, as `token list` shows it",
+        positional=True,
+        required=True,
+        env="",
+        metavar="ID",
+    )
+    auth_file: Path = setting(None, path, "the tokens file", metavar="FILE", required=True)
+
+
+@dataclass(frozen=True)
 class DemoConfig(LogSettings):
     """`mnote-mcp demo`: a scripted tour of every tool over a real stdio MCP session."""
 
@@ -773,9 +991,16 @@ class RuntimeConfig(StoreSettings, LogSettings):
     token_file: Path | None = setting(
         None,
         optional_path,
-        "read the service token to require from this file (mode 0600) instead of MNOTE_RUNTIME_TOKEN",
+        "read the service token to require from this file (mode 0600) instead of MNOTE_RUNTIME_TOKEN;"
+        " with neither, one is generated into runtime-token beside the default store, where a relay on"
+        " this machine finds it",
         metavar="FILE",
         env="MNOTE_RUNTIME_TOKEN_FILE",
+    )
+    unsafe_no_auth: bool = switch(
+        "serve without a service token (loopback only; every local process may then read and write as"
+        " any actor: for tests and development)",
+        env="MNOTE_RUNTIME_UNSAFE_NO_AUTH",
     )
     token_on_argv: str | None = setting(
         None,

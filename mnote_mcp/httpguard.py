@@ -4,10 +4,11 @@ Shared by both HTTP servers of the project, the MCP transport (`transports/http.
 --transport http|sse`) and the reference runtime (`runtime/http_app.py`, `runtime serve`); each
 declares the flags in `config.py` (docs/security.md lists them with their defaults):
 
-- `--max-connections`: at the cap, the connection that has waited longest for a request's headers
-  (half-sent, or idle between requests) is closed to make room; if every connection is busy with a
-  request, the new one is answered `503` and closed as it is accepted, before a byte of it is read.
-  Half-sent requests can neither use up file descriptors nor starve clients that do send requests.
+- `--max-connections`: the server accepts no more connections than this (`httplisten.py`); at the
+  cap, the connections that have waited longest for a request's headers (half-sent, never sent, or
+  idle between requests) are closed to make room; if every connection is busy with a request, new
+  ones wait in the kernel's accept queue until one ends. Half-sent requests and connection floods can
+  neither use up file descriptors nor starve clients that do send requests.
 - `--header-timeout`: from the moment a connection is accepted (or its previous response is
   complete) the client has this long to finish a request's headers; then it gets `408` and is closed.
   A request's line and headers are bounded (16 KiB, `400`) with either parser.
@@ -19,29 +20,29 @@ declares the flags in `config.py` (docs/security.md lists them with their defaul
 
 The connection-level parts live in the protocol uvicorn runs for each connection (uvicorn has a
 keep-alive timeout but no header timeout, and its `limit_concurrency` answers only once the headers
-have arrived); the request-level parts are ASGI middleware. Nothing here knows MCP.
+have arrived) and in the server that accepts them (`httplisten.GuardedServer`); the request-level
+parts are ASGI middleware. Nothing here knows MCP.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from mnote_mcp.httplisten import Gate, unread_bytes
+
 logger = logging.getLogger("mnote_mcp")
 
-_REFUSED = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 _TOO_SLOW = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 CLOSE = (b"connection", b"close")
-_ARMED = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,73 +60,59 @@ HEADER_BYTES = 16 * 1024  # h11's limit on a request's line and headers; the htt
 
 
 def guarded_protocol(max_connections: int, header_timeout: float, parser: str = "httptools") -> type[Any]:
-    """uvicorn's protocol for `parser` (httptools or h11) with a connection cap at accept time, a
-    deadline for the headers and, with httptools, h11's 16 KiB bound on them."""
+    """uvicorn's protocol for `parser` (httptools or h11) with a deadline for the headers and, with
+    httptools, h11's 16 KiB bound on them; its `gate` caps the connections of the server that
+    accepts them (`httplisten.GuardedServer`: uvicorn's own would accept without a cap)."""
     base: type[_Guard] = _GuardedH11
     if parser == "httptools":
         try:
             base = _guarded_httptools()
         except ImportError:  # a dependency since issue 14; an environment installed before may lack it
             logger.warning("httptools is not installed: parsing HTTP with h11 (pip install httptools)")
-    return type(
-        "GuardedProtocol", (base,), {"max_connections": max_connections, "header_timeout": header_timeout}
-    )
+    return type("GuardedProtocol", (base,), {"gate": Gate(max_connections), "header_timeout": header_timeout})
 
 
 class _Guard(asyncio.Protocol):
     """What both parsers' protocols get. A request's headers are complete when uvicorn has made its
-    request-response cycle (both parsers do so then, and only then)."""
+    request-response cycle (both parsers do so then, and only then). The connection is counted by
+    the server's `gate` from start to end, and waits in it (may be closed to make room) while its
+    next request's headers are due."""
 
-    max_connections: int
+    gate: Gate
     header_timeout: float
     # uvicorn's protocol attributes this relies on
-    connections: set[Any]
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     cycle: Any
 
-    _refused = False
     _header_timer: asyncio.TimerHandle | None = None
     _armed_cycle: Any = None
-    _armed_at = 0.0
-    _armed_order = 0
+    _fd = -1
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if len(self.connections) >= self.max_connections and not self._evict_one():
-            self._refused = True
-            logger.warning("refusing a connection: %d connections are open", len(self.connections))
-            refused = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio class
-            refused.write(_REFUSED)
-            refused.close()
-            return
+        sock = transport.get_extra_info("socket")
+        self._fd = sock.fileno() if sock is not None else -1
+        self.gate.started(self, self._fd)
         super().connection_made(transport)
-        self._arm()
+        self._arm(fresh=True)
 
-    def _evict_one(self) -> bool:
-        """At the cap, the connection that has waited longest for a request's headers (a half-sent
-        request, or an idle keep-alive) makes room: half-open connections cannot starve clients
-        that send their requests. False if every connection is busy with a request."""
-        waiting = [
-            peer for peer in self.connections if isinstance(peer, _Guard) and peer._header_timer is not None
-        ]
-        if not waiting:
-            return False
-        oldest = min(waiting, key=lambda peer: (peer._armed_at, peer._armed_order))
-        oldest._headers_too_slow()
-        self.connections.discard(oldest)
-        return True
+    def unread(self) -> int:
+        return unread_bytes(self._fd) if self._fd >= 0 else 0
 
-    def _arm(self) -> None:
+    def evict(self) -> None:
+        self._headers_too_slow()
+
+    def _arm(self, *, fresh: bool = False) -> None:
         self._disarm()
         self._armed_cycle = self.cycle
-        self._armed_at = self.loop.time()  # uvloop's clock is cached per loop turn: ties are broken
-        self._armed_order = next(_ARMED)  # by the order the deadlines were set
         self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+        self.gate.wait(self, fresh=fresh)
 
     def _disarm(self) -> None:
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+            self.gate.busy(self)
 
     def _headers_too_slow(self) -> None:
         self._disarm()
@@ -145,8 +132,6 @@ class _Guard(asyncio.Protocol):
             self._disarm()
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return
         super().data_received(data)
         self._check_headers()
 
@@ -157,10 +142,9 @@ class _Guard(asyncio.Protocol):
         self._check_headers()  # a pipelined request may be under way now
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._refused:
-            return
         self._disarm()
         super().connection_lost(exc)
+        self.gate.ended(self)
 
 
 class _GuardedH11(_Guard, H11Protocol):

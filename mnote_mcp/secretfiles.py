@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -68,3 +69,17 @@ def locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def load_or_generate(path: Path, nbytes: int = 32) -> tuple[str, bool]:
+    """The secret kept in `path`, or a new one (`nbytes` random bytes, URL-safe) written there under
+    its lock; True when it was generated now."""
+    with locked(path):
+        if path.exists():
+            check_private(path)
+            secret = path.read_text(encoding="utf-8").strip()
+            if secret:
+                return secret, False
+        secret = secrets.token_urlsafe(nbytes)
+        write_private(path, secret + "\n")
+        return secret, True

@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnote_mcp import __version__
 from mnote_mcp.httpguard import ClientLimits, CloseUnreadBodies, ReadBody, guarded_protocol
+from mnote_mcp.httplisten import GuardedServer
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.protocol import (
@@ -49,6 +50,7 @@ from mnote_mcp.kernel.protocol import (
 )
 from mnote_mcp.net import is_loopback
 from mnote_mcp.runtime import faults, service
+from mnote_mcp.secretfiles import load_or_generate
 from mnote_mcp.tracecontext import trace_id_of
 
 logger = logging.getLogger(__name__)
@@ -285,24 +287,36 @@ def serve_runtime(
     description: str,
     limits: ClientLimits,
     max_audit_records: int | None = None,
+    token_path: Path | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM; uvicorn shuts down gracefully and the lifespan closes the kernel."""
+    """Serve until SIGINT/SIGTERM; uvicorn shuts down gracefully and the lifespan closes the kernel.
+    The service token required is `token`, else the one kept in `token_path` (generated there, 0600,
+    once the store is open); with neither, none (loopback only)."""
     import uvicorn
 
     token = (token or "").strip() or None
-    if not token and not is_loopback(host):
+    if not token and token_path is None and not is_loopback(host):
         raise ValueError(
             f"binding the runtime to {host} needs a service token (MNOTE_RUNTIME_TOKEN or --token-file)"
         )
     faults.warn_if_enabled()
     kernel = open_kernel()
+    if token is None and token_path is not None:
+        token, created = load_or_generate(token_path)
+        logger.warning(
+            "%s service token in %s: relays on this machine read it there (--kernel http://%s:%d)",
+            "generated a" if created else "using the",
+            token_path,
+            host,
+            port,
+        )
     logger.info(
         "mnote runtime (%s) on http://%s:%d: kernel=%s token=%s%s",
         PROTOCOL,
         host,
         port,
         description,
-        "required" if token else "none (loopback only)",
+        "required" if token else "none (--unsafe-no-auth: loopback only)",
         f" record={record}" if record else "",
     )
     app = create_app(kernel, token=token, record=record, limits=limits, max_audit_records=max_audit_records)
@@ -316,4 +330,4 @@ def serve_runtime(
         access_log=False,
         timeout_graceful_shutdown=5,
     )
-    uvicorn.Server(config).run()
+    GuardedServer(config).run()

@@ -14,19 +14,23 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.config import ServerConfig, default_store_path
 from mnote_mcp.net import is_loopback
-from mnote_mcp.secretfiles import SecretFileError, check_private, locked, write_private
+from mnote_mcp.secretfiles import SecretFileError, check_private, load_or_generate, locked, write_private
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope, parse_scopes
 
 if TYPE_CHECKING:  # `mnote-mcp token` runs without loading the MCP SDK
-    from mcp.server.auth.provider import AccessToken
+    from starlette.types import ASGIApp
+
+    from mnote_mcp.transports.bearer import CallerToken
+    from mnote_mcp.transports.oauth import ResourceServer, Verifier
 
 logger = logging.getLogger("mnote_mcp")
 TOKEN_BYTES = 32
@@ -139,23 +143,6 @@ def _entry(path: Path, index: int, item: Any) -> tuple[bytes, TokenGrant]:
     return stored, TokenGrant(actor, scopes, frozenset(workspaces) if workspaces is not None else None, name)
 
 
-def load_or_generate_token(path: Path) -> tuple[str, bool]:
-    """The token kept in `path`, or a new one written there; True when it was generated now."""
-    with locked(path):
-        return _load_or_generate_token(path)
-
-
-def _load_or_generate_token(path: Path) -> tuple[str, bool]:
-    if path.exists():
-        check_private(path)
-        token = path.read_text(encoding="utf-8").strip()
-        if token:
-            return token, False
-    token = secrets.token_urlsafe(TOKEN_BYTES)
-    write_private(path, token + "\n")
-    return token, True
-
-
 def add_token(path: Path, grant: TokenGrant) -> str:
     """Mint a token for `grant`, append its digest to the tokens file (created 0600), return it once.
 
@@ -166,66 +153,153 @@ def add_token(path: Path, grant: TokenGrant) -> str:
 
 
 def _add_token(path: Path, grant: TokenGrant) -> str:
-    data: dict[str, Any] = {"tokens": []}
-    if path.exists():
-        check_private(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise AuthConfigError(f"{path}: {exc}; fix or remove it first") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
-            raise AuthConfigError(f'{path}: expected {{"tokens": [...]}}')
+    data = _read_tokens_file(path, missing_ok=True)
     token = secrets.token_urlsafe(TOKEN_BYTES)
     entry: dict[str, Any] = {
+        "id": f"tok_{secrets.token_hex(6)}",
         "sha256": digest(token).hex(),
         "actorId": grant.actor_id,
         "scopes": sorted(s.value for s in grant.scopes),
+        "created": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
     }
     if grant.workspaces is not None:
         entry["workspaces"] = sorted(grant.workspaces)
     if grant.name:
         entry["name"] = grant.name
-    data.setdefault("tokens", []).append(entry)
+    data["tokens"].append(entry)
     write_private(path, json.dumps(data, indent=2) + "\n")
     return token
 
 
+def _read_tokens_file(path: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """A tokens file's JSON, checked private and shaped `{"tokens": [...]}`, for a change to it."""
+    if not path.exists():
+        if missing_ok:
+            return {"tokens": []}
+        raise AuthConfigError(f"{path}: no such tokens file")
+    check_private(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise AuthConfigError(f"{path}: {exc}; fix or remove it first") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+        raise AuthConfigError(f'{path}: expected {{"tokens": [...]}}')
+    return data
+
+
+def token_id(entry: Mapping[str, Any]) -> str:
+    """How `token list` and `token revoke` name an entry: its `id`, or (an entry written before ids,
+    or by hand) the first 12 hex digits of its digest, which give nothing of the token away."""
+    if isinstance(entry.get("id"), str) and entry["id"]:
+        return str(entry["id"])
+    if isinstance(entry.get("sha256"), str):
+        return "sha256:" + str(entry["sha256"])[:12]
+    if isinstance(entry.get("token"), str):
+        return "sha256:" + digest(entry["token"]).hex()[:12]
+    return "?"
+
+
+def list_tokens(path: Path) -> list[dict[str, Any]]:
+    """The tokens of a tokens file as `token list` shows them: id, actor, scopes, workspaces, name,
+    created; never the token nor its digest."""
+    shown = ("actorId", "scopes", "workspaces", "name", "created")
+    return [
+        {"id": token_id(entry), **{key: entry[key] for key in shown if key in entry}}
+        for entry in _read_tokens_file(path)["tokens"]
+        if isinstance(entry, Mapping)
+    ]
+
+
+def revoke_token(path: Path, wanted: str) -> dict[str, Any] | None:
+    """Remove the token `token list` names `wanted` from the file (under its lock, replaced whole);
+    the entry removed, or None when there is none by that id. A server re-reading the file refuses
+    the token from its next check on (`--auth-reload-interval`)."""
+    with locked(path):
+        data = _read_tokens_file(path)
+        kept = [
+            entry
+            for entry in data["tokens"]
+            if not (isinstance(entry, Mapping) and token_id(entry) == wanted)
+        ]
+        if len(kept) == len(data["tokens"]):
+            return None
+        removed = next(entry for entry in data["tokens"] if entry not in kept)
+        data["tokens"] = kept
+        write_private(path, json.dumps(data, indent=2) + "\n")
+        return {"id": wanted, "actorId": removed.get("actorId")}
+
+
 class GrantVerifier:
-    """The SDK's `TokenVerifier`, backed by a `TokenStore`: the actor rides as the token's client id."""
+    """The SDK's `TokenVerifier`, backed by a `TokenStore`."""
 
     def __init__(self, store: TokenStore) -> None:
         self.store = store
 
-    async def verify_token(self, token: str) -> AccessToken | None:
-        from mcp.server.auth.provider import AccessToken
+    async def verify_token(self, token: str) -> CallerToken | None:
+        from mnote_mcp.transports.bearer import CallerToken
 
         grant = self.store.verify(token)
         if grant is None:
             return None
-        claims: dict[str, Any] = (
-            {"workspaces": sorted(grant.workspaces)} if grant.workspaces is not None else {}
-        )
-        return AccessToken(
+        scopes = sorted(s.value for s in grant.scopes)
+        return CallerToken(
             token="",  # never keep the secret around in request state
+            # The actor rides as the client id too: with the subject, the principal the SDK binds a
+            # session to.
             client_id=grant.actor_id,
             # The token's digest: the SDK binds a session to the principal that opened it, so a
             # session belongs to this token, not to its actor (another token of the actor gets 404).
             subject=digest(token).hex(),
-            scopes=sorted(s.value for s in grant.scopes),
-            claims=claims,
+            scopes=scopes,
+            actor_id=grant.actor_id,
+            capabilities=scopes,
+            workspaces=sorted(grant.workspaces) if grant.workspaces is not None else None,
         )
 
 
 @dataclass(frozen=True)
 class AuthSetup:
+    """How HTTP callers sign in: a token store (`--auth-file`, `MNOTE_TOKEN`, a generated token), an
+    OAuth resource server (`--auth oauth`), or neither (`--unsafe-no-auth`)."""
+
     store: TokenStore | None
     description: str
     source: Path | None = None  # the tokens file the store is read from, re-read while serving
+    oauth: ResourceServer | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.store is not None or self.oauth is not None
+
+    def verifier(self) -> Verifier | None:
+        """The SDK's `TokenVerifier` for this mode (None: no token needed)."""
+        if self.oauth is not None:
+            return self.oauth.verifier
+        return GrantVerifier(self.store) if self.store is not None else None
+
+    def gate(self, endpoint: ASGIApp) -> ASGIApp:
+        """`endpoint` behind the token check (from the headers alone, before anything else)."""
+        from mnote_mcp.transports.bearer import RequireToken
+
+        if self.oauth is not None:
+            required = list(self.oauth.policy.required_scopes)
+            return RequireToken(endpoint, required, self.oauth.resource_metadata_url)
+        return RequireToken(endpoint, ENDPOINT_SCOPES)
+
+
+def endpoint_grant(store: TokenStore, subject: str) -> TokenGrant | None:
+    """The grant of the token whose digest (hex) is `subject`, if it is still accepted and carries
+    the scopes every endpoint needs (`ENDPOINT_SCOPES`)."""
+    grant = store.grant_of(subject)
+    if grant is None or not {Scope(name) for name in ENDPOINT_SCOPES} <= grant.scopes:
+        return None
+    return grant
 
 
 class TokensFileWatcher:
     """Re-reads a tokens file when it changes (checked every `interval` seconds): a token removed
-    from it is refused from then on, one added is accepted.
+    from it is refused from then on, one added is accepted; then `changed()` runs (which ends what
+    the tokens no longer accepted still hold open).
 
     Fails closed: while the file is readable by others, does not parse, or is gone, every token is
     refused (401) and an error is logged at each change; the last good set is not kept, since a file
@@ -233,10 +307,17 @@ class TokensFileWatcher:
     file is good again, its tokens are accepted again.
     """
 
-    def __init__(self, store: TokenStore, path: Path, interval: float) -> None:
+    def __init__(
+        self,
+        store: TokenStore,
+        path: Path,
+        interval: float,
+        changed: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.store = store
         self.path = path
         self.interval = interval
+        self.changed = changed
         self._seen = self._signature()
 
     def _signature(self) -> tuple[int, ...] | None:
@@ -251,12 +332,17 @@ class TokensFileWatcher:
 
         while True:
             await anyio.sleep(self.interval)
-            self.check()
+            if self.check() and self.changed is not None:
+                try:
+                    await self.changed()
+                except Exception:  # the watcher must go on: the next reload tries again
+                    logger.exception("ending what the tokens no longer accepted hold open failed")
 
-    def check(self) -> None:
+    def check(self) -> bool:
+        """Re-read the file if it changed; whether it did."""
         signature = self._signature()
         if signature == self._seen:
-            return
+            return False
         self._seen = signature
         try:
             fresh = TokenStore.from_file(self.path)
@@ -265,13 +351,20 @@ class TokensFileWatcher:
             logger.error(
                 "tokens file changed and cannot be used; refusing every token until it is fixed: %s", exc
             )
-            return
+            return True
         self.store.replace(fresh)
         logger.warning("tokens file %s changed: %d token(s) accepted now", self.path, len(fresh))
+        return True
 
 
 def resolve_auth(config: ServerConfig) -> AuthSetup:
-    """Tokens from --auth-file, else MNOTE_TOKEN, else a generated token kept in a 0600 file."""
+    """Access tokens of an authorization server with --auth oauth; else tokens from --auth-file, else
+    MNOTE_TOKEN, else a generated token kept in a 0600 file."""
+    if config.auth == "oauth":
+        from mnote_mcp.transports.oauth import resolve_oauth
+
+        server = resolve_oauth(config)
+        return AuthSetup(None, server.description, oauth=server)
     if config.unsafe_no_auth:
         if not is_loopback(config.host):
             raise AuthConfigError("--unsafe-no-auth is only allowed on a loopback address")
@@ -292,7 +385,7 @@ def resolve_auth(config: ServerConfig) -> AuthSetup:
     if config.token:
         return AuthSetup(TokenStore.single(config.token, grant), f"MNOTE_TOKEN as {config.actor}")
     path = config.token_file or default_store_path().with_name("http-token")
-    token, created = load_or_generate_token(path)
+    token, created = load_or_generate(path, TOKEN_BYTES)
     logger.warning(
         "%s bearer token for %s in %s (send 'Authorization: Bearer <token>')",
         "generated a" if created else "using the",

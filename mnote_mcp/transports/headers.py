@@ -9,6 +9,7 @@ from typing import Any
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
 from mnote_mcp.tracecontext import trace_id_of
+from mnote_mcp.transports.bearer import CallerToken
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import parse_scopes
 
@@ -38,15 +39,15 @@ def identity_from_request(request: Any, fallback: Identity | None) -> Identity:
         else {}
     )
     user = request.scope.get("user") if request is not None else None
-    if isinstance(user, AuthenticatedUser):
+    if isinstance(user, AuthenticatedUser) and isinstance(user.access_token, CallerToken):
         token = user.access_token
-        workspaces = (token.claims or {}).get("workspaces")
         return Identity(
-            actor_id=token.client_id,
-            scopes=parse_scopes(token.scopes),
+            actor_id=token.actor_id,
+            scopes=parse_scopes(token.capabilities),
             bindings=bindings,
-            workspaces=frozenset(workspaces) if isinstance(workspaces, list) else None,
+            workspaces=frozenset(token.workspaces) if token.workspaces is not None else None,
             credential=token.subject,
+            expires_at=token.expires_at,
             **extra,
         )
     if fallback is not None:

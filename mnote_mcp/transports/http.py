@@ -13,6 +13,7 @@ behind a load balancer.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
@@ -20,7 +21,6 @@ from typing import Any
 
 import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -41,17 +41,17 @@ from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.net import is_loopback
 from mnote_mcp.resources import PageResources
 from mnote_mcp.transports.auth import (
-    ENDPOINT_SCOPES,
     AuthConfigError,
     AuthSetup,
-    GrantVerifier,
     TokensFileWatcher,
+    endpoint_grant,
     within,
 )
+from mnote_mcp.transports.bearer import ExplainingBearerBackend
 from mnote_mcp.transports.headers import identity_from_request
 from mnote_mcp.transports.limits import SessionCaps, owner_of
+from mnote_mcp.transports.revocation import OpenStreams
 from mnote_mcp.vocabulary.identity import Identity
-from mnote_mcp.vocabulary.scopes import Scope as Grant
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -79,7 +79,7 @@ def security_settings(config: ServerConfig) -> TransportSecuritySettings:
 
 def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     config = app.config
-    fallback: Identity | None = config.stdio_identity() if auth.store is None else None
+    fallback: Identity | None = None if auth.required else config.stdio_identity()
     ceiling = config.granted_scopes
 
     def identity_for(ctx: Any) -> Identity:
@@ -88,15 +88,20 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     store = auth.store
 
     def still_allowed(identity: Identity, key: PageKey) -> bool:
-        """A subscription's token is still accepted, with page.read and the page's workspace."""
+        """A subscription's token is still accepted (and in date), with page.read and the page's
+        workspace."""
+        if identity.expires_at is not None and identity.expires_at < time.time():
+            return False
         if store is None or identity.credential is None:
             return True
-        grant = store.grant_of(identity.credential)
-        return (
-            grant is not None
-            and Grant.PAGE_READ in grant.scopes
-            and (grant.workspaces is None or key.workspace_id in grant.workspaces)
-        )
+        grant = endpoint_grant(store, identity.credential)
+        return grant is not None and (grant.workspaces is None or key.workspace_id in grant.workspaces)
+
+    def may_stream(owner: Hashable) -> bool:
+        """A stream's token is still accepted, with the scopes every endpoint needs."""
+        return store is None or (isinstance(owner, str) and endpoint_grant(store, owner) is not None)
+
+    streams = OpenStreams(may_stream)
 
     pages = PageResources(
         app.dispatcher.kernel,
@@ -145,7 +150,10 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
         if _opens_listen_stream(scope):  # from its headers: a stream refused is never read
             owner = owner_of(scope)
             if not await listens.refuse(owner, send):
-                await listens.opening(streamable, owner, scope, receive, send)
+                await listens.opening(streams.held(streamable, owner), owner, scope, receive, send)
+            return
+        if scope["method"] == "GET":  # a session's stream
+            await streams.run(streamable, owner_of(scope), scope, receive, send)
             return
         if config.stateless or not _opens_session(scope):
             await streamable(scope, receive, send)
@@ -161,11 +169,23 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     async def sse_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         owner = owner_of(scope)
         if not await caps.refuse(owner, send):
-            await caps.opening(sse_stream, owner, scope, receive, send)
+            await caps.opening(streams.held(sse_stream, owner), owner, scope, receive, send)
+
+    async def end_revoked() -> None:
+        """After a reload of the tokens file: what tokens no longer allowed hold open is ended, their
+        streams and their streamable-HTTP sessions."""
+        streams.end_revoked()
+        ended = [sid for sid, owner in manager._session_owners.items() if not may_stream(owner["subject"])]
+        if ended:
+            logger.warning("ending %d session(s) of tokens no longer accepted", len(ended))
+        for session_id in ended:  # the SDK's own way to end one: forgotten (404), its transport ended
+            transport = manager._server_instances.get(session_id)
+            if transport is not None:
+                await manager._discard_session(session_id, transport)
 
     def guarded(endpoint: ASGIApp) -> ASGIApp:
         """Authentication (from the headers alone) before anything else, the body included."""
-        return _Asgi(endpoint) if auth.store is None else RequireAuthMiddleware(endpoint, ENDPOINT_SCOPES)
+        return auth.gate(endpoint) if auth.required else _Asgi(endpoint)
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(
@@ -181,6 +201,8 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
         )
 
     routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
+    if auth.oauth is not None:
+        routes.extend(auth.oauth.routes())  # Protected Resource Metadata (RFC 9728)
     if config.streamable_http:
         routes.append(Route("/mcp", endpoint=guarded(mcp_endpoint)))
     if config.sse:
@@ -191,19 +213,22 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as group:
             if store is not None and auth.source is not None:
-                group.start_soon(TokensFileWatcher(store, auth.source, config.auth_reload_interval).run)
+                watcher = TokensFileWatcher(store, auth.source, config.auth_reload_interval, end_revoked)
+                group.start_soon(watcher.run)
             if config.streamable_http:
                 async with manager.run():
                     yield
             else:
                 yield
             group.cancel_scope.cancel()
+        if auth.oauth is not None:
+            await auth.oauth.aclose()
 
     middleware = []
-    if auth.store is not None:
-        verifier = GrantVerifier(auth.store)
+    verifier = auth.verifier()
+    if verifier is not None:
         middleware = [
-            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
+            Middleware(AuthenticationMiddleware, backend=ExplainingBearerBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ]
     starlette = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

@@ -25,11 +25,12 @@ from sse_starlette.sse import AppStatus
 from mnote_mcp.dispatch import InFlight
 from mnote_mcp.drain import ANSWER_SECONDS
 from mnote_mcp.httpguard import guarded_protocol
+from mnote_mcp.httplisten import GuardedServer
 
 logger = logging.getLogger("mnote_mcp")
 
 
-class GracefulServer(uvicorn.Server):
+class GracefulServer(GuardedServer):
     def __init__(self, config: uvicorn.Config, inflight: InFlight, grace: float) -> None:
         super().__init__(config)
         self._inflight = inflight
@@ -78,7 +79,8 @@ def make_server(
         host=host,
         port=port,
         # The parser chosen (--http-parser; uvicorn's "auto" would pick whichever is installed), with
-        # the connection cap, the header deadline and the header bound (mnote_mcp/httpguard.py).
+        # the header deadline and the header bound (mnote_mcp/httpguard.py); the connection cap is
+        # the gate GuardedServer accepts under (mnote_mcp/httplisten.py).
         http=guarded_protocol(max_connections, header_timeout, parser),
         log_config=None,  # keep our stderr logging
         access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it

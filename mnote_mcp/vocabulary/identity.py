@@ -30,5 +30,8 @@ class Identity:
     # The credential behind the connection (a bearer token's SHA-256 digest, hex), when there is one:
     # what a long-lived subscription re-checks, so a revoked or narrowed token stops being served.
     credential: str | None = None
+    # When the credential stops being valid (seconds since the epoch), if it says: an OAuth access
+    # token's expiry, past which a subscription it holds is no longer served.
+    expires_at: int | None = None
     generated_session_id: str = field(default_factory=lambda: f"sess_{secrets.token_hex(8)}")
     generated_run_id: str = field(default_factory=lambda: f"run_{secrets.token_hex(8)}")

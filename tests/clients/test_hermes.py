@@ -196,7 +196,9 @@ def test_the_model_is_given_every_tool_with_its_schema(hermes: tuple[Connected, 
         assert all(f'"{prop}"' in text for prop in ("level", "checked", "language", "icon")), tool
 
 
-@pytest.mark.parametrize("example", ["hermes-stdio.yaml", "hermes-http.yaml", "hermes-sse.yaml"])
+@pytest.mark.parametrize(
+    "example", ["hermes-stdio.yaml", "hermes-http.yaml", "hermes-sse.yaml", "hermes-oauth.yaml"]
+)
 def test_each_example_registers_mnote_once(example: str) -> None:
     """Every `mcp_servers` entry's tools go into every model request: hermes-http.yaml used to register
     the same server twice (`/mcp` and `/sse`), 30 definitions where 15 do. Read with Hermes's own YAML

@@ -305,7 +305,7 @@ async def test_cli_killed_after_commit_then_retried_writes_once(db: Path) -> Non
 # -- the whole path: mnote-mcp over stdio, relaying to the reference runtime ---------------------
 
 
-def relay_params(kernel: str, *args: str) -> StdioServerParameters:
+def relay_params(kernel: str, *args: str, token: str | None = None) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=[
@@ -320,14 +320,15 @@ def relay_params(kernel: str, *args: str) -> StdioServerParameters:
             "en",
             *args,
         ],
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **({"MNOTE_RUNTIME_TOKEN": token} if token else {})},
         cwd=str(ROOT),
     )
 
 
 @asynccontextmanager
-async def relay(kernel: str, *args: str) -> AsyncIterator[Client]:
-    async with Client(relay_params(kernel, *args), read_timeout_seconds=60) as client:
+async def relay(kernel: str, *args: str, token: str | None = None) -> AsyncIterator[Client]:
+    """mnote-mcp over stdio relaying to `kernel`, with the runtime's service `token` if given."""
+    async with Client(relay_params(kernel, *args, token=token), read_timeout_seconds=60) as client:
         yield client
 
 
@@ -345,7 +346,7 @@ def assert_unavailable(envelope: dict[str, Any]) -> None:
 
 async def test_runtime_down_then_up(db: Path, tmp_path: Path) -> None:
     runtime = RuntimeProcess(db=db, workdir=tmp_path, port=free_port())
-    async with relay(runtime.url) as client:
+    async with relay(runtime.url, token=runtime.token) as client:
         assert_unavailable(await save(client))
         read = envelope_of(
             await client.call_tool("mnote.page.get", {k: SAVE[k] for k in ("workspaceId", "documentId")})
@@ -368,7 +369,7 @@ async def test_runtime_killed_between_commit_and_reply_then_restarted(db: Path, 
     runtime = RuntimeProcess(db=db, workdir=tmp_path)
     try:
         runtime.start(env={CRASH_AFTER_COMMIT_ENV: "1"})
-        async with relay(runtime.url) as client:
+        async with relay(runtime.url, token=runtime.token) as client:
             assert_unavailable(await save(client))
             assert runtime.wait_exit() == CRASH_EXIT_STATUS
             assert writes(db) == 1, "it died after the commit"
@@ -387,7 +388,7 @@ async def test_reply_lost_after_commit_then_retried_writes_once(db: Path, tmp_pa
         proxy = FaultProxy(runtime.url, delay=3.0)
         async with (
             serve_app(proxy.app) as url,
-            relay(url, "--runtime-timeout", "1", "--runtime-retries", "2") as client,
+            relay(url, "--runtime-timeout", "1", "--runtime-retries", "2", token=runtime.token) as client,
         ):
             proxy.mode = mode
             started = time.monotonic()

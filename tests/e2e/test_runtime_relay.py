@@ -124,6 +124,7 @@ def test_a_relay_server_starts_without_its_runtime_and_keeps_stdout_clean(tmp_pa
         text=True,
         timeout=TIMEOUT,
         cwd=ROOT,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")},  # no runtime-token of this machine's
     )
     messages = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert [m["id"] for m in messages] == [1, 2], proc.stderr

@@ -346,7 +346,7 @@ async def test_the_reference_runtime_serves_a_postgresql_store(seeded: str, tmp_
     """`runtime serve --db URL` and `runtime cli --db URL`: the relays reach the same pages."""
     query = PageQuery("ws_1", "doc_1", "user_editor", Correlation("s", "r", "c", "t"))
     with reference_runtime(seeded, tmp_path) as runtime:
-        http = HttpKernel(runtime.url)
+        http = HttpKernel(runtime.url, token=runtime.token)
         try:
             page = await http.get_page(query)
         finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -63,18 +65,31 @@ def serve_argv(db: Path | str, *args: str) -> list[str]:
     ]
 
 
+def file_limit(limit: int) -> None:
+    """In the child before it runs: at most `limit` open files (soft and hard), as `ulimit -n`."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
 @contextmanager
 def http_server(
-    db: Path | str, *args: str, env: dict[str, str] | None = None, timeout: float = 30
+    db: Path | str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 30,
+    open_files: int | None = None,
+    root: Path = ROOT,
 ) -> Iterator[RunningServer]:
+    """The server, with at most `open_files` file descriptors if given (`ulimit -n`); `root` is the
+    checkout whose code runs (another one's, for a benchmark's before and after)."""
     process = subprocess.Popen(
         serve_argv(db, "--locale", "en", *args),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
+        cwd=root,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        preexec_fn=None if open_files is None else partial(file_limit, open_files),
     )
     server = RunningServer(url="", process=process)
     found = threading.Event()
@@ -212,3 +227,19 @@ def cut_off(held: list[socket.socket]) -> list[bool]:
             cut.append(False)
         sock.close()
     return cut
+
+
+def waits_until_one_ends(waiting: socket.socket, busy: list[socket.socket]) -> None:
+    """`waiting` (its request sent) is not answered while `busy` hold every connection the server
+    allows, and is once one of them ends; closes them all."""
+    waiting.settimeout(1)
+    try:
+        early = waiting.recv(64)
+    except TimeoutError:
+        early = b""
+    assert not early, f"answered while every connection was busy: {early!r}"
+    busy[0].close()
+    waiting.settimeout(10)
+    assert waiting.recv(64).startswith(b"HTTP/1.1 200"), "accepted once a connection ends"
+    for sock in [waiting, *busy[1:]]:
+        sock.close()

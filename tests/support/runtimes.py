@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from starlette.types import ASGIApp
 
 from mnote_mcp.kernel.port import Command, CommandName, Correlation
 from tests.support.helpers import ROOT
+from tests.support.http_helpers import file_limit
 
 START_TIMEOUT = 30.0
 
@@ -63,13 +66,20 @@ def runtime_cli_command(db: Path | str) -> list[str]:
     return mnote_command("runtime", "cli", "--db", str(db), "--no-demo")
 
 
+def new_service_token() -> str:
+    return secrets.token_urlsafe(16)
+
+
 @dataclass
 class RuntimeProcess:
-    """`mnote-mcp runtime serve` on a store, with its request record, restartable on the same port."""
+    """`mnote-mcp runtime serve` on a store, with its request record, restartable on the same port.
+
+    It requires `token` (a new one unless given); `token=None` starts it as an operator would with
+    none: it then generates one into its data directory (`data_home`, in the workdir)."""
 
     db: Path | str
     workdir: Path
-    token: str | None = None
+    token: str | None = field(default_factory=new_service_token)
     demo: bool = False
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
@@ -84,21 +94,37 @@ class RuntimeProcess:
         return self.workdir / "record.jsonl"
 
     @property
+    def data_home(self) -> Path:
+        """XDG_DATA_HOME of the runtime: where it keeps a generated service token."""
+        return self.workdir / "data"
+
+    @property
     def log(self) -> Path:
         return self.workdir / f"runtime-{self.starts}.log"
 
-    def start(self, env: dict[str, str] | None = None) -> None:
+    def start(self, env: dict[str, str] | None = None, open_files: int | None = None) -> None:
+        """Start it (at most `open_files` descriptors if given, as `ulimit -n`) and wait until healthy."""
         assert self.process is None or self.process.poll() is not None, "already running"
         self.starts += 1
         args = ["runtime", "serve", "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
         args += ["--record", str(self.record)] + ([] if self.demo else ["--no-demo"])
-        environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        environment = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "XDG_DATA_HOME": str(self.data_home),
+            **(env or {}),
+        }
         environment.pop("MNOTE_RUNTIME_TOKEN", None)
         if self.token:
             environment["MNOTE_RUNTIME_TOKEN"] = self.token
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                mnote_command(*args), stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=ROOT
+                mnote_command(*args),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                cwd=ROOT,
+                preexec_fn=None if open_files is None else partial(file_limit, open_files),
             )
         self._wait_healthy()
 
@@ -145,7 +171,8 @@ def reference_runtime(
     demo: bool = False,
     env: dict[str, str] | None = None,
 ) -> Iterator[RuntimeProcess]:
-    runtime = RuntimeProcess(db=db, workdir=workdir, token=token, demo=demo)
+    """A runtime requiring `token` (a new one unless given: `runtime.token`)."""
+    runtime = RuntimeProcess(db=db, workdir=workdir, token=token or new_service_token(), demo=demo)
     try:
         runtime.start(env)
         yield runtime

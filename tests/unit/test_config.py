@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from mnote_mcp.cli import COMMANDS, RUNTIME_COMMANDS, parse
+from mnote_mcp.cli import COMMANDS, RUNTIME_COMMANDS, TOKEN_COMMANDS, parse
 from mnote_mcp.config import Option, ServerConfig, SettingError, from_sources, options
 from tests.support.helpers import FIXTURE, envelope_of, run_cli, stdio_params, write_args
 
 pytestmark = pytest.mark.anyio
-CONFIGS = [config for config, _ in (*COMMANDS.values(), *RUNTIME_COMMANDS.values())]
+CONFIGS = [config for config, _ in (*COMMANDS.values(), *RUNTIME_COMMANDS.values(), *TOKEN_COMMANDS.values())]
 
 
 @pytest.mark.parametrize(
@@ -53,12 +53,17 @@ def test_help_works_whatever_the_environment_says() -> None:
 
 
 @pytest.mark.parametrize(
-    "command", ["serve", "seed", "audit", "token", "demo", "runtime serve", "runtime cli"]
+    "command",
+    ["serve", "seed", "audit", "token", "token list", "token revoke", "demo", "runtime serve", "runtime cli"],
 )
 def test_help_shows_every_flag_with_its_default_and_variable(command: str) -> None:
     result = run_cli(*command.split(), "--help", env={"COLUMNS": "300"})
     assert result.returncode == 0, result.stderr
-    config = (COMMANDS.get(command) or RUNTIME_COMMANDS[command.removeprefix("runtime ")])[0]
+    config = (
+        COMMANDS.get(command)
+        or TOKEN_COMMANDS.get(command.removeprefix("token "))
+        or RUNTIME_COMMANDS[command.removeprefix("runtime ")]
+    )[0]
     text = " ".join(result.stdout.split())
     for option in options(config):
         if option.setting.positional:

@@ -13,6 +13,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -196,6 +197,59 @@ def run_agent_loop(home: Path, prompt: str, toolset: str, **env: str) -> subproc
         stdin=subprocess.DEVNULL,
         env=hermes_env(home, OPENAI_API_KEY="scripted", **env),
     )
+
+
+LOGIN_URL = re.compile(rb"(https?://\S+/auth\?\S+)")
+
+
+def hermes_login(home: Path, server_key: str, login: str, *, timeout: float = 180) -> str:
+    """`hermes mcp login KEY` as a person runs it, with no person: Hermes starts its browser flow only
+    on a terminal, so it gets a pseudo-terminal; the URL it prints is followed through the provider's
+    sign-in and consent (`tests/support/oidc.py`, `sign_in`) and the redirect it ends at is opened, which
+    delivers the code to Hermes's own callback listener. Returns what Hermes printed."""
+    import pty
+    import select
+    from urllib.parse import parse_qs, urlsplit
+
+    import httpx2
+
+    from tests.support.oidc import sign_in
+
+    environment = hermes_env(home)
+    for display in ("DISPLAY", "WAYLAND_DISPLAY"):  # no browser to open: Hermes prints the URL
+        environment.pop(display, None)
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [str(HERMES_CLI), "mcp", "login", server_key],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        cwd=home,
+        env=environment,
+    )
+    os.close(terminal)
+    printed, signed_in, deadline = b"", False, time.monotonic() + timeout
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if not select.select([controller], [], [], 0.5)[0]:
+                continue
+            try:
+                printed += os.read(controller, 65536)
+            except OSError:  # the terminal closed: Hermes is done
+                break
+            found = LOGIN_URL.search(printed)
+            if found and not signed_in:
+                url = found.group(1).decode()
+                redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+                httpx2.get(sign_in(url, redirect, login), timeout=30, trust_env=False)
+                signed_in = True
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+    return printed.decode(errors="replace")
 
 
 def model_name(server_key: str, tool: str) -> str:

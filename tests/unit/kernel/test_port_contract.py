@@ -84,7 +84,7 @@ def adapter(
         yield Adapter("local", lambda: LocalKernel.open(shared), shared)
     elif request.param == "http":
         with reference_runtime(shared, tmp_path_factory.mktemp("runtime")) as runtime:
-            yield Adapter("http", lambda: HttpKernel(runtime.url), shared, runtime)
+            yield Adapter("http", lambda: HttpKernel(runtime.url, token=runtime.token), shared, runtime)
     else:
         yield Adapter("cli", lambda: CliKernel(runtime_cli_command(shared), timeout=30), shared)
 

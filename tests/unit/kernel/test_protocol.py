@@ -338,7 +338,8 @@ def test_the_cli_adapter_reads_at_most_32_mib_by_default(tmp_path: Path) -> None
 # -- selecting an adapter ----------------------------------------------------------------------
 
 
-async def test_kernel_specs_select_the_adapters(tmp_path: Path) -> None:
+async def test_kernel_specs_select_the_adapters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # no runtime-token of this machine's
     base = ServerConfig(db=tmp_path / "x.db", demo=False)
     http, description = open_kernel(replace(base, kernel="http://127.0.0.1:9", runtime_timeout=2.5))
     assert isinstance(http, HttpKernel) and description == "http://127.0.0.1:9 (no token)"

@@ -119,7 +119,10 @@ def test_the_pool_lends_at_most_its_size_and_keeps_the_inline_connection_apart(d
         in_threads(3 * pool.size, lambda index: store.search_pages(search(), inline=False))
         assert pool.open <= pool.size
         assert pool.lent == 0
-        for inline, busy_ms in ((True, 0), (False, 100)):  # (checkpoints: tests/test_wal_checkpoint.py)
+        for inline, busy_ms in (
+            (True, 0),
+            (False, 100),
+        ):  # (checkpoints: tests/unit/kernel/local/test_connection.py)
             with store.transaction(write=False, inline=inline) as conn:
                 assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == busy_ms
                 assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1

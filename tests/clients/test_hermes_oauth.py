@@ -1,0 +1,116 @@
+"""Hermes (hermes-agent 0.19.0, `.ci/hermes`) signing in to mnote through a real authorization server
+(oidc-provider) with its own OAuth client (`tools/mcp_oauth.py`: the MCP SDK's `OAuthClientProvider`),
+on the shipped example `examples/hermes-oauth.yaml`, verbatim but for the port and the issuer.
+
+Hermes signs in the way its users do: `hermes mcp login mnote-oauth` once (Hermes starts its browser
+flow only on a terminal; the test gives it a pseudo-terminal and does the person's part: it follows
+the URL Hermes prints through the provider's forms and opens the redirect, which reaches Hermes's
+callback listener). From then on Hermes runs unattended on the token it kept: its MCP client lists
+mnote's tools and calls them, and when the access token expires it refreshes it without a person.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.clients.hermes.harness import (
+    ADDRESS_PLACEHOLDER,
+    demo_store,
+    example_config,
+    example_serve_command,
+    hermes_driver,
+    hermes_login,
+    model_name,
+    require_hermes,
+    unwrap,
+    write_home,
+)
+from tests.support.helpers import run_cli
+from tests.support.http_helpers import RunningServer, http_server
+from tests.support.oidc import MNOTE_SCOPES, OidcProvider, oidc_provider, require_provider
+from tests.support.runtimes import free_port
+
+pytestmark = [pytest.mark.hermes, pytest.mark.e2e]
+
+KEY = "mnote-oauth"
+ISSUER_PLACEHOLDER = "https://id.example.org"
+TOKEN_LIFETIME = 6  # seconds: short enough that the test sees Hermes refresh one
+
+
+@dataclass
+class SignedIn:
+    provider: OidcProvider
+    server: RunningServer
+    home: Path
+    db: Path
+    login_output: str
+
+    @property
+    def tokens_file(self) -> Path:
+        return self.home / "mcp-tokens" / f"{KEY}.json"
+
+    def access_token(self) -> str:
+        token: str = json.loads(self.tokens_file.read_text())["access_token"]
+        return token
+
+
+@pytest.fixture(scope="module")
+def signed_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SignedIn]:
+    require_hermes()
+    require_provider()
+    base = tmp_path_factory.mktemp("hermes-oauth")
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    resources = {f"http://{address}/mcp": {"scope": MNOTE_SCOPES, "ttl": TOKEN_LIFETIME}}
+    with oidc_provider(base, resources, registration=True, refresh_tokens=True) as provider:
+        db = demo_store(base / "mnote.db")
+        args = [
+            arg.replace(ADDRESS_PLACEHOLDER, address).replace(ISSUER_PLACEHOLDER, provider.issuer)
+            for arg in example_serve_command("hermes-oauth.yaml")
+        ]
+        args = [str(port) if arg == "8765" else arg for arg in args]
+        with http_server(db, *args) as server:
+            home = write_home(
+                base / "home", example_config("hermes-oauth.yaml", {ADDRESS_PLACEHOLDER: address})
+            )
+            printed = hermes_login(home, KEY, "user_1")
+            yield SignedIn(provider, server, home, db, printed)
+
+
+def test_hermes_signs_in_once_then_calls_unattended(signed_in: SignedIn, tmp_path: Path) -> None:
+    assert "Authenticated — 13 tool(s) available" in signed_in.login_output, signed_in.login_output
+    assert stat.S_IMODE(signed_in.tokens_file.stat().st_mode) == 0o600
+    with hermes_driver(signed_in.home, tmp_path / "hermes.log") as driver:
+        given = {d["function"]["name"] for d in driver.discover(KEY)}
+        assert model_name(KEY, "mnote.page.get") in given
+        assert len([name for name in given if name.startswith(model_name(KEY, "mnote_"))]) == 13
+        page = unwrap(driver.call(model_name(KEY, "mnote.page.get"), workspaceId="ws_1", documentId="doc_1"))
+        assert page["ok"], page
+
+        # The access token expires; Hermes refreshes it on its own and the next call goes through.
+        before = signed_in.access_token()
+        expires = json.loads(signed_in.tokens_file.read_text())["expires_at"]
+        time.sleep(max(0.0, expires + 1 - time.time()))  # the token's lifetime, not a wait for an event
+        note = unwrap(
+            driver.call(
+                model_name(KEY, "mnote.artifact.create_ai_note"),
+                workspaceId="ws_1",
+                documentId="doc_1",
+                content="written by Hermes after a refresh",
+                idempotencyKey="hermes-oauth-note",
+                dryRun=False,
+            )
+        )
+    assert note["ok"], note
+    assert signed_in.access_token() != before, "Hermes refreshed the token"
+    records = [json.loads(line) for line in run_cli("audit", "--db", str(signed_in.db)).stdout.splitlines()]
+    mine = [record for record in records if record.get("commandId") == note["audit"]["commandId"]]
+    assert [record["actorId"] for record in mine] == ["user_1"], "audited under the person who signed in"
+    assert signed_in.access_token() not in signed_in.server.log and before not in signed_in.server.log
