@@ -151,6 +151,13 @@ class HermesDriver:
         text: str = self.send({"op": "call", "name": name, "args": arguments})["text"]
         return text
 
+    def present(self, name: str, text: str, context_length: int = 200_000) -> str:
+        """What Hermes's agent loop shows the model of a call's `text` (driver.py, "present")."""
+        shown: str = self.send(
+            {"op": "present", "name": name, "text": text, "context_length": context_length}
+        )["text"]
+        return shown
+
     def status(self) -> list[dict[str, Any]]:
         status: list[dict[str, Any]] = self.send({"op": "status"})["status"]
         return status
