@@ -89,6 +89,21 @@ def found_page(agent: Agent, query: str) -> dict[str, Any]:
     return hit
 
 
+def whole_markdown(agent: Agent, hit: dict[str, Any]) -> str:
+    """A page as Markdown, piece by piece while the answer names a `nextCursor`."""
+    parts: list[str] = []
+    cursor = None
+    while True:
+        more: dict[str, str] = {"cursor": cursor} if cursor else {}
+        read = envelope(
+            agent, "mnote.page.get", **page_of(hit), format="markdown", includeOptions=False, **more
+        )
+        parts.append(read["result"]["markdown"])
+        cursor = read["result"].get("nextCursor")
+        if not cursor:
+            return "\n".join(parts)
+
+
 def found_file(agent: Agent, place: Place, pattern: str) -> str:
     listed = text(agent, "search_files", path=str(place.notes), pattern=pattern) or ""
     return listed.splitlines()[0].strip()
@@ -342,21 +357,7 @@ def _summary(markdown: str) -> str:
 def summarise_mnote(new: AgentFactory, place: Place) -> bool:
     agent = new()
     hit = found_page(agent, SUMMARISED)
-    parts, cursor = [], None
-    while True:
-        read = envelope(
-            agent,
-            "mnote.page.get",
-            **page_of(hit),
-            format="markdown",
-            includeOptions=False,
-            **({"cursor": cursor} if cursor else {}),
-        )["result"]
-        parts.append(read["markdown"])
-        cursor = read.get("nextCursor")
-        if not cursor:
-            break
-    summary = _summary("\n".join(parts))
+    summary = _summary(whole_markdown(agent, hit))
     envelope(
         agent,
         "mnote.artifact.create_summary",
@@ -525,20 +526,7 @@ LONG = "Research log"
 def read_long_mnote(new: AgentFactory, place: Place) -> bool:
     agent = new()
     hit = found_page(agent, LONG)
-    seen, cursor = "", None
-    while True:
-        read = envelope(
-            agent,
-            "mnote.page.get",
-            **page_of(hit),
-            format="markdown",
-            includeOptions=False,
-            **({"cursor": cursor} if cursor else {}),
-        )["result"]
-        seen += read["markdown"]
-        cursor = read.get("nextCursor")
-        if not cursor:
-            break
+    seen = whole_markdown(agent, hit)
     return all(block["text"] in seen for block in place.pages[LONG].blocks)
 
 
