@@ -22,7 +22,7 @@ from bench.fixtures import blocks
 from bench.measure import median
 from mnote_mcp.kernel.local import LocalKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture
-from mnote_mcp.kernel.port import Command, CommandName, Correlation, HistoryQuery, PageQuery
+from mnote_mcp.kernel.port import Command, CommandName, Correlation, HistoryFilter, HistoryQuery, PageQuery
 
 WS, ACTOR = "ws_history", "history_user"
 _keys = itertools.count()
@@ -70,7 +70,7 @@ async def history_suite(quick: bool) -> dict[str, Any]:
                 )
             query = HistoryQuery(WS, "long_history", ACTOR, Correlation("s", "r", "c", "t"))
             filtered = HistoryQuery(
-                WS, "long_history", ACTOR, Correlation("s", "r", "c", "t"), run_id="run_3"
+                WS, "long_history", ACTOR, Correlation("s", "r", "c", "t"), HistoryFilter(run_id="run_3")
             )
             first: list[float] = []
             by_run: list[float] = []

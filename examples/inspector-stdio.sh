@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 if [ -n "${INSPECTOR:-}" ]; then read -r -a INSPECTOR <<<"$INSPECTOR"
 elif [ -x .ci/node/node_modules/.bin/mcp-inspector ]; then INSPECTOR=(.ci/node/node_modules/.bin/mcp-inspector)
 else INSPECTOR=(npx -y @modelcontextprotocol/inspector@2.12.0); fi
-SERVER=(.venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-inspector.db}")
+# --demo: a new store named by --db gets the demo workspace (only the default store does without it)
+SERVER=(.venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-inspector.db}" --demo)
 
 # List the tools (and lint their schemas for portability).
 "${INSPECTOR[@]}" --cli "${SERVER[@]}" --method tools/list --strict
@@ -17,4 +18,4 @@ SERVER=(.venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-inspector.db}")
   --tool-args-json '{"workspaceId": "ws_1", "documentId": "doc_1"}' \
   --tool-metadata mnote/traceId=trace_inspector --format json
 
-# The web UI instead: npx @modelcontextprotocol/inspector@2.12.0 .venv/bin/mnote-mcp --db /tmp/mnote-inspector.db
+# The web UI instead: npx @modelcontextprotocol/inspector@2.12.0 .venv/bin/mnote-mcp --db /tmp/mnote-inspector.db --demo

@@ -73,7 +73,7 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
         kernel = open_kernel(
             config.store,
             seed=config.seed,
-            demo=config.demo,
+            demo=config.seeds_demo,
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
             pool_size=config.db_pool_size,

@@ -22,6 +22,7 @@ import anyio
 from mnote_mcp import __version__
 from mnote_mcp.config import (
     AuditConfig,
+    BackupConfig,
     DemoConfig,
     LogSettings,
     MigrateConfig,
@@ -55,6 +56,7 @@ COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
     "seed": (SeedConfig, "load a workspace fixture into a store"),
     "audit": (AuditConfig, "read the audit trail of a store (JSON lines)"),
     "migrate": (MigrateConfig, "bring a store's schema to this release's version (JSON)"),
+    "backup": (BackupConfig, "copy a SQLite store, consistent while it is served (JSON)"),
     "token": (TokenConfig, "mint a bearer token into a tokens file (printed once)"),
     "demo": (DemoConfig, "a scripted tour of every tool over a real stdio MCP session"),
 }
@@ -176,9 +178,13 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     given = {name: value for name, value in vars(args).items() if name not in ("command", "runtime_command")}
     if args.command == "runtime":
         config_type = RUNTIME_COMMANDS[args.runtime_command][0]
-        return f"runtime {args.runtime_command}", from_sources(config_type, given, environ)
+        runtime_config = from_sources(config_type, given, environ)
+        if isinstance(runtime_config, (RuntimeConfig, RuntimeCliConfig)):
+            _ = runtime_config.seeds_demo  # as for serve
+        return f"runtime {args.runtime_command}", runtime_config
     config = from_sources(COMMANDS[args.command][0], given, environ)
     if isinstance(config, ServerConfig):
+        _ = config.seeds_demo  # --demo with --no-demo, or on PostgreSQL: a usage error
         from mnote_mcp.tools.catalog import ALL_TOOLS
 
         try:
@@ -259,7 +265,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
         lambda: open_kernel(
             db,
             seed=config.seed,
-            demo=config.demo,
+            demo=config.seeds_demo,
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
             pool_size=config.db_pool_size,
@@ -312,7 +318,7 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
     return answer_one(
         lambda: open_kernel(
             db,
-            demo=config.demo,
+            demo=config.seeds_demo,
             limits=config.page_limits,
             busy_timeout=config.store_busy_timeout,
             pool_size=1,
@@ -353,6 +359,20 @@ def _seed(config: SeedConfig) -> int:
     finally:
         store.close()
     print(json.dumps({"store": store.location, **report.to_json()}))  # the report's lines went to stderr
+    return 0
+
+
+def _backup(config: BackupConfig) -> int:
+    from mnote_mcp.backup import backup_sqlite
+    from mnote_mcp.stores import is_postgres
+
+    db = store_or_default(config.db)
+    if is_postgres(db):
+        raise ValueError(
+            "backup copies a SQLite store; back a PostgreSQL one up with pg_dump -Fc"
+            " (docs/deploy.md, Backups and restores)"
+        )
+    print(json.dumps(backup_sqlite(Path(db), config.dest).to_json()))
     return 0
 
 
@@ -429,6 +449,7 @@ def _token_revoke(config: TokenRevokeConfig) -> int:
 RUNNERS: dict[str, Any] = {
     "seed": _seed,
     "audit": _audit,
+    "backup": _backup,
     "migrate": _migrate,
     "token": _token,
     "token list": _token_list,

@@ -13,9 +13,11 @@ How to add a flag (one declaration). In the command's dataclass below, add a fie
                                   group=HTTP)
 
 This gives `--idle-timeout` (the field name with dashes), `MNOTE_IDLE_TIMEOUT` (the field name upper-
-cased), the default, `--help`, and `config.idle_timeout`. Name the flag or the variable yourself with
-`flag="--x"` / `env="MNOTE_X"`, or leave one out with `flag=""` (environment only, e.g. secrets that
-must not show in a process listing) / `env=""`. A flag without a value is `switch(...)`: present, it
+cased), the default, `--help`, and `config.idle_timeout`. The declaration is typed: the field's type,
+the default and what the parser returns must agree, or mypy --strict fails (`choice[Literal[...]](...)`
+for a field of a few words; `required(parse, help)` for a setting without a default). Name the flag
+or the variable yourself with `flag="--x"` / `env="MNOTE_X"`, or leave one out with `flag=""`
+(environment only, e.g. secrets that must not show in a process listing) / `env=""`. A flag without a value is `switch(...)`: present, it
 sets the opposite of its default; its variable is a boolean (`1/true/yes/on/y`, `0/false/no/off/n`).
 Parsers raise `ValueError` with a reason; `mnote_mcp.cli` turns it into a usage error. The docs'
 table of flags is `python -m mnote_mcp --help`.
@@ -28,7 +30,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
@@ -40,7 +42,7 @@ from mnote_mcp.kernel.postgres.gate import (
     DEFAULT_SEARCHES_PER_ACTOR,
     SearchBounds,
 )
-from mnote_mcp.logs import LogFormat
+from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.net import is_loopback
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
@@ -52,6 +54,8 @@ from mnote_mcp.vocabulary.naming import TOOL_NAME_STYLES, ToolNames
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, parse_scopes
 
 if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
+    from _typeshed import DataclassInstance
+
     from mnote_mcp.httpguard import ClientLimits
     from mnote_mcp.tools.selection import ToolSelection
 
@@ -59,7 +63,7 @@ Transport = Literal["stdio", "sse", "http"]
 AuthMode = Literal["tokens", "oauth"]
 StdioTransport = Literal["mnote", "sdk"]
 HttpParser = Literal["httptools", "h11"]
-DEFAULT_ACTOR = "user_1"
+DEFAULT_ACTOR: str | None = "user_1"
 ENV_PREFIX = "MNOTE_"
 HTTP = "HTTP transports (--transport http|sse)"
 RUNTIME_HTTP = "what one HTTP client may hold (runtime serve)"
@@ -70,6 +74,8 @@ STORE = "the embedded kernel's store (--kernel local, runtime serve|cli)"
 OAUTH = "OAuth resource server (--auth oauth): access tokens from an authorization server"
 _SETTING = "mnote_mcp.setting"
 T = TypeVar("T")
+W = TypeVar("W", bound=str)
+C = TypeVar("C", bound="DataclassInstance")
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
 
 
@@ -167,6 +173,19 @@ def _integer(value: str) -> int:
         raise ValueError(f"{value!r} is not a whole number") from None
 
 
+_SESSION_TAG = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def replica_tag(value: str) -> str | None:
+    """`--session-tag`: letters, digits, `-` and `_` (up to 32), safe in a header, a path and an nginx
+    regex; empty means none."""
+    if not value:
+        return None
+    if not _SESSION_TAG.fullmatch(value):
+        raise ValueError(f"{value!r} is not a session tag: 1 to 32 letters, digits, '-' or '_'")
+    return value
+
+
 def block_id_count(value: str) -> int:
     number = _integer(value)
     if not 1 <= number <= MAX_BLOCKS:
@@ -191,16 +210,18 @@ class no_secret_on_argv:  # noqa: N801  (used like the parser functions beside i
         raise ValueError(f"a secret on the command line shows in every process listing; use {self.instead}")
 
 
-class choice:  # noqa: N801  (used like the parser functions beside it)
-    """One of a few words; `--help` shows them as `{a,b}`."""
+class choice(Generic[W]):  # noqa: N801  (used like the parser functions beside it)
+    """One of a few words; `--help` shows them as `{a,b}`. Its words are typed: `choice[LogFormat]("text", "json")`
+    parses to `Literal["text", "json"]`, so a field of another type fails mypy."""
 
-    def __init__(self, *values: str) -> None:
+    def __init__(self, *values: W) -> None:
         self.values = values
 
-    def __call__(self, value: str) -> str:
-        if value not in self.values:
-            raise ValueError(f"{value!r} is not one of {', '.join(self.values)}")
-        return value
+    def __call__(self, value: str) -> W:
+        for word in self.values:
+            if word == value:
+                return word
+        raise ValueError(f"{value!r} is not one of {', '.join(self.values)}")
 
 
 _TRUE = frozenset({"1", "true", "yes", "on", "y"})
@@ -311,10 +332,10 @@ def signing_algorithms(value: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(Generic[T]):
     """What a field declares besides its default (see the module docstring)."""
 
-    parse: Callable[[str], Any]
+    parse: Callable[[str], T]
     help: str
     flag: str | None = None  # None: "--" + the field name with dashes; "": no flag
     env: str | None = None  # None: "MNOTE_" + the field name upper-cased; "": no variable
@@ -326,22 +347,38 @@ class Setting:
     shown: str | None = None  # how the default reads in --help, when str(default) would not do
 
 
+# Each function below returns a `dataclasses.field`, typed as the value the field holds: the default
+# and what the parser returns must both be the field's type, or mypy --strict fails on the field.
+
+
 def setting(
-    default: Any,
-    parse: Callable[[str], Any],
+    default: T,
+    parse: Callable[[str], T],
     help: str,
     *,
     flag: str | None = None,
     env: str | None = None,
     metavar: str | None = None,
     group: str | None = None,
-    required: bool = False,
     positional: bool = False,
     shown: str | None = None,
-) -> Any:
+) -> T:
     """A setting with a value (`--port 8765`)."""
-    declared = Setting(parse, help, flag, env, False, metavar, group, required, positional, shown)
+    declared = Setting(parse, help, flag, env, False, metavar, group, False, positional, shown)
     return field(default=default, metadata={_SETTING: declared})
+
+
+def required(
+    parse: Callable[[str], T],
+    help: str,
+    *,
+    env: str | None = None,
+    metavar: str | None = None,
+    positional: bool = False,
+) -> T:
+    """A setting with no default: a command run without it is a usage error (`SettingError`)."""
+    declared = Setting(parse, help, None, env, False, metavar, None, True, positional)
+    return cast(T, field(default=None, metadata={_SETTING: declared}))
 
 
 def switch(
@@ -351,16 +388,16 @@ def switch(
     flag: str | None = None,
     env: str | None = None,
     group: str | None = None,
-) -> Any:
+) -> bool:
     """A flag without a value (`--read-only`); present, it sets the opposite of `default`."""
     declared = Setting(boolean, help, flag, env, True, None, group)
     return field(default=default, metadata={_SETTING: declared})
 
 
-def secret(help: str, *, flag: str = "", env: str | None = None, group: str | None = None) -> Any:
+def secret(help: str, *, flag: str = "", env: str | None = None, group: str | None = None) -> str | None:
     """A credential: kept out of `repr`, and by default out of the flags (a flag shows in `ps`)."""
     declared = Setting(optional_text, help, flag, env, group=group)
-    return field(default=None, repr=False, metadata={_SETTING: declared})
+    return cast(str | None, field(default=None, repr=False, metadata={_SETTING: declared}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,12 +405,12 @@ class Option:
     """A declared setting of one command, with its names resolved."""
 
     name: str
-    default: Any
-    setting: Setting
+    default: object
+    setting: Setting[object]
     flag: str | None
     env: str | None
 
-    def value_from(self, raw: str) -> Any:
+    def value_from(self, raw: str) -> object:
         """The value a flag's or a variable's text gives; raises ValueError with the reason."""
         if self.setting.switch:
             return (not self.default) if boolean(raw) else self.default
@@ -391,10 +428,10 @@ class Option:
         return str(value)
 
 
-def options(config_type: type[Any]) -> Iterator[Option]:
+def options(config_type: type[DataclassInstance]) -> Iterator[Option]:
     """The declared settings of a command's dataclass, in declaration order."""
     for item in dataclasses.fields(config_type):
-        declared: Setting | None = item.metadata.get(_SETTING)
+        declared: Setting[object] | None = item.metadata.get(_SETTING)
         if declared is None:
             continue
         flag = declared.flag if declared.flag is not None else "--" + item.name.replace("_", "-")
@@ -402,12 +439,12 @@ def options(config_type: type[Any]) -> Iterator[Option]:
         yield Option(item.name, item.default, declared, flag or None, env or None)
 
 
-def from_sources(config_type: type[T], given: Mapping[str, str], environ: Mapping[str, str]) -> T:
+def from_sources(config_type: type[C], given: Mapping[str, str], environ: Mapping[str, str]) -> C:
     """A command's configuration: each setting from its flag's text, else its variable, else its default.
 
     Raises `SettingError` naming the flag or the variable whose value does not parse.
     """
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for option in options(config_type):
         if option.name in given:
             source, raw = option.flag or option.name, given[option.name]
@@ -439,11 +476,14 @@ class SettingError(ValueError):
 
 @dataclass(frozen=True)
 class LogSettings:
-    log_level: str = setting(
-        "info", choice("debug", "info", "warning", "error"), "how much to log on stderr", group=LOGGING
+    log_level: LogLevel = setting(
+        "info",
+        choice[LogLevel]("debug", "info", "warning", "error"),
+        "how much to log on stderr",
+        group=LOGGING,
     )
     log_format: LogFormat = setting(
-        "text", choice("text", "json"), "one line of text or JSON per record", group=LOGGING
+        "text", choice[LogFormat]("text", "json"), "one line of text or JSON per record", group=LOGGING
     )
 
 
@@ -513,7 +553,7 @@ def store_location(value: str) -> Path | str | None:
     return optional_path(value)
 
 
-def db_setting() -> Any:
+def db_setting() -> Path | str | None:
     return setting(
         None,
         store_location,
@@ -531,41 +571,79 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_RUNTIME_MAX_BODY_BYTES = 4 * DEFAULT_MAX_PAGE_BYTES
 
 
-_HTTP_LIMITS: dict[str, tuple[Any, Callable[[str], Any], str]] = {
-    "http_parser": (
-        "httptools",
-        choice("httptools", "h11"),
-        "uvicorn's HTTP/1.1 parser: httptools (C, llhttp) or h11 (pure Python, slower); both under the"
-        " same connection cap, header deadline and 16 KiB header bound",
-    ),
-    "max_body_bytes": (
-        DEFAULT_MAX_BODY_BYTES,
-        positive_int,
-        "largest request body; a larger one is answered 413 (before it is read when announced)",
-    ),
-    "max_connections": (
-        500,
-        positive_int,
-        "open connections at most; the longest-waiting half-sent request makes room (408), else one more"
-        " is answered 503 and closed as it is accepted",
-    ),
-    "header_timeout": (
-        10.0,
-        positive_number,
-        "seconds a client has to send a request's line and headers (408 and closed after it)",
-    ),
-    "body_timeout": (
-        30.0,
-        positive_number,
-        "seconds an authenticated client has to send a request's body (408 and closed after it)",
-    ),
-}
+@dataclass(frozen=True, slots=True)
+class HttpLimit(Generic[T]):
+    """One of the settings both HTTP servers take: its default, its parser and its words, typed alike."""
+
+    default: T
+    parse: Callable[[str], T]
+    words: str
 
 
-def http_limit(name: str, group: str, *, env: str | None = None, default: Any = None) -> Any:
-    """One of the settings above (the field's name), in `group`, with its own variable if `env`."""
-    value, parse, words = _HTTP_LIMITS[name]
-    return setting(value if default is None else default, parse, words, group=group, env=env)
+HTTP_PARSER: HttpLimit[HttpParser] = HttpLimit(
+    "httptools",
+    choice[HttpParser]("httptools", "h11"),
+    "uvicorn's HTTP/1.1 parser: httptools (C, llhttp) or h11 (pure Python, slower); both under the"
+    " same connection cap, header deadline and 16 KiB header bound",
+)
+MAX_BODY_BYTES = HttpLimit(
+    DEFAULT_MAX_BODY_BYTES,
+    positive_int,
+    "largest request body; a larger one is answered 413 (before it is read when announced)",
+)
+MAX_CONNECTIONS = HttpLimit(
+    500,
+    positive_int,
+    "open connections at most; the longest-waiting half-sent request makes room (408), else one more"
+    " is answered 503 and closed as it is accepted",
+)
+HEADER_TIMEOUT = HttpLimit(
+    10.0,
+    positive_number,
+    "seconds a client has to send a request's line and headers (408 and closed after it)",
+)
+BODY_TIMEOUT = HttpLimit(
+    30.0,
+    positive_number,
+    "seconds an authenticated client has to send a request's body (408 and closed after it)",
+)
+
+
+def http_limit(limit: HttpLimit[T], group: str, *, env: str | None = None, default: T | None = None) -> T:
+    """One of the limits above, in `group`, with its own variable if `env`."""
+    return setting(
+        limit.default if default is None else default, limit.parse, limit.words, group=group, env=env
+    )
+
+
+def demo_switch() -> bool:
+    return switch(
+        "load the demo workspace into a new store named by --db (the default store gets it anyway;"
+        " a PostgreSQL store never does)",
+        flag="--demo",
+        env="MNOTE_DEMO",
+    )
+
+
+def no_demo_switch() -> bool:
+    return switch("keep a new store empty, the default one too (no demo workspace)", flag="--no-demo")
+
+
+def wants_demo(db: Path | str | None, *, demo: bool, no_demo: bool) -> bool:
+    """Whether a *new* store gets the demo workspace: the default store (no `--db`), the one-command
+    start, does; a store an operator names does only when asked (`--demo`), and a PostgreSQL database
+    never (seed it on purpose: `mnote-mcp seed --db URL FILE`). The demo's members are real grants
+    (`user_1` is an editor of `ws_1`), which no deployment should get by accident."""
+    if demo and no_demo:
+        raise SettingError("--demo and --no-demo (MNOTE_DEMO, MNOTE_NO_DEMO): give one")
+    if isinstance(db, str):  # a PostgreSQL URL (`store_location` keeps only those as text)
+        if demo:
+            raise SettingError(
+                "--demo: the demo workspace is never loaded into PostgreSQL; seed it on purpose with"
+                " mnote-mcp seed --db URL examples/workspace.json"
+            )
+        return False
+    return not no_demo and (demo or db is None)
 
 
 def store_or_default(db: Path | str | None) -> Path | str:
@@ -576,7 +654,7 @@ def store_or_default(db: Path | str | None) -> Path | str:
 class ServerConfig(StoreSettings, LogSettings):
     """`mnote-mcp serve`: the MCP server."""
 
-    transport: Transport = setting("stdio", choice("stdio", "sse", "http"), "how clients connect")
+    transport: Transport = setting("stdio", choice[Transport]("stdio", "sse", "http"), "how clients connect")
     db: Path | str | None = db_setting()
     kernel: str = setting(
         "local",
@@ -619,9 +697,13 @@ class ServerConfig(StoreSettings, LogSettings):
     seed: Path | None = setting(
         None, optional_path, "load this workspace fixture before serving", metavar="FILE"
     )
-    demo: bool = switch(
-        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
-    )
+    demo: bool = demo_switch()
+    no_demo: bool = no_demo_switch()
+
+    @property
+    def seeds_demo(self) -> bool:
+        return wants_demo(self.db, demo=self.demo, no_demo=self.no_demo)
+
     locale: Locale = setting(
         DEFAULT_LOCALE, parse_locale, "language of error messages: zh-CN or en (zh_CN, en_US.UTF-8, ...)"
     )
@@ -679,7 +761,7 @@ class ServerConfig(StoreSettings, LogSettings):
     )
     stdio_transport: StdioTransport = setting(
         "mnote",
-        choice("mnote", "sdk"),
+        choice[StdioTransport]("mnote", "sdk"),
         "mnote: the project's own (on the event loop, every bad line answered); sdk: the MCP SDK's"
         " stdio_server() (a fallback: threads, bad lines dropped)",
         group=STDIO,
@@ -708,7 +790,7 @@ class ServerConfig(StoreSettings, LogSettings):
     host: str = setting("127.0.0.1", text, "address to listen on", group=HTTP)
     port: int = setting(8765, port_number, "TCP port to listen on", group=HTTP)
     stateless: bool = switch("keep no session state (replicas behind a load balancer)", group=HTTP)
-    http_parser: HttpParser = http_limit("http_parser", HTTP)
+    http_parser: HttpParser = http_limit(HTTP_PARSER, HTTP)
     sse_responses: bool = switch(
         "answer each POST to /mcp with an SSE stream rather than one JSON body (the SDK's default; mnote's"
         " tools send nothing but their answer)",
@@ -747,10 +829,10 @@ class ServerConfig(StoreSettings, LogSettings):
     allowed_origins: tuple[str, ...] = setting(
         (), csv, "Origin header values to accept", shown="the allowed hosts", group=HTTP
     )
-    max_body_bytes: int = http_limit("max_body_bytes", HTTP)
-    max_connections: int = http_limit("max_connections", HTTP)
-    header_timeout: float = http_limit("header_timeout", HTTP)
-    body_timeout: float = http_limit("body_timeout", HTTP)
+    max_body_bytes: int = http_limit(MAX_BODY_BYTES, HTTP)
+    max_connections: int = http_limit(MAX_CONNECTIONS, HTTP)
+    header_timeout: float = http_limit(HEADER_TIMEOUT, HTTP)
+    body_timeout: float = http_limit(BODY_TIMEOUT, HTTP)
     max_sessions: int = setting(
         1000, positive_int, "open sessions (streamable HTTP and SSE) at most; one more is 503", group=HTTP
     )
@@ -769,6 +851,15 @@ class ServerConfig(StoreSettings, LogSettings):
         "seconds a streamable-HTTP session may sit idle (no request, no open stream) before it is closed",
         group=HTTP,
     )
+    session_tag: str | None = setting(
+        None,
+        replica_tag,
+        "start this replica's session ids (streamable HTTP) and message paths (/sse) with TAG, so a"
+        " proxy can send a session's requests to the replica that holds it (docs/deploy.md)",
+        metavar="TAG",
+        shown="none",
+        group=HTTP,
+    )
     auth_reload_interval: float = setting(
         2.0,
         positive_number,
@@ -780,7 +871,7 @@ class ServerConfig(StoreSettings, LogSettings):
     )
     auth: AuthMode = setting(
         "tokens",
-        choice("tokens", "oauth"),
+        choice[AuthMode]("tokens", "oauth"),
         "how HTTP callers sign in: tokens (--auth-file, MNOTE_TOKEN or a generated token) or oauth"
         " (access tokens of an OAuth 2.1 authorization server, --oauth-*; docs/deploy.md)",
         group=HTTP,
@@ -905,9 +996,7 @@ class ServerConfig(StoreSettings, LogSettings):
 class SeedConfig(LogSettings):
     """`mnote-mcp seed`: load a workspace fixture into a store."""
 
-    fixture: Path = setting(
-        None, path, "the workspace fixture (JSON)", positional=True, required=True, env="", metavar="FILE"
-    )
+    fixture: Path = required(path, "the workspace fixture (JSON)", positional=True, env="", metavar="FILE")
     db: Path | str | None = db_setting()
     replace: tuple[str, ...] = setting(
         (),
@@ -927,6 +1016,16 @@ class MigrateConfig(LogSettings):
 
 
 @dataclass(frozen=True)
+class BackupConfig(LogSettings):
+    """`mnote-mcp backup`: a consistent copy of a SQLite store, taken while it is served."""
+
+    dest: Path = required(
+        path, "where the copy goes (a new file, never overwritten)", positional=True, env="", metavar="DEST"
+    )
+    db: Path | str | None = db_setting()
+
+
+@dataclass(frozen=True)
 class AuditConfig(LogSettings):
     """`mnote-mcp audit`: read the audit trail of a store."""
 
@@ -940,8 +1039,8 @@ class AuditConfig(LogSettings):
 class TokenConfig(LogSettings):
     """`mnote-mcp token`: mint a bearer token into a tokens file (printed once)."""
 
-    auth_file: Path = setting(None, path, "tokens file, created 0600 if new", metavar="FILE", required=True)
-    actor: str = setting(None, text, "the actor the token acts as", required=True, env="")
+    auth_file: Path = required(path, "tokens file, created 0600 if new", metavar="FILE")
+    actor: str = required(text, "the actor the token acts as", env="")
     scopes: frozenset[Scope] = setting(ALL_SCOPES, scope_list, "the token's scopes", flag="--scope", env="")
     workspaces: tuple[str, ...] = setting(
         (), csv, "limit the token to these workspace ids", shown="all", env=""
@@ -953,7 +1052,7 @@ class TokenConfig(LogSettings):
 class TokenListConfig(LogSettings):
     """`mnote-mcp token list`: the tokens of a tokens file (JSON lines; never a token or its digest)."""
 
-    auth_file: Path = setting(None, path, "the tokens file", metavar="FILE", required=True)
+    auth_file: Path = required(path, "the tokens file", metavar="FILE")
 
 
 @dataclass(frozen=True)
@@ -961,16 +1060,10 @@ class TokenRevokeConfig(LogSettings):
     """`mnote-mcp token revoke ID`: remove a token from a tokens file (a server reading the file
     refuses it within --auth-reload-interval)."""
 
-    token_id: str = setting(
-        None,
-        text,
-        "the token's id, as `token list` shows it",
-        positional=True,
-        required=True,
-        env="",
-        metavar="ID",
+    token_id: str = required(
+        text, "the token's id, as `token list` shows it", positional=True, env="", metavar="ID"
     )
-    auth_file: Path = setting(None, path, "the tokens file", metavar="FILE", required=True)
+    auth_file: Path = required(path, "the tokens file", metavar="FILE")
 
 
 @dataclass(frozen=True)
@@ -1011,23 +1104,27 @@ class RuntimeConfig(StoreSettings, LogSettings):
         metavar="T",
     )
     seed: Path | None = setting(None, optional_path, "load this fixture before serving", metavar="FILE")
-    demo: bool = switch(
-        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
-    )
+    demo: bool = demo_switch()
+    no_demo: bool = no_demo_switch()
+
+    @property
+    def seeds_demo(self) -> bool:
+        return wants_demo(self.db, demo=self.demo, no_demo=self.no_demo)
+
     record: Path | None = setting(
         None, optional_path, "append each request's headers here (JSON lines; tests)", metavar="FILE", env=""
     )
     # what one HTTP client may hold, as on `serve --transport http` (mnote_mcp/httpguard.py)
-    http_parser: HttpParser = http_limit("http_parser", RUNTIME_HTTP, env="MNOTE_RUNTIME_HTTP_PARSER")
+    http_parser: HttpParser = http_limit(HTTP_PARSER, RUNTIME_HTTP, env="MNOTE_RUNTIME_HTTP_PARSER")
     max_body_bytes: int = http_limit(
-        "max_body_bytes",
+        MAX_BODY_BYTES,
         RUNTIME_HTTP,
         env="MNOTE_RUNTIME_MAX_BODY_BYTES",
         default=DEFAULT_RUNTIME_MAX_BODY_BYTES,
     )
-    max_connections: int = http_limit("max_connections", RUNTIME_HTTP, env="MNOTE_RUNTIME_MAX_CONNECTIONS")
-    header_timeout: float = http_limit("header_timeout", RUNTIME_HTTP, env="MNOTE_RUNTIME_HEADER_TIMEOUT")
-    body_timeout: float = http_limit("body_timeout", RUNTIME_HTTP, env="MNOTE_RUNTIME_BODY_TIMEOUT")
+    max_connections: int = http_limit(MAX_CONNECTIONS, RUNTIME_HTTP, env="MNOTE_RUNTIME_MAX_CONNECTIONS")
+    header_timeout: float = http_limit(HEADER_TIMEOUT, RUNTIME_HTTP, env="MNOTE_RUNTIME_HEADER_TIMEOUT")
+    body_timeout: float = http_limit(BODY_TIMEOUT, RUNTIME_HTTP, env="MNOTE_RUNTIME_BODY_TIMEOUT")
     max_audit_records: int = setting(
         10_000,
         positive_int,
@@ -1053,13 +1150,20 @@ class RuntimeConfig(StoreSettings, LogSettings):
 class RuntimeCliConfig(StoreSettings, LogSettings):
     """`mnote-mcp runtime cli`: answer one mnote-cli JSON request from stdin on stdout."""
 
-    log_level: str = setting(
-        "warning", choice("debug", "info", "warning", "error"), "how much to log on stderr", group=LOGGING
+    log_level: LogLevel = setting(
+        "warning",
+        choice[LogLevel]("debug", "info", "warning", "error"),
+        "how much to log on stderr",
+        group=LOGGING,
     )
     db: Path | str | None = db_setting()
-    demo: bool = switch(
-        "keep a new store empty (no demo workspace)", default=True, flag="--no-demo", env="MNOTE_NO_DEMO"
-    )
+    demo: bool = demo_switch()
+    no_demo: bool = no_demo_switch()
+
+    @property
+    def seeds_demo(self) -> bool:
+        return wants_demo(self.db, demo=self.demo, no_demo=self.no_demo)
+
     max_body_bytes: int = setting(
         DEFAULT_RUNTIME_MAX_BODY_BYTES,
         positive_int,

@@ -19,10 +19,12 @@ structured-only success for a failure (docs/decisions.md, "One setting for every
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode
-from mnote_mcp.vocabulary.envelope import to_json
+from mnote_mcp.vocabulary.envelope import Envelope, to_json
 
 RefusalStyle = Literal["error", "result"]
 ResultForm = Literal["both", "structured", "text"]
@@ -44,9 +46,23 @@ CALLER_REFUSALS = frozenset(
 _CALLER_REFUSAL_VALUES = frozenset(code.value for code in CALLER_REFUSALS)
 
 
-class WireContent(list[dict[str, Any]]):
+class TextBlock(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class WireContent(list[TextBlock]):
     """The `content` of a `tools/call` result built here: marks the result as already in wire form,
     so that the server can spare it the SDK's second pass (`mnote_mcp.server.serialize_result`)."""
+
+
+class CallResult(TypedDict):
+    """A `tools/call` result in wire form."""
+
+    content: WireContent
+    isError: bool
+    resultType: str
+    structuredContent: NotRequired[Envelope]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +77,15 @@ class Delivery:
     def declares_output_schema(self) -> bool:
         return self.form != "text"
 
-    def is_error(self, envelope: dict[str, Any]) -> bool:
-        if envelope["ok"]:
+    def is_error(self, envelope: Envelope) -> bool:
+        error = envelope["error"]
+        if envelope["ok"] or error is None:
             return False
-        return self.refusals == "error" or envelope["error"]["code"] not in _CALLER_REFUSAL_VALUES
+        return self.refusals == "error" or error["code"] not in _CALLER_REFUSAL_VALUES
 
-    def call_result(self, envelope: dict[str, Any]) -> dict[str, Any]:
+    def call_result(self, envelope: Envelope) -> CallResult:
         """The `tools/call` result in wire form (the SDK copies a dict instead of walking a model)."""
-        result: dict[str, Any] = {
+        result: CallResult = {
             "content": WireContent(
                 [] if self.form == "structured" else [{"type": "text", "text": to_json(envelope)}]
             ),

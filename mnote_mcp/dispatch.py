@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -23,6 +23,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
 from mnote_mcp.mapping import (
+    Arguments,
     Caller,
     admit,
     build_request,
@@ -36,6 +37,7 @@ from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
 from mnote_mcp.vocabulary.envelope import (
     DEFAULT_MAX_ARGUMENT_DEPTH,
+    Envelope,
     ToolRequest,
     ToolResult,
     failure,
@@ -155,10 +157,10 @@ class Dispatcher:
     async def call(
         self,
         name: str,
-        arguments: Mapping[str, Any] | None,
-        meta: Mapping[str, Any] | None,
+        arguments: Arguments | None,
+        meta: Arguments | None,
         identity: Identity,
-    ) -> dict[str, Any]:
+    ) -> Envelope:
         spec = self.registry.find(name)
         if spec is None:
             raise UnknownToolError(name)
@@ -180,10 +182,10 @@ class Dispatcher:
     async def _call(
         self,
         spec: ToolSpec,
-        arguments: Mapping[str, Any] | None,
-        meta: Mapping[str, Any] | None,
+        arguments: Arguments | None,
+        meta: Arguments | None,
         identity: Identity,
-    ) -> dict[str, Any]:
+    ) -> Envelope:
         started = time.perf_counter()
         name = spec.advertised_name(self.registry.style)  # the envelope names the tool as served
         schema = self.registry.schema(spec)
@@ -250,12 +252,12 @@ class Dispatcher:
             label,
             (time.perf_counter() - started) * 1000,
             correlation.to_wire(),
-            commandId=(envelope.get("audit") or {}).get("commandId"),
+            commandId=envelope["audit"].get("commandId"),
         )
         return envelope
 
     def _request(
-        self, spec: ToolSpec, args: dict[str, Any], caller: Caller, correlation: Correlation
+        self, spec: ToolSpec, args: Arguments, caller: Caller, correlation: Correlation
     ) -> ToolRequest:
         """The request envelope, once its numbers are exact and it matches the advertised schema."""
         exact = exact_numbers(
@@ -288,5 +290,5 @@ async def _checked(heavy: bool, check: Callable[[], T]) -> T:
     return await anyio.to_thread.run_sync(check) if heavy else check()
 
 
-def _echo(value: Any, max_chars: int) -> str | None:
+def _echo(value: object, max_chars: int) -> str | None:
     return value if isinstance(value, str) and len(value) <= max_chars else None

@@ -14,15 +14,16 @@ import logging
 import re
 import sys
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 LogFormat = Literal["text", "json"]
+LogLevel = Literal["debug", "info", "warning", "error"]
 CALLS = logging.getLogger("mnote_mcp.calls")
 
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
             "level": record.levelname.lower(),
             "logger": record.name,
@@ -83,11 +84,11 @@ def configure_logging(level: str = "info", fmt: LogFormat = "text") -> None:
 
 
 def log_call(
-    tool: str, actor: str | None, outcome: str, latency_ms: float, ids: Mapping[str, str], **extra: Any
+    tool: str, actor: str | None, outcome: str, latency_ms: float, ids: Mapping[str, object], **extra: object
 ) -> None:
     if not CALLS.isEnabledFor(logging.INFO):
         return
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "tool": tool,
         "actor": actor,
         "outcome": outcome,
@@ -99,7 +100,7 @@ def log_call(
     CALLS.info("call %s", text, extra={"fields": fields})
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     """A field's value in a `key=value` line: quoted (JSON) when it holds a space, quote or `=`, so a
     client's id cannot add fields to the line."""
     text = str(value)

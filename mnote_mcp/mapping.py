@@ -1,4 +1,4 @@
-"""From an MCP `tools/call` to the contract's request envelope (DESIGN.md, "Request mapping").
+"""From an MCP `tools/call` to the contract's request envelope (docs/contract.md, "2. The request").
 
 Correlation ids: arguments, then the request `_meta` (`mnote/sessionId`, ..., or a W3C `traceparent`),
 then the connection's bindings, then generated. The actor only ever comes from the connection.
@@ -12,7 +12,7 @@ import math
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.port import Correlation
@@ -48,11 +48,20 @@ _MAX_REASON = 300
 _MAX_ERRORS = 5
 # The integers the kernel stores (SQLite INTEGER) and every JSON encoder on the way can carry.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# A call's arguments (or its `_meta`) as the client sent them: JSON not yet checked, so every value is
+# looked at before it is used. A tool's advertised JSON Schema is read the same way.
+Arguments = Mapping[str, object]
+Schema = Mapping[str, object]
+
+
+def members(value: object) -> Mapping[str, object]:
+    """A JSON object's members, or none if `value` is not an object."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def correlate(
-    arguments: Mapping[str, Any],
-    meta: Mapping[str, Any] | None,
+    arguments: Arguments,
+    meta: Arguments | None,
     identity: Identity,
     max_chars: int = DEFAULT_MAX_ID_CHARS,
 ) -> Correlation:
@@ -88,9 +97,7 @@ def _token(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(8)}"
 
 
-def normalize_arguments(
-    spec: ToolSpec, arguments: dict[str, Any], schema: Mapping[str, Any]
-) -> dict[str, Any]:
+def normalize_arguments(spec: ToolSpec, arguments: Arguments, schema: Schema) -> dict[str, object]:
     """The arguments as the contract form reads them, whichever form the host was shown.
 
     - Object and array arguments sent as JSON text (some clients do) are decoded, nothing else.
@@ -102,12 +109,13 @@ def normalize_arguments(
       empty cursor, no block ids (the whole page), an empty scope list, an empty correlation id; and
       wherever the schema refuses every empty value (`minLength`, `minItems`, an enum without "").
     """
-    properties = schema.get("properties", {})
-    required = set(schema.get("required", ()))
+    properties = members(schema.get("properties"))
+    listed = schema.get("required")
+    required = set(listed) if isinstance(listed, list) else set()
     empty_absent = spec.absent_when_empty
-    normalized: dict[str, Any] = {}
+    normalized: dict[str, object] = {}
     for name, raw in arguments.items():
-        declared = properties.get(name, {})
+        declared = members(properties.get(name))
         value = _decoded(raw, declared.get("type"))
         if value is None and name not in required:
             continue
@@ -119,17 +127,20 @@ def normalize_arguments(
         ):
             continue
         if isinstance(value, dict) and isinstance(declared.get("properties"), dict):
-            value = _without_nulls(value, declared["properties"])
+            value = _without_nulls(value, members(declared.get("properties")))
         normalized[name] = value
     return normalized
 
 
-def _never_empty(schema: Mapping[str, Any]) -> bool:
+def _never_empty(schema: Schema) -> bool:
     """An optional property whose schema refuses any empty value: an empty one can only mean "not given"."""
-    return bool(schema.get("minLength") or schema.get("minItems")) or "" not in schema.get("enum", [""])
+    words = schema.get("enum")
+    return bool(schema.get("minLength") or schema.get("minItems")) or (
+        isinstance(words, list) and "" not in words
+    )
 
 
-def _decoded(value: Any, expected: Any) -> Any:
+def _decoded(value: object, expected: object) -> object:
     if expected not in ("object", "array") or not isinstance(value, str):
         return value
     try:
@@ -139,7 +150,7 @@ def _decoded(value: Any, expected: Any) -> Any:
     return parsed if isinstance(parsed, dict if expected == "object" else list) else value
 
 
-def _without_nulls(value: dict[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
+def _without_nulls(value: Arguments, properties: Schema) -> dict[str, object]:
     return {
         key: item
         for key, item in value.items()
@@ -147,19 +158,18 @@ def _without_nulls(value: dict[str, Any], properties: Mapping[str, Any]) -> dict
     }
 
 
-def _allows_null(schema: Any) -> bool:
-    return isinstance(schema, dict) and any(
-        variant == {"type": "null"} for variant in schema.get("anyOf", ())
-    )
+def _allows_null(schema: object) -> bool:
+    variants = members(schema).get("anyOf")
+    return isinstance(variants, list) and {"type": "null"} in variants
 
 
 def exact_numbers(
-    arguments: dict[str, Any],
-    schema: Mapping[str, Any],
+    arguments: Arguments,
+    schema: Schema,
     *,
     skip: frozenset[str] = frozenset(),
     max_depth: int = DEFAULT_MAX_ARGUMENT_DEPTH,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Arguments whose numbers mean exactly what they say, nested no deeper than `max_depth`.
 
     JSON has one number type, so `3.0` is 3: an integral float given for a property the schema
@@ -168,16 +178,16 @@ def exact_numbers(
     number that is not finite, is refused with its JSON pointer, as is deeper nesting. Properties in
     `skip` (block content) are the kernel's to check, block by block.
     """
-    properties = schema.get("properties", {})
+    properties = members(schema.get("properties"))
     exact = dict(arguments)
     for name, value in arguments.items():
-        declared = properties.get(name, {}).get("type")
+        declared = members(properties.get(name)).get("type")
         if declared == "integer" and isinstance(value, float) and value.is_integer():
             exact[name] = int(value)
     # Only containers go on the stack, each with its pointer; a scalar is checked where it stands and
     # its pointer is spelt only if it is refused (an array of 20,000 ids costs 20,000 type checks).
     checked = {name: value for name, value in exact.items() if name not in skip}
-    stack: list[tuple[Mapping[str, Any] | list[Any], str, int]] = [(checked, "", 0)]
+    stack: list[tuple[Mapping[str, object] | list[object], str, int]] = [(checked, "", 0)]
     while stack:
         container, pointer, depth = stack.pop()
         if depth > max_depth:
@@ -198,8 +208,8 @@ def exact_numbers(
 
 
 def heavy_arguments(
-    arguments: Mapping[str, Any],
-    schema: Mapping[str, Any],
+    arguments: Arguments,
+    schema: Schema,
     limit: int,
     *,
     skip: frozenset[str] = frozenset(),
@@ -209,11 +219,11 @@ def heavy_arguments(
     until past `limit`, so that asking costs a light call next to nothing. Properties in `skip`
     (block content: the kernel checks it, and moves a long one to a thread itself) count only as
     JSON text to decode."""
-    properties = schema.get("properties", {})
+    properties = members(schema.get("properties"))
     count = 0
-    stack: list[Any] = []
+    stack: list[object] = []
     for name, value in arguments.items():
-        if isinstance(value, str) and properties.get(name, {}).get("type") in ("object", "array"):
+        if isinstance(value, str) and members(properties.get(name)).get("type") in ("object", "array"):
             count += len(value)  # decoded by `normalize_arguments`
         elif name not in skip:
             stack.append(value)
@@ -230,7 +240,7 @@ def heavy_arguments(
     return count > limit
 
 
-def check_arguments(validator: Validator, arguments: dict[str, Any]) -> None:
+def check_arguments(validator: Validator, arguments: Arguments) -> None:
     """Refuse arguments that do not match the advertised schema, naming where and why."""
     if validator.is_valid(arguments):
         return
@@ -254,7 +264,7 @@ def _describe(error: ValidationError) -> dict[str, str]:
 
 
 def effective_scopes(
-    granted: frozenset[Scope], arguments: Mapping[str, Any], meta: Mapping[str, Any] | None
+    granted: frozenset[Scope], arguments: Arguments, meta: Arguments | None
 ) -> frozenset[Scope]:
     requested = arguments.get("capabilityScope")
     if requested is None and meta:
@@ -283,9 +293,7 @@ class Caller:
     page_bound: bool = True  # False: a tool naming no page (search), ids "" when not given
 
 
-def admit(
-    spec: ToolSpec, arguments: Mapping[str, Any], meta: Mapping[str, Any] | None, identity: Identity
-) -> Caller:
+def admit(spec: ToolSpec, arguments: Arguments, meta: Arguments | None, identity: Identity) -> Caller:
     """The checkpoints that need no kernel, in the contract's order and before any argument is judged:
     login (and an `actorId` that is not the caller's), the connection's scope, then the page: it must be
     named by two strings to be checked at all, and a token limited to some workspaces hears what a
@@ -320,7 +328,7 @@ def admit(
     return Caller(identity.actor_id, workspace_id, document_id, scopes)
 
 
-def _not_a_string(value: Any) -> str:
+def _not_a_string(value: object) -> str:
     return (
         "required property is missing"
         if value is None
@@ -331,7 +339,7 @@ def _not_a_string(value: Any) -> str:
 def build_request(
     spec: ToolSpec,
     validator: Validator,
-    arguments: dict[str, Any],
+    arguments: Arguments,
     caller: Caller,
     correlation: Correlation,
     locale: Locale,
@@ -341,14 +349,14 @@ def build_request(
     check_arguments(validator, arguments)
     if spec.writes and not str(arguments.get("idempotencyKey", "")).strip():
         raise invalid("/idempotencyKey", "must not be empty: one key per intended change")
-    base_revision = arguments.get("baseRevision")
+    base_revision, key = arguments.get("baseRevision"), arguments.get("idempotencyKey")
     return ToolRequest(
         tool_name=spec.name,
         workspace_id=caller.workspace_id,
         document_id=caller.document_id,
         actor_id=caller.actor_id,
         correlation=correlation,
-        idempotency_key=arguments.get("idempotencyKey"),
+        idempotency_key=key if isinstance(key, str) else None,
         dry_run=bool(arguments.get("dryRun", False)),
         capability_scope=caller.scopes,
         args={name: value for name, value in arguments.items() if name not in ENVELOPE_FIELDS},

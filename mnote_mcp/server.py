@@ -7,13 +7,13 @@ Pages are also resources (`mnote_mcp.resources`), with change notifications in b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp.types as types
 import mcp_types.methods
 from mcp.server import Server
-from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 
@@ -21,12 +21,14 @@ from mnote_mcp import __version__
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.resources import PageResources
+from mnote_mcp.resources.pages import Context
+from mnote_mcp.resources.watch import PageWatcher
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.naming import respell
 from mnote_mcp.vocabulary.scopes import ALL_SCOPES, Scope
 
-IdentityResolver = Callable[[ServerRequestContext[Any, Any]], Identity]
+IdentityResolver = Callable[[Context], Identity]
 
 INSTRUCTIONS = (
     "mnote pages are made of blocks. Read a page with mnote.page.get before writing; pass its revision as "
@@ -49,7 +51,9 @@ _Sieve = tuple[tuple[str, ...], tuple[str, ...] | None]
 _SIEVES: dict[_Shape, _Sieve | None] = {}
 
 
-def _learn_sieve(version: str, data: Mapping[str, Any], content: list[dict[str, Any]]) -> _Sieve | None:
+def _learn_sieve(
+    version: str, data: Mapping[str, Any], content: Sequence[Mapping[str, object]]
+) -> _Sieve | None:
     """What the SDK's pass does to a result of this shape, learnt from the SDK itself once: the same
     keys with stand-in values (an empty text, an empty envelope); trusted only if it kept every kept
     value as it was (the flags, the result type) and changed nothing but which keys are kept."""
@@ -64,7 +68,7 @@ def _learn_sieve(version: str, data: Mapping[str, Any], content: list[dict[str, 
     kept = tuple(out)
     if any(out[key] != stand_in.get(key) for key in kept):
         return None
-    items: list[dict[str, Any]] = out.get("content", [])
+    items: list[Mapping[str, object]] = out.get("content", [])
     item_keys = {tuple(item) for item in items}
     if len(item_keys) > 1 or "content" not in kept:
         return None
@@ -82,9 +86,10 @@ def serialize_result(method: str, version: str, data: Mapping[str, Any], **optio
     result, and a shape the SDK would change otherwise, gets the SDK's pass. `tests/unit/test_server.py`
     compares both on every protocol version, so an SDK that changes its models fails there.
     """
-    content = data.get("content")
-    if method != "tools/call" or type(content) is not WireContent or options:
+    wire = data.get("content")
+    if method != "tools/call" or type(wire) is not WireContent or options:
         return _SDK_SERIALIZE(method, version, data, **options)
+    content: Sequence[Mapping[str, object]] = wire
     shape = (version, tuple(data), tuple(tuple(item) for item in content))
     if shape in _SIEVES:
         sieve = _SIEVES[shape]
@@ -119,7 +124,7 @@ class SpansWhenTraced:
     def __init__(self, spans: ServerMiddleware[Any]) -> None:
         self.spans = spans
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    async def __call__(self, ctx: Context, call_next: CallNext) -> HandlerResult:
         if type(trace.get_tracer_provider()) is trace.ProxyTracerProvider:
             return await call_next(ctx)
         return await self.spans(ctx, call_next)
@@ -141,7 +146,7 @@ def create_server(
     watch_interval: float = 1.0,
     delivery: Delivery | None = None,
     pages: PageResources | None = None,
-) -> Server[Any]:
+) -> Server[PageWatcher]:
     """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
     `delivery` says how envelopes are carried (result forms, `isError`); `pages`, the page resources
     (given by a transport that reports their watches)."""
@@ -168,14 +173,10 @@ def create_server(
         dispatcher.kernel, identity_for, watch_interval=watch_interval, max_chars=dispatcher.max_result_chars
     )
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
+    async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return listing(identity_for(ctx).scopes)
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> dict[str, Any]:
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> dict[str, Any]:
         """Answers the wire form directly: the SDK copies a dict result instead of walking a model, one
         pass less over an envelope that may hold thousands of blocks."""
         meta = ctx.meta if ctx.meta is not None else params.meta
@@ -185,9 +186,9 @@ def create_server(
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}") from None
         if envelope["ok"] and envelope["audit"]["effect"] == "write":
             pages.nudge()
-        return delivery.call_result(envelope)
+        return dict(delivery.call_result(envelope))  # the SDK's handler type: a plain dict
 
-    server: Server[Any] = Server(
+    server: Server[PageWatcher] = Server(
         "mnote-mcp",
         version=__version__,
         title="mnote",

@@ -1,8 +1,9 @@
 """Fixtures every test may use, and the markers a test gets from where it lives.
 
 The folders say what a test needs (docs/testing.md): `tests/e2e/` real transports and processes,
-`tests/clients/` real clients installed under `.ci/`, `tests/postgres/` a PostgreSQL server. Their
-tests are marked `e2e`, `clients` and `postgres` here, so `-m` selects them without each file
+`tests/clients/` real clients installed under `.ci/`, `tests/postgres/` a PostgreSQL server,
+`tests/deploy/` the shipped deployment files (nginx, compose, the image, systemd). Their tests are
+marked `e2e`, `clients`, `postgres` and `deploy` here, so `-m` selects them without each file
 saying so. A PostgreSQL case elsewhere is marked `postgres` too: a test that asks for the `pg_server`
 or `pg_url` fixture, or one of whose parameters is `"postgres"` (the PostgreSQL case of
 `tests.support.postgres.STORES` and of every other store or adapter parameter). A test that reaches
@@ -21,7 +22,7 @@ from tests.support.helpers import seeded_store
 from tests.support.postgres import PgServer, start_server
 
 TESTS = Path(__file__).resolve().parent
-FOLDER_MARKERS = {"e2e": "e2e", "clients": "clients", "postgres": "postgres"}
+FOLDER_MARKERS = {"e2e": "e2e", "clients": "clients", "postgres": "postgres", "deploy": "deploy"}
 POSTGRES_FIXTURES = frozenset({"pg_server", "pg_url"})
 _POSTGRES_SELECTED = pytest.StashKey[bool]()
 

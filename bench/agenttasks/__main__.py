@@ -79,7 +79,7 @@ def table(figures: dict[str, Any]) -> str:
     ]
     for row in figures["tasks"]:
         if "pending" in row:
-            lines.append(f"| {row['task']} | pending: {row['pending']} | | | | | |")
+            lines.append(f"| {row['task']} | {row['pending']} | | | | | |")
             continue
         m, f = row["mnote"], row["filesystem"]
         lines.append(

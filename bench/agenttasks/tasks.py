@@ -548,9 +548,9 @@ def read_long_filesystem(new: AgentFactory, place: Place) -> bool:
     return all(block["text"] in head + tail for block in place.pages[LONG].blocks)
 
 
-TEXT_EDIT = "needs mnote's text edit (issue 22, the agent-edits half), not on main yet"
-SECTION_MOVE = "needs mnote's section move (issue 22, the agent-edits half), not on main yet"
-RUN_ID = "needs the runId in a write's result (issue 22, the agent-edits half), not on main yet"
+TEXT_EDIT = "pending, not run: needs mnote's text edit (issue 22's agent-edits half, not built yet)"
+SECTION_MOVE = "pending, not run: needs mnote's section move (issue 22's agent-edits half, not built yet)"
+RUN_ID = "pending, not run: needs the runId in a write's result (issue 22's agent-edits half, not built yet)"
 
 TASKS: tuple[Task, ...] = (
     Task(

@@ -20,39 +20,26 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from mnote_mcp.kernel.errors import Reason
-from mnote_mcp.kernel.port import (
-    Command,
-    CommandOutcome,
-    HistoryQuery,
-    PageKey,
-    PageQuery,
-    PageRef,
-    SearchQuery,
-)
 from mnote_mcp.kernel.protocol import (
-    AUDIT_TRAIL,
-    AUTHORIZE,
     CLI_PROTOCOL_VERSION,
-    EXECUTE,
-    GET_PAGE,
-    LIST_PAGES,
-    PAGE_HISTORY,
-    PAGE_REVISIONS,
-    SEARCH_PAGES,
+    Ans,
     MalformedReplyError,
     Operation,
-    authorize_query,
+    Req,
     decode_error,
     unavailable,
 )
-from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.relay import Relay
 from mnote_mcp.tracecontext import traceparent
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +56,7 @@ def parse_command_line(spec: str) -> list[str]:
     return argv
 
 
-class CliKernel:
+class CliKernel(Relay):
     def __init__(
         self,
         argv: Sequence[str],
@@ -88,64 +75,23 @@ class CliKernel:
         # A burst of calls must not fork a burst of processes.
         self._limiter = anyio.CapacityLimiter(max_processes)
 
-    # -- the port ---------------------------------------------------------------------------------
-
-    async def get_page(self, query: PageQuery) -> dict[str, Any]:
-        trace = query.correlation.trace_id
-        page: dict[str, Any] = await self._call(
-            GET_PAGE, {"query": query.to_wire(), "traceparent": traceparent(trace)}
-        )
-        return page
-
-    async def execute(self, command: Command) -> CommandOutcome:
-        trace = command.correlation.trace_id
-        outcome: CommandOutcome = await self._call(
-            EXECUTE, {"command": command.to_wire(), "traceparent": traceparent(trace)}
-        )
-        return outcome
-
-    async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
-        await self._call(AUTHORIZE, {"query": authorize_query(actor_id, workspace_id, document_id, scope)})
-
-    async def list_pages(self, actor_id: str) -> list[PageRef]:
-        refs: list[PageRef] = await self._call(LIST_PAGES, {"actorId": actor_id})
-        return refs
-
-    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
-        query = {"actorId": actor_id, "pages": [key.to_wire() for key in pages]}
-        revisions: dict[PageKey, int] = await self._call(PAGE_REVISIONS, {"query": query})
-        return revisions
-
-    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
-        trace = query.correlation.trace_id
-        history: dict[str, Any] = await self._call(
-            PAGE_HISTORY, {"query": query.to_wire(), "traceparent": traceparent(trace)}
-        )
-        return history
-
-    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
-        trace = query.correlation.trace_id
-        hits: dict[str, Any] = await self._call(
-            SEARCH_PAGES, {"query": query.to_wire(), "traceparent": traceparent(trace)}
-        )
-        return hits
-
-    async def audit_trail(
-        self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
-        records: list[dict[str, Any]] = await self._call(
-            AUDIT_TRAIL, {"traceId": trace_id, "commandId": command_id, "limit": limit}
-        )
-        return records
-
     async def aclose(self) -> None:
         """Nothing outlives a call: every process is reaped before its call returns."""
 
     # -- one call ---------------------------------------------------------------------------------
 
-    async def _call(self, op: Operation, fields: dict[str, Any]) -> Any:
-        request = {"version": CLI_PROTOCOL_VERSION, "op": op.name, **fields}
-        data = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    async def call(self, op: Operation[Req, Ans], request: Req) -> Ans:
+        wire = op.request.encode(request)
+        fields: dict[str, JsonValue]
+        if op.carrier is None:  # a flat request: its fields are the CLI request's own
+            assert isinstance(wire, dict)
+            fields = wire
+        else:
+            fields = {op.carrier: wire}
+        if op.trace is not None:
+            fields["traceparent"] = traceparent(op.trace(request))
+        envelope = {"version": CLI_PROTOCOL_VERSION, "op": op.name, **fields}
+        data = json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         async with self._limiter:
             status, stdout, stderr = await self._run(data)
         self._relay_stderr(stderr, failed=status != 0)
@@ -154,17 +100,17 @@ class CliKernel:
         try:
             reply = json.loads(stdout)
         except ValueError:
-            raise self._malformed(op, "the reply is not one JSON document") from None
+            raise self._malformed(op.name, "the reply is not one JSON document") from None
         if isinstance(reply, dict) and reply.get("ok") is True and "value" in reply:
             try:
                 return op.decode(reply["value"])
             except MalformedReplyError as exc:
-                raise self._malformed(op, str(exc)) from None
+                raise self._malformed(op.name, str(exc)) from None
         if isinstance(reply, dict) and reply.get("ok") is False:
             error = decode_error(reply.get("error"))
             if error is not None:
                 raise error
-        raise self._malformed(op, "the reply is neither {ok: true, value} nor {ok: false, error}")
+        raise self._malformed(op.name, "the reply is neither {ok: true, value} nor {ok: false, error}")
 
     async def _run(self, data: bytes) -> tuple[int, bytes, bytes]:
         """Run the adapter once; returns (exit status, stdout, stderr) or raises runtime_unavailable."""
@@ -205,8 +151,8 @@ class CliKernel:
             if line.strip():
                 logger.log(level, "mnote-cli: %s", line)
 
-    def _malformed(self, op: Operation, why: str) -> Exception:
-        logger.warning("mnote-cli %s reply does not follow the protocol: %s", op.name, why)
+    def _malformed(self, op: str, why: str) -> Exception:
+        logger.warning("mnote-cli %s reply does not follow the protocol: %s", op, why)
         return unavailable("cli", Reason.MALFORMED_REPLY)
 
 

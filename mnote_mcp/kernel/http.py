@@ -15,45 +15,33 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx2
 
 from mnote_mcp import __version__
 from mnote_mcp.kernel.errors import MnoteError, Reason
-from mnote_mcp.kernel.port import (
-    Command,
-    CommandOutcome,
-    HistoryQuery,
-    PageKey,
-    PageQuery,
-    PageRef,
-    SearchQuery,
-)
+from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.kernel.protocol import (
-    AUDIT_TRAIL,
-    AUTHORIZE,
-    EXECUTE,
-    GET_PAGE,
     IDEMPOTENCY_HEADER,
-    LIST_PAGES,
-    PAGE_HISTORY,
-    PAGE_REVISIONS,
     RETRY_STATUSES,
-    SEARCH_PAGES,
     SERVICE_TOKEN_STATUS,
     TRACEPARENT_HEADER,
+    Ans,
     MalformedReplyError,
     Operation,
-    authorize_query,
+    Req,
     decode_error,
     encode_key,
     unavailable,
 )
-from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.relay import Relay
 from mnote_mcp.tracecontext import traceparent
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +65,7 @@ class _AttemptError(Exception):
         self.wait = wait
 
 
-class HttpKernel:
+class HttpKernel(Relay):
     """One shared connection pool to one runtime, for every call of this server process."""
 
     def __init__(
@@ -112,81 +100,30 @@ class HttpKernel:
             transport=transport,
         )
 
-    # -- the port ---------------------------------------------------------------------------------
-
-    async def get_page(self, query: PageQuery) -> dict[str, Any]:
-        page: dict[str, Any] = await self._call(
-            GET_PAGE, json=query.to_wire(), trace_id=query.correlation.trace_id
-        )
-        return page
-
-    async def execute(self, command: Command) -> CommandOutcome:
-        outcome: CommandOutcome = await self._call(
-            EXECUTE,
-            json=command.to_wire(),
-            trace_id=command.correlation.trace_id,
-            idempotency_key=command.idempotency_key,
-        )
-        return outcome
-
-    async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
-        await self._call(AUTHORIZE, json=authorize_query(actor_id, workspace_id, document_id, scope))
-
-    async def list_pages(self, actor_id: str) -> list[PageRef]:
-        refs: list[PageRef] = await self._call(LIST_PAGES, params={"actorId": actor_id})
-        return refs
-
-    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
-        query = {"actorId": actor_id, "pages": [key.to_wire() for key in pages]}
-        revisions: dict[PageKey, int] = await self._call(PAGE_REVISIONS, json=query)
-        return revisions
-
-    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
-        history: dict[str, Any] = await self._call(
-            PAGE_HISTORY, json=query.to_wire(), trace_id=query.correlation.trace_id
-        )
-        return history
-
-    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
-        hits: dict[str, Any] = await self._call(
-            SEARCH_PAGES, json=query.to_wire(), trace_id=query.correlation.trace_id
-        )
-        return hits
-
-    async def audit_trail(
-        self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
-        params = {"limit": str(limit)}
-        if trace_id is not None:
-            params["traceId"] = trace_id
-        if command_id is not None:
-            params["commandId"] = command_id
-        records: list[dict[str, Any]] = await self._call(AUDIT_TRAIL, params=params)
-        return records
-
     async def aclose(self) -> None:
         await self._client.aclose()
 
     # -- one call, attempts and their outcomes -----------------------------------------------------
 
-    async def _call(
-        self,
-        op: Operation,
-        *,
-        json: Any = None,
-        params: Mapping[str, str] | None = None,
-        trace_id: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> Any:
+    async def call(self, op: Operation[Req, Ans], request: Req) -> Ans:
+        wire = op.request.encode(request)
+        body: JsonValue = None
+        params: dict[str, str] | None = None
+        if op.carrier is None:  # a GET: the request's fields are its query string
+            assert isinstance(wire, dict)
+            params = {name: str(value) for name, value in wire.items() if value is not None}
+        else:
+            body = wire
+        trace_id = op.trace(request) if op.trace is not None else None
         attempts = self.retries + 1
         for attempt in range(1, attempts + 1):
             headers: dict[str, str] = {}
             if trace_id is not None:
                 headers[TRACEPARENT_HEADER] = traceparent(trace_id)
-            if idempotency_key is not None:
-                headers[IDEMPOTENCY_HEADER] = encode_key(idempotency_key)
+            if op.key is not None:
+                headers[IDEMPOTENCY_HEADER] = encode_key(op.key(request))
             try:
-                return await self._attempt(op, json=json, params=params, headers=headers)
+                return await self._attempt(op, json=body, params=params, headers=headers)
             except _AttemptError as failed:
                 last_try = not failed.retry or attempt == attempts
                 logger.warning(
@@ -200,7 +137,7 @@ class HttpKernel:
                     f" trace={trace_id}" if trace_id else "",
                 )
                 if last_try:
-                    details: dict[str, Any] = {"attempts": attempt}
+                    details: dict[str, JsonValue] = {"attempts": attempt}
                     if failed.status is not None:
                         details["status"] = failed.status
                     raise unavailable("http", failed.cause, **details) from None
@@ -208,8 +145,13 @@ class HttpKernel:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(
-        self, op: Operation, *, json: Any, params: Mapping[str, str] | None, headers: dict[str, str]
-    ) -> Any:
+        self,
+        op: Operation[Req, Ans],
+        *,
+        json: JsonValue,
+        params: Mapping[str, str] | None,
+        headers: dict[str, str],
+    ) -> Ans:
         try:
             response = await self._client.request(
                 op.method, op.path, json=json, params=params, headers=headers
@@ -226,7 +168,7 @@ class HttpKernel:
             raise _AttemptError(Reason.TRANSPORT, retry=False) from None
         return self._interpret(op, response)
 
-    def _interpret(self, op: Operation, response: httpx2.Response) -> Any:
+    def _interpret(self, op: Operation[Req, Ans], response: httpx2.Response) -> Ans:
         status = response.status_code
         if status == 200:
             body = _json_object(response)
@@ -250,7 +192,7 @@ class HttpKernel:
         raise _AttemptError(Reason.STATUS, retry=False, status=status)
 
 
-def _json_object(response: httpx2.Response) -> dict[str, Any] | None:
+def _json_object(response: httpx2.Response) -> JSONObject | None:
     try:
         body = response.json()
     except ValueError:  # json.JSONDecodeError and UnicodeDecodeError are both ValueErrors

@@ -1,20 +1,71 @@
 """The kernel port: the only way the tools reach business data.
 
 mnote's Rust runtime is the real kernel; this module states what any adapter (embedded SQLite, HTTP
-relay, mnote-cli relay) must offer, in plain data that crosses a process boundary unchanged
-(`to_wire`/`from_wire` are the JSON the runtime protocol carries). Nothing here knows about MCP.
+relay, mnote-cli relay) must offer, in plain data that crosses a process boundary unchanged. Nothing
+here knows about MCP.
+
+Each wire form is declared once, here. What a caller builds (a query, a command, an outcome) is a
+frozen dataclass deriving from `Wire`: a field `workspace_id` is `workspaceId` on the wire (another
+name is given in `__wire_names__`), and an `Annotated` pydantic marker says where a value is bounded
+or `null` means the default. What the kernel answers as JSON (a page view, a history view, search
+hits, audit records) is a `TypedDict` whose keys are the wire's. `to_wire`, `from_wire` and the
+runtime protocol's JSON Schemas are derived from these declarations: the schemas by pydantic
+(`kernel/wireschema.py`, kept as data in `kernel/schemas.py`), `to_wire` and `from_wire` by walking
+the fields (held to pydantic's own reading by tests/unit/kernel/test_port.py). So the embedded kernel
+pays nothing for the wire: it is handed the dataclasses as they were built, hands back the dicts it
+made, and `to_wire` copies no JSON it is given; and no process that serves calls imports pydantic for
+it (the MCP SDK does, for its own models; `runtime cli`, a process per call, does not).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass, field, fields
+from enum import Enum, StrEnum
+from types import UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    NotRequired,
+    Protocol,
+    Self,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    runtime_checkable,
+)
 
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
+
+from mnote_mcp.kernel.blocks import Block
+from mnote_mcp.kernel.diff import Op
 from mnote_mcp.kernel.scopes import Scope
 
 DEFAULT_SEARCH_LIMIT = 10
+DEFAULT_HISTORY_LIMIT = 20
+DEFAULT_AUDIT_LIMIT = 100
+MAX_INT64 = 2**63 - 1  # revisions are stored as 64-bit integers: a larger one is refused, never cut
+
+# The annotations below name pydantic's markers, which this module imports only for type checking:
+# kernel/wireschema.py gives them to pydantic, and `_reader` reads them its own way (`_READER_NAMES`).
+if TYPE_CHECKING:
+    from pydantic import BeforeValidator, Field, JsonValue, SkipValidation
+
+    Revision = int  # a revision: bounded to 64 bits by its schema (kernel/wireschema.py)
+
+JSONObject = dict[str, "JsonValue"]
+
+
+def null_means(default: object, kind: object) -> BeforeValidator:
+    """On the wire, `null` for this field means its default: what older peers send, still accepted."""
+    from pydantic import BeforeValidator
+
+    return BeforeValidator(lambda value: default if value is None else value, json_schema_input_type=kind)
 
 
 class CommandName(StrEnum):
@@ -30,8 +81,148 @@ class CommandName(StrEnum):
     PAGE_REVERT = "page.revert"
 
 
+# -- the wire form of a dataclass ----------------------------------------------------------------
+
+
+def camel(name: str) -> str:
+    """A field's name on the wire: `workspace_id` is `workspaceId`."""
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
+class Wire:
+    """A frozen dataclass that crosses a process boundary: its fields in camelCase on the wire.
+
+    `to_wire` is the JSON object the runtime protocol carries, `from_wire` reads one back; both walk
+    the declaration's fields, and tests/unit/kernel/test_port.py holds them to pydantic's own dump and
+    validation of the same declaration, from which kernel/wireschema.py derives the JSON Schema. A
+    field whose wire name is not its name in camelCase says so in `__wire_names__`; pydantic takes
+    every wire name from the same function (its alias generator, `__pydantic_config__`).
+    """
+
+    __slots__ = ()
+    __wire_names__: ClassVar[Mapping[str, str]] = {}
+    __pydantic_config__: ClassVar[Mapping[str, Callable[[str], str]]]
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        renamed = cls.__wire_names__
+        cls.__pydantic_config__ = {"alias_generator": lambda name: renamed.get(name) or camel(name)}
+
+    def to_wire(self) -> JSONObject:
+        kind = type(self)
+        names = _NAMES.get(kind) or _NAMES.setdefault(kind, wire_names(kind))
+        return {alias: _plain(getattr(self, name)) for name, alias in names}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> Self:
+        """`data`, which follows this form's schema (the runtime checks a request, a relay a reply,
+        before reading it), as this form."""
+        read = _READERS.get(cls) or _READERS.setdefault(cls, _reader(cls))
+        return cast(Self, read(data))
+
+
+_NAMES: dict[type[Wire], tuple[tuple[str, str], ...]] = {}
+
+
+def wire_names(kind: type[Wire]) -> tuple[tuple[str, str], ...]:
+    """(field, wire name) of each field of `kind`, in declaration order: the wire's key order."""
+    alias = kind.__pydantic_config__["alias_generator"]
+    return tuple((item.name, alias(item.name)) for item in fields(cast(Any, kind)))
+
+
+class _NullMeans:
+    """`null_means(default, …)` as the reader sees it: `null` is `default`."""
+
+    def __init__(self, default: object, kind: object = None) -> None:
+        self.default = default
+
+
+class _Inner:
+    """`SkipValidation[T]` as the reader sees it: `T`."""
+
+    def __class_getitem__(cls, item: object) -> object:
+        return item
+
+
+# How the reader reads the pydantic markers of the annotations (kernel/wireschema.py has pydantic's).
+_READER_NAMES: dict[str, object] = {
+    "Field": lambda *args, **kwargs: None,
+    "JsonValue": object,
+    "Revision": int,
+    "SkipValidation": _Inner,
+    "null_means": _NullMeans,
+}
+Reader = Callable[[Mapping[str, Any]], Wire]
+_READERS: dict[type[Wire], Reader] = {}
+
+
+def _reader(kind: type[Wire]) -> Reader:
+    """How a JSON object that follows `kind`'s schema becomes a `kind`, from its declaration: each
+    field under its wire name, a nested form read as one, a list as a tuple, an enum as its member,
+    `null` as the default where the declaration says so, a missing field as the default."""
+    names = {**vars(sys.modules[kind.__module__]), **_READER_NAMES}
+    hints = get_type_hints(kind, globalns=names, include_extras=True)
+    plan = []
+    for name, alias in wire_names(kind):
+        hint = hints[name]
+        null = next((m for m in getattr(hint, "__metadata__", ()) if isinstance(m, _NullMeans)), None)
+        plan.append((name, alias, _converter(hint), null))
+
+    def read(data: Mapping[str, Any]) -> Wire:
+        values: dict[str, object] = {}
+        for name, alias, convert, null in plan:
+            if alias not in data:
+                continue
+            value = data[alias]
+            if value is None and null is not None:
+                continue
+            values[name] = convert(value) if convert is not None and value is not None else value
+        return kind(**values)
+
+    return read
+
+
+def _converter(hint: Any) -> Callable[[Any], object] | None:
+    """What reading a value of this type takes beyond taking the JSON as it is, if anything."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return _converter(args[0])
+    if origin in (Union, UnionType):
+        (inner,) = [arg for arg in args if arg is not type(None)]
+        return _converter(inner)
+    if origin is tuple:
+        each = _converter(args[0])
+        return tuple if each is None else lambda items: tuple(each(item) for item in items)
+    if isinstance(hint, type) and issubclass(hint, Wire):
+        return hint.from_wire
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return hint
+    return None
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None), list, dict)
+
+
+def _plain(value: object) -> JsonValue:
+    if type(value) in _JSON_SCALARS:  # most fields: as they are, never copied
+        return cast("JsonValue", value)
+    if isinstance(value, Wire):
+        return value.to_wire()
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, Enum):
+        return cast("JsonValue", value.value)
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        return dict(value)
+    return cast("JsonValue", value)
+
+
+# -- what the tools ask ------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
-class Correlation:
+class Correlation(Wire):
     """The four ids that join a Hermes run to the kernel command it caused."""
 
     session_id: str
@@ -39,26 +230,9 @@ class Correlation:
     tool_call_id: str
     trace_id: str
 
-    def to_wire(self) -> dict[str, str]:
-        return {
-            "sessionId": self.session_id,
-            "runId": self.run_id,
-            "toolCallId": self.tool_call_id,
-            "traceId": self.trace_id,
-        }
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> Correlation:
-        return cls(
-            session_id=str(data["sessionId"]),
-            run_id=str(data["runId"]),
-            tool_call_id=str(data["toolCallId"]),
-            trace_id=str(data["traceId"]),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class PageQuery:
+class PageQuery(Wire):
     """What `get_page` should return.
 
     `format` is "blocks" (the block tree) or "markdown" (`markdown`, one rendering with block ids).
@@ -74,103 +248,54 @@ class PageQuery:
     include_body: bool = True
     include_options: bool = True
     include_blocks: bool = True
-    format: str = "blocks"
+    format: Annotated[str, null_means("blocks", str | None)] = "blocks"
     block_ids: tuple[str, ...] | None = None
     max_blocks: int | None = None
     cursor: str | None = None
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "workspaceId": self.workspace_id,
-            "documentId": self.document_id,
-            "actorId": self.actor_id,
-            "correlation": self.correlation.to_wire(),
-            "includeBody": self.include_body,
-            "includeOptions": self.include_options,
-            "includeBlocks": self.include_blocks,
-            "format": self.format,
-            "blockIds": list(self.block_ids) if self.block_ids is not None else None,
-            "maxBlocks": self.max_blocks,
-            "cursor": self.cursor,
-        }
 
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> PageQuery:
-        block_ids = data.get("blockIds")
-        max_blocks = data.get("maxBlocks")
-        cursor = data.get("cursor")
-        return cls(
-            workspace_id=str(data["workspaceId"]),
-            document_id=str(data["documentId"]),
-            actor_id=str(data["actorId"]),
-            correlation=Correlation.from_wire(data["correlation"]),
-            include_body=bool(data.get("includeBody", True)),
-            include_options=bool(data.get("includeOptions", True)),
-            include_blocks=bool(data.get("includeBlocks", True)),
-            format=str(data.get("format") or "blocks"),
-            block_ids=tuple(str(item) for item in block_ids) if isinstance(block_ids, list) else None,
-            max_blocks=int(max_blocks) if max_blocks is not None else None,
-            cursor=str(cursor) if cursor is not None else None,
-        )
+@dataclass(frozen=True, slots=True)
+class HistoryFilter(Wire):
+    """Whose writes a history lists: only those with these correlation ids (None: any)."""
+
+    run_id: str | None = None
+    session_id: str | None = None
+    actor_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryQuery:
+class HistoryQuery(Wire):
     """What `page_history` should list: a page's recorded writes, newest first.
 
-    `run_id`, `session_id` and `by_actor_id` keep only the writes with those correlation ids (on the
-    wire: `filter: {runId, sessionId, actorId}`, apart from `actorId`, which names who asks);
-    `since_revision` only those after it; `limit` and `cursor` page through the rest.
+    `filter` keeps only the writes with its correlation ids (its `actor_id` is whose writes; the
+    query's `actor_id` names who asks); `since_revision` only those after it; `limit` and `cursor`
+    page through the rest.
     """
 
     workspace_id: str
     document_id: str
     actor_id: str
     correlation: Correlation
-    run_id: str | None = None
-    session_id: str | None = None
-    by_actor_id: str | None = None
-    since_revision: int | None = None
-    limit: int = 20
+    filter: Annotated[HistoryFilter, null_means(HistoryFilter(), HistoryFilter | None)] = HistoryFilter()
+    since_revision: Revision | None = None
+    limit: Annotated[Revision, null_means(DEFAULT_HISTORY_LIMIT, Revision | None)] = DEFAULT_HISTORY_LIMIT
     cursor: str | None = None
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "workspaceId": self.workspace_id,
-            "documentId": self.document_id,
-            "actorId": self.actor_id,
-            "correlation": self.correlation.to_wire(),
-            "filter": {"runId": self.run_id, "sessionId": self.session_id, "actorId": self.by_actor_id},
-            "sinceRevision": self.since_revision,
-            "limit": self.limit,
-            "cursor": self.cursor,
-        }
+    @property
+    def run_id(self) -> str | None:
+        return self.filter.run_id
 
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> HistoryQuery:
-        where = data.get("filter") or {}
-        since, limit, cursor = data.get("sinceRevision"), data.get("limit"), data.get("cursor")
+    @property
+    def session_id(self) -> str | None:
+        return self.filter.session_id
 
-        def text(name: str) -> str | None:
-            value = where.get(name)
-            return str(value) if value is not None else None
-
-        return cls(
-            workspace_id=str(data["workspaceId"]),
-            document_id=str(data["documentId"]),
-            actor_id=str(data["actorId"]),
-            correlation=Correlation.from_wire(data["correlation"]),
-            run_id=text("runId"),
-            session_id=text("sessionId"),
-            by_actor_id=text("actorId"),
-            since_revision=int(since) if since is not None else None,
-            limit=int(limit) if limit is not None else 20,
-            cursor=str(cursor) if cursor is not None else None,
-        )
+    @property
+    def by_actor_id(self) -> str | None:
+        return self.filter.actor_id
 
 
 @dataclass(frozen=True, slots=True)
-class SearchQuery:
+class SearchQuery(Wire):
     """What `Kernel.search_pages` is asked: the pages `actor_id` may read that match `query`, best
     first (no query: every readable page, most recently changed first).
 
@@ -184,81 +309,87 @@ class SearchQuery:
     query: str | None = None
     workspace_id: str | None = None
     workspaces: tuple[str, ...] | None = None
-    limit: int = DEFAULT_SEARCH_LIMIT
+    limit: Annotated[int, null_means(DEFAULT_SEARCH_LIMIT, int | None)] = DEFAULT_SEARCH_LIMIT
     cursor: str | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "actorId": self.actor_id,
-            "correlation": self.correlation.to_wire(),
-            "query": self.query,
-            "workspaceId": self.workspace_id,
-            "workspaces": list(self.workspaces) if self.workspaces is not None else None,
-            "limit": self.limit,
-            "cursor": self.cursor,
-        }
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> SearchQuery:
-        query, workspace_id, workspaces = data.get("query"), data.get("workspaceId"), data.get("workspaces")
-        limit, cursor = data.get("limit"), data.get("cursor")
-        return cls(
-            actor_id=str(data["actorId"]),
-            correlation=Correlation.from_wire(data["correlation"]),
-            query=str(query) if query is not None else None,
-            workspace_id=str(workspace_id) if workspace_id is not None else None,
-            workspaces=tuple(str(item) for item in workspaces) if isinstance(workspaces, list) else None,
-            limit=int(limit) if limit is not None else DEFAULT_SEARCH_LIMIT,
-            cursor=str(cursor) if cursor is not None else None,
-        )
 
 
 @dataclass(frozen=True, slots=True)
-class Command:
+class Command(Wire):
     """One kernel command: what a write tool asks the runtime to do (or, with dry_run, to plan)."""
 
-    name: str
+    __wire_names__: ClassVar[Mapping[str, str]] = {"name": "command"}
+
+    name: Annotated[str, Field(min_length=1)]
     workspace_id: str
     document_id: str
     actor_id: str
     correlation: Correlation
     idempotency_key: str
     dry_run: bool
-    payload: Mapping[str, Any]
-    base_revision: int | None = None
+    # keyword-only so that it can stand before `payload`, where the wire has it
+    base_revision: Revision | None = field(default=None, kw_only=True)
+    # What the command is about (`SkipValidation`: JSON checked by the schema, passed to the kernel as
+    # it came, which gives it its meaning; likewise an outcome's diff, warnings and data).
+    payload: SkipValidation[Mapping[str, Any]]
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "command": self.name,
-            "workspaceId": self.workspace_id,
-            "documentId": self.document_id,
-            "actorId": self.actor_id,
-            "correlation": self.correlation.to_wire(),
-            "idempotencyKey": self.idempotency_key,
-            "dryRun": self.dry_run,
-            "baseRevision": self.base_revision,
-            "payload": dict(self.payload),
-        }
 
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> Command:
-        base = data.get("baseRevision")
-        payload = data.get("payload")
-        return cls(
-            name=str(data["command"]),
-            workspace_id=str(data["workspaceId"]),
-            document_id=str(data["documentId"]),
-            actor_id=str(data["actorId"]),
-            correlation=Correlation.from_wire(data["correlation"]),
-            idempotency_key=str(data["idempotencyKey"]),
-            dry_run=bool(data["dryRun"]),
-            base_revision=int(base) if base is not None else None,
-            payload=payload if isinstance(payload, dict) else {},
-        )
+@dataclass(frozen=True, slots=True, order=True)
+class PageKey(Wire):
+    """Which page: what `page_revisions` is asked about and answers for."""
+
+    workspace_id: str
+    document_id: str
+
+
+# The questions of the other port methods, as the runtime protocol carries them.
 
 
 @dataclass(frozen=True, slots=True)
-class CommandOutcome:
+class AuthorizeQuery(Wire):
+    actor_id: str
+    workspace_id: str
+    document_id: str
+    scope: Scope
+
+
+@dataclass(frozen=True, slots=True)
+class PagesQuery(Wire):
+    actor_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionsQuery(Wire):
+    actor_id: str
+    pages: tuple[PageKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditQuery(Wire):
+    """Left out, `limit` is the runtime's default: 100, or fewer where it answers fewer."""
+
+    trace_id: str | None = None
+    command_id: str | None = None
+    limit: Annotated[int, Field(ge=0)] = DEFAULT_AUDIT_LIMIT
+
+
+# -- what the kernel answers -------------------------------------------------------------------
+
+
+class OutcomeData(TypedDict, total=False):
+    """What a command reports beyond its diff; each command has its own keys (docs/kernel.md)."""
+
+    blockIds: list[str]  # the blocks it wrote (block commands, a save, a revert)
+    revertedRevisions: list[int]  # page.revert
+    rebasedFrom: int  # a block command that went ahead on a stale baseRevision
+    textDiff: str  # a dry run's unified diff of the Markdown
+    artifactId: str  # the artifact commands
+    edgeId: str
+    kind: str
+    sourceRevision: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome(Wire):
     """What the kernel did (or would do, on a dry run).
 
     `diff` is the block-level plan, the same list whether or not it was a dry run. `warnings` are
@@ -271,42 +402,14 @@ class CommandOutcome:
     command_id: str | None
     revision: int
     changed: bool
-    diff: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[dict[str, Any]] = field(default_factory=list)
+    diff: SkipValidation[list[Op]] = field(default_factory=list)
+    warnings: SkipValidation[list[JSONObject]] = field(default_factory=list)
     replayed: bool = False
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "commandName": self.command_name,
-            "dryRun": self.dry_run,
-            "commandId": self.command_id,
-            "revision": self.revision,
-            "changed": self.changed,
-            "diff": self.diff,
-            "warnings": self.warnings,
-            "replayed": self.replayed,
-            "data": self.data,
-        }
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> CommandOutcome:
-        command_id = data.get("commandId")
-        return cls(
-            command_name=str(data["commandName"]),
-            dry_run=bool(data["dryRun"]),
-            command_id=str(command_id) if command_id is not None else None,
-            revision=int(data["revision"]),
-            changed=bool(data["changed"]),
-            diff=list(data.get("diff") or []),
-            warnings=list(data.get("warnings") or []),
-            replayed=bool(data.get("replayed", False)),
-            data=dict(data.get("data") or {}),
-        )
+    data: SkipValidation[OutcomeData] = field(default_factory=OutcomeData)
 
 
 @dataclass(frozen=True, slots=True)
-class PageRef:
+class PageRef(Wire):
     """A page an actor may read: enough to list it, nothing of its body."""
 
     workspace_id: str
@@ -314,46 +417,110 @@ class PageRef:
     title: str
     revision: int
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "workspaceId": self.workspace_id,
-            "documentId": self.document_id,
-            "title": self.title,
-            "revision": self.revision,
-        }
 
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> PageRef:
-        return cls(
-            workspace_id=str(data["workspaceId"]),
-            document_id=str(data["documentId"]),
-            title=str(data["title"]),
-            revision=int(data["revision"]),
-        )
+class PageView(TypedDict):
+    """What `get_page` answers: the page as the query asks to see it (kernel/view.py)."""
+
+    documentId: str
+    workspaceId: str
+    title: str
+    revision: int
+    bodySummary: NotRequired[str]  # includeBody
+    pageOptions: NotRequired[JSONObject]  # includeOptions
+    blocks: NotRequired[list[Block]]  # includeBlocks, format "blocks"
+    markdown: NotRequired[str]  # includeBlocks, format "markdown"
+    nextCursor: NotRequired[str]  # a paged read with blocks left
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class PageKey:
-    """Which page: what `page_revisions` is asked about and answers for."""
+class HistoryEntry(TypedDict):
+    """One recorded write: its correlation ids and its compact diff (at most 20 ops, `more` the rest)."""
 
-    workspace_id: str
-    document_id: str
-
-    def to_wire(self) -> dict[str, str]:
-        return {"workspaceId": self.workspace_id, "documentId": self.document_id}
-
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> PageKey:
-        return cls(workspace_id=str(data["workspaceId"]), document_id=str(data["documentId"]))
-
-
-def revisions_to_wire(revisions: Mapping[PageKey, int]) -> list[dict[str, Any]]:
-    """`page_revisions`' answer as JSON: `[{"workspaceId", "documentId", "revision"}, ...]`."""
-    return [{**key.to_wire(), "revision": revision} for key, revision in sorted(revisions.items())]
+    revision: int
+    commandName: str
+    commandId: str
+    actorId: str
+    sessionId: str
+    runId: str
+    toolCallId: str
+    traceId: str
+    createdAt: str
+    diff: list[JSONObject]
+    more: NotRequired[int]
 
 
-def revisions_from_wire(items: Iterable[Mapping[str, Any]]) -> dict[PageKey, int]:
-    return {PageKey.from_wire(item): int(item["revision"]) for item in items}
+class HistoryView(TypedDict):
+    """What `page_history` answers: a page's recorded writes, newest first."""
+
+    workspaceId: str
+    documentId: str
+    revision: int
+    historyFrom: int
+    entries: list[HistoryEntry]
+    nextCursor: NotRequired[str]
+
+
+class Snippet(TypedDict):
+    blockId: str
+    text: str
+
+
+class SearchHit(TypedDict):
+    workspaceId: str
+    documentId: str
+    title: str
+    revision: int
+    updatedAt: str
+    snippets: NotRequired[list[Snippet]]
+
+
+class SearchResult(TypedDict):
+    """What `search_pages` answers (docs/search.md): hits best first, `nextCursor` while more remain."""
+
+    hits: list[SearchHit]
+    nextCursor: NotRequired[str]
+
+
+class AuditRecord(TypedDict):
+    """One command as the audit trail keeps it (a replay is a record of its own: `effect` "replay")."""
+
+    seq: int
+    commandId: str
+    commandName: str
+    workspaceId: str
+    documentId: str
+    actorId: str
+    sessionId: str
+    runId: str
+    toolCallId: str
+    traceId: str
+    idempotencyKey: str
+    revisionBefore: int
+    revisionAfter: int
+    effect: str
+    outcome: str
+    detail: JSONObject
+    createdAt: str
+    replayOf: str | None
+
+
+class PageRevision(TypedDict):
+    """One page's current revision, as `page_revisions` answers it on the wire."""
+
+    workspaceId: str
+    documentId: str
+    revision: int
+
+
+def revisions_to_wire(revisions: Mapping[PageKey, int]) -> list[PageRevision]:
+    """`page_revisions`' answer as JSON: `[{"workspaceId", "documentId", "revision"}, ...]`, in page order."""
+    return [
+        PageRevision(workspaceId=key.workspace_id, documentId=key.document_id, revision=revision)
+        for key, revision in sorted(revisions.items())
+    ]
+
+
+def revisions_from_wire(items: Iterable[PageRevision]) -> dict[PageKey, int]:
+    return {PageKey(item["workspaceId"], item["documentId"]): item["revision"] for item in items}
 
 
 @runtime_checkable
@@ -364,7 +531,7 @@ class Kernel(Protocol):
     `MnoteError(RUNTIME_UNAVAILABLE, ...)`, never a transport exception.
     """
 
-    async def get_page(self, query: PageQuery) -> dict[str, Any]: ...
+    async def get_page(self, query: PageQuery) -> PageView: ...
 
     async def execute(self, command: Command) -> CommandOutcome: ...
 
@@ -385,22 +552,20 @@ class Kernel(Protocol):
         """
         ...
 
-    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
-        """A page's recorded writes, newest first (needs page read): `{workspaceId, documentId,
-        revision, historyFrom, entries: [...], nextCursor?}`."""
+    async def page_history(self, query: HistoryQuery) -> HistoryView:
+        """A page's recorded writes, newest first (needs page read)."""
         ...
 
-    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+    async def search_pages(self, query: SearchQuery) -> SearchResult:
         """The pages the actor may read that match `query.query`, best first, or without a query every
-        readable page, most recently changed first: `{hits: [{workspaceId, documentId, title, revision,
-        updatedAt, snippets?: [{blockId, text}]}], nextCursor?}` (docs/search.md). A page the actor
-        may not read is never a hit; `workspace_id` naming a workspace it is no member of (or outside
-        `workspaces`) is `permission_denied` (`not_member`)."""
+        readable page, most recently changed first (docs/search.md). A page the actor may not read is
+        never a hit; `workspace_id` naming a workspace it is no member of (or outside `workspaces`) is
+        `permission_denied` (`not_member`)."""
         ...
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[AuditRecord]: ...
 
     async def aclose(self) -> None: ...
 

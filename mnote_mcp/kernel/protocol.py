@@ -1,8 +1,12 @@
 """The runtime protocol v1 as code, shared by the relay adapters (clients) and the reference runtime.
 
-docs/runtime-protocol.md is the prose; this module is the single place both sides take paths, headers,
-the HTTP status of each error code and the JSON schemas of requests and replies from, so the adapters and the runtime cannot drift apart. Each kernel operation is one
-`Operation` row: adding a port method means one row here, one client method, one runtime handler.
+docs/runtime-protocol.md is the prose; this module is the one place both sides take paths, headers,
+the HTTP status of each error code and the JSON Schemas of requests and replies from, so the adapters
+and the runtime cannot drift apart. Each kernel operation is one `Operation` row of `OPERATIONS`: its
+route, its request and answer forms (declared once, in `kernel/port.py`; their schemas derived from
+those declarations) and the port method it calls. The relays (`kernel/relay.py`), the runtime's HTTP
+routes and its mnote-cli adapter (`runtime/`) are all driven by that table: adding a port method is
+one row here and one method in `Relay`.
 
 Schemas never close objects (`additionalProperties` stays open): a field added to a port type in a
 later version passes through an older peer instead of breaking it.
@@ -10,16 +14,54 @@ later version passes through an older peer instead of breaking it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    NotRequired,
+    Protocol,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+)
 from urllib.parse import quote, unquote
 
 from jsonschema_rs import Draft202012Validator, Validator
+from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.port import CommandOutcome, PageRef, revisions_from_wire
-from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.port import (
+    AuditQuery,
+    AuditRecord,
+    AuthorizeQuery,
+    Command,
+    CommandOutcome,
+    Correlation,
+    HistoryQuery,
+    HistoryView,
+    JSONObject,
+    Kernel,
+    PageQuery,
+    PageRef,
+    PageRevision,
+    PagesQuery,
+    PageView,
+    RevisionsQuery,
+    SearchQuery,
+    SearchResult,
+    Wire,
+    revisions_from_wire,
+    revisions_to_wire,
+)
+from mnote_mcp.kernel.schemas import SCHEMAS
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 PROTOCOL = "mnote-runtime/v1"
 CLI_PROTOCOL_VERSION = 1
@@ -43,6 +85,11 @@ SERVICE_TOKEN_STATUS = 401
 # Statuses that mean "not done, try again": the adapter retries them (bounded, with backoff).
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
+T = TypeVar("T")
+Req = TypeVar("Req")
+Ans = TypeVar("Ans")
+W = TypeVar("W", bound=Wire)
+
 
 # -- the idempotency header ----------------------------------------------------------------
 
@@ -59,238 +106,14 @@ def decode_key(value: str) -> str:
     return unquote(value)
 
 
-# -- schemas -----------------------------------------------------------------------------------
-
-_STRING = {"type": "string"}
-# Revisions are stored as 64-bit integers: a larger one (or a float that is not integral) is refused
-# as an invalid envelope, never truncated, never carried into a conflict report.
-_REVISION = {"type": ["integer", "null"], "minimum": 0, "maximum": 2**63 - 1}
-_CORRELATION = {
-    "type": "object",
-    "required": ["sessionId", "runId", "toolCallId", "traceId"],
-    "properties": {name: _STRING for name in ("sessionId", "runId", "toolCallId", "traceId")},
-}
-COMMAND_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": [
-        "command",
-        "workspaceId",
-        "documentId",
-        "actorId",
-        "correlation",
-        "idempotencyKey",
-        "dryRun",
-        "payload",
-    ],
-    "properties": {
-        "command": {"type": "string", "minLength": 1},
-        "workspaceId": _STRING,
-        "documentId": _STRING,
-        "actorId": _STRING,
-        "correlation": _CORRELATION,
-        "idempotencyKey": _STRING,
-        "dryRun": {"type": "boolean"},
-        "baseRevision": _REVISION,
-        "payload": {"type": "object"},
-    },
-}
-PAGE_QUERY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["workspaceId", "documentId", "actorId", "correlation"],
-    "properties": {
-        "workspaceId": _STRING,
-        "documentId": _STRING,
-        "actorId": _STRING,
-        "correlation": _CORRELATION,
-        "includeBody": {"type": "boolean"},
-        "includeOptions": {"type": "boolean"},
-        "includeBlocks": {"type": "boolean"},
-    },
-}
-_NULLABLE_STRING = {"type": ["string", "null"]}
-HISTORY_QUERY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["workspaceId", "documentId", "actorId", "correlation"],
-    "properties": {
-        "workspaceId": _STRING,
-        "documentId": _STRING,
-        "actorId": _STRING,
-        "correlation": _CORRELATION,
-        "filter": {
-            "type": ["object", "null"],
-            "properties": {
-                "runId": _NULLABLE_STRING,
-                "sessionId": _NULLABLE_STRING,
-                "actorId": _NULLABLE_STRING,
-            },
-        },
-        "sinceRevision": _REVISION,
-        "limit": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**63 - 1},
-        "cursor": _NULLABLE_STRING,
-    },
-}
-SEARCH_QUERY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["actorId", "correlation"],
-    "properties": {
-        "actorId": _STRING,
-        "correlation": _CORRELATION,
-        "query": _NULLABLE_STRING,
-        "workspaceId": _NULLABLE_STRING,
-        "workspaces": {"type": ["array", "null"], "items": _STRING},
-        "limit": {"type": ["integer", "null"]},
-        "cursor": _NULLABLE_STRING,
-    },
-}
-AUTHORIZE_QUERY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["actorId", "workspaceId", "documentId", "scope"],
-    "properties": {
-        "actorId": _STRING,
-        "workspaceId": _STRING,
-        "documentId": _STRING,
-        "scope": {"type": "string", "enum": [scope.value for scope in Scope]},
-    },
-}
-AUDIT_QUERY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "traceId": {"type": ["string", "null"]},
-        "commandId": {"type": ["string", "null"]},
-        "limit": {"type": "integer", "minimum": 0},
-    },
-}
-_OBJECTS = {"type": "array", "items": {"type": "object"}}
-OUTCOME_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["commandName", "dryRun", "commandId", "revision", "changed"],
-    "properties": {
-        "commandName": _STRING,
-        "dryRun": {"type": "boolean"},
-        "commandId": {"type": ["string", "null"]},
-        "revision": {"type": "integer"},
-        "changed": {"type": "boolean"},
-        "diff": _OBJECTS,
-        "warnings": _OBJECTS,
-        "replayed": {"type": "boolean"},
-        "data": {"type": "object"},
-    },
-}
-PAGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["documentId", "workspaceId", "title", "revision"],
-    "properties": {
-        "documentId": _STRING,
-        "workspaceId": _STRING,
-        "title": _STRING,
-        "revision": {"type": "integer"},
-        "bodySummary": _STRING,
-        "pageOptions": {"type": "object"},
-        "blocks": _OBJECTS,
-    },
-}
-HISTORY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["workspaceId", "documentId", "revision", "historyFrom", "entries"],
-    "properties": {
-        "workspaceId": _STRING,
-        "documentId": _STRING,
-        "revision": {"type": "integer"},
-        "historyFrom": {"type": "integer"},
-        "entries": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["revision", "commandName", "commandId", "actorId", "createdAt", "diff"],
-                "properties": {"revision": {"type": "integer"}, "diff": _OBJECTS},
-            },
-        },
-        "nextCursor": _STRING,
-    },
-}
-SEARCH_HITS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["hits"],
-    "properties": {
-        "hits": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["workspaceId", "documentId", "title", "revision", "updatedAt"],
-                "properties": {
-                    "workspaceId": _STRING,
-                    "documentId": _STRING,
-                    "title": _STRING,
-                    "revision": {"type": "integer"},
-                    "updatedAt": _STRING,
-                    "snippets": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["blockId", "text"],
-                            "properties": {"blockId": _STRING, "text": _STRING},
-                        },
-                    },
-                },
-            },
-        },
-        "nextCursor": _STRING,
-    },
-}
-_PAGE_REF = {
-    "type": "object",
-    "required": ["workspaceId", "documentId", "title", "revision"],
-    "properties": {
-        "workspaceId": _STRING,
-        "documentId": _STRING,
-        "title": _STRING,
-        "revision": {"type": "integer"},
-    },
-}
-PAGE_REFS_SCHEMA: dict[str, Any] = {"type": "array", "items": _PAGE_REF}
-AUDIT_RECORDS_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {"type": "object", "required": ["commandId"], "properties": {"commandId": _STRING}},
-}
-ERROR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["code", "reason"],
-    "properties": {"code": _STRING, "reason": _STRING, "details": {"type": "object"}},
-}
-_PAGE_KEY = {
-    "type": "object",
-    "required": ["workspaceId", "documentId"],
-    "properties": {"workspaceId": _STRING, "documentId": _STRING},
-}
-PAGE_REVISIONS_QUERY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["actorId", "pages"],
-    "properties": {"actorId": _STRING, "pages": {"type": "array", "items": _PAGE_KEY}},
-}
-REVISIONS_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "required": ["workspaceId", "documentId", "revision"],
-        "properties": {"workspaceId": _STRING, "documentId": _STRING, "revision": {"type": "integer"}},
-    },
-}
-CLI_REQUEST_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["op"],
-    "properties": {
-        "version": {"const": CLI_PROTOCOL_VERSION},
-        "op": {"type": "string"},
-        "traceparent": _STRING,
-    },
-}
+# -- schemas, derived from the declarations ----------------------------------------------------------
 
 
-def _validator(schema: dict[str, Any]) -> Validator:
+def _validator(schema: JSONObject) -> Validator:
     return Draft202012Validator(schema, validate_formats=False)
 
 
-def first_error(validator: Validator, value: Any) -> tuple[str, str] | None:
+def first_error(validator: Validator, value: object) -> tuple[str, str] | None:
     """(JSON pointer, reason) of the first schema violation, or None when the value conforms."""
     if validator.is_valid(value):
         return None
@@ -301,7 +124,7 @@ def first_error(validator: Validator, value: Any) -> tuple[str, str] | None:
     return "/" + "/".join(str(part) for part in error.instance_path), error.message[:300]
 
 
-def check_request(validator: Validator, value: Any, pointer_prefix: str = "") -> None:
+def check_request(validator: Validator, value: object, pointer_prefix: str = "") -> None:
     """Refuse a request envelope that breaks the protocol, naming where (runtime side)."""
     problem = first_error(validator, value)
     if problem is not None:
@@ -313,74 +136,229 @@ def check_request(validator: Validator, value: Any, pointer_prefix: str = "") ->
         )
 
 
-COMMAND = _validator(COMMAND_SCHEMA)
-PAGE_REVISIONS_QUERY = _validator(PAGE_REVISIONS_QUERY_SCHEMA)
-PAGE_QUERY = _validator(PAGE_QUERY_SCHEMA)
-HISTORY_QUERY = _validator(HISTORY_QUERY_SCHEMA)
-SEARCH_QUERY = _validator(SEARCH_QUERY_SCHEMA)
-AUTHORIZE_QUERY = _validator(AUTHORIZE_QUERY_SCHEMA)
-AUDIT_QUERY = _validator(AUDIT_QUERY_SCHEMA)
-CLI_REQUEST = _validator(CLI_REQUEST_SCHEMA)
-_ERROR = _validator(ERROR_SCHEMA)
+@dataclass(frozen=True)
+class WireForm(Generic[T]):
+    """How a value of type T travels: `declared` is the wire type its schema is derived from (`T`
+    itself, or what T is written as), `encode`/`decode` turn one into the other. Its schema is the one
+    `kernel/schemas.py` keeps under its name (derived by pydantic from `declared`: `derived_schema`);
+    the validator is built on first use."""
+
+    declared: Any  # a type expression
+    encode: Callable[[T], JsonValue]
+    decode: Callable[[JsonValue], T]
+
+    @property
+    def name(self) -> str:
+        """`Command`, `list[PageRef]`: the declared type's name, the key of its schema."""
+        args = get_args(self.declared)
+        if get_origin(self.declared) is list:
+            return f"list[{args[0].__name__}]"
+        return str(getattr(self.declared, "__name__", None) or self.declared).removeprefix("typing.")
+
+    @cached_property
+    def schema(self) -> JSONObject:
+        return SCHEMAS[self.name]
+
+    @property
+    def derived_schema(self) -> JSONObject:
+        """The schema pydantic derives from the declaration (imports pydantic: for kernel/schemas.py)."""
+        from mnote_mcp.kernel.wireschema import schema_of
+
+        return schema_of(self.declared)
+
+    @cached_property
+    def validator(self) -> Validator:
+        return _validator(self.schema)
 
 
-# -- replies -----------------------------------------------------------------------------------
+def modeled(kind: type[W]) -> WireForm[W]:
+    """A `Wire` dataclass: `to_wire` out, `from_wire` in."""
+    return WireForm(kind, kind.to_wire, cast("Callable[[JsonValue], W]", kind.from_wire))
+
+
+def listed(kind: type[W]) -> WireForm[list[W]]:
+    return WireForm(
+        list[kind],  # type: ignore[valid-type]
+        lambda items: [item.to_wire() for item in items],
+        lambda data: [kind.from_wire(item) for item in cast(list[JSONObject], data)],
+    )
+
+
+def as_is(declared: type[T]) -> WireForm[T]:
+    """JSON the kernel builds itself (a TypedDict, a list of them): checked by the schema, never copied
+    (a TypedDict is its own JSON, so both ways are the value itself)."""
+    return WireForm(
+        declared, cast("Callable[[T], JsonValue]", _same), cast("Callable[[JsonValue], T]", _same)
+    )
+
+
+def _same(value: T) -> T:
+    return value
+
+
+class ErrorBody(TypedDict):
+    """A refusal on the wire: `MnoteError.to_wire()`."""
+
+    code: str
+    reason: str
+    details: NotRequired[JSONObject]
+
+
+class CliRequest(TypedDict):
+    """The envelope of one mnote-cli request; the rest is the operation's (`Operation.carrier`)."""
+
+    version: NotRequired[Literal[1]]
+    op: str
+    traceparent: NotRequired[str]
+
+
+ERROR = as_is(ErrorBody)
+CLI_REQUEST = as_is(CliRequest)
+
+
+# -- the operations ------------------------------------------------------------------------------------
 
 
 class MalformedReplyError(ValueError):
     """A reply that does not follow the protocol; the adapter turns it into runtime_unavailable."""
 
 
-@dataclass(frozen=True, slots=True)
-class Operation:
-    """One kernel operation on the wire: its HTTP route, its CLI op name, and how its reply decodes."""
+class Traced(Protocol):
+    @property
+    def correlation(self) -> Correlation: ...
+
+
+def trace_of(request: Traced) -> str:
+    return request.correlation.trace_id
+
+
+@dataclass(frozen=True)
+class Operation(Generic[Req, Ans]):
+    """One kernel operation on the wire.
+
+    `name` is the port method and the CLI op; `method` and `path` its HTTP route; `reply_key` the key
+    its answer sits under in an HTTP reply. `carrier` is the key of the mnote-cli request that holds
+    the request (`"command"`, `"query"`); None means the request is flat, its fields the CLI request's
+    own and, over HTTP, the query string of a GET. `trace` gives the trace id a request carries (sent
+    as `traceparent`), `key` its idempotency key (the `Idempotency-Key` header). `run` asks a kernel.
+    """
 
     name: str
     method: str
     path: str
     reply_key: str
-    schema: Validator
-    convert: Callable[[Any], Any]
+    request: WireForm[Req]
+    answer: WireForm[Ans]
+    run: Callable[[Kernel, Req], Awaitable[Ans]]
+    carrier: str | None = None
+    trace: Callable[[Req], str] | None = None
+    key: Callable[[Req], str] | None = None
 
-    def decode(self, value: Any) -> Any:
-        problem = first_error(self.schema, value)
+    def decode(self, value: JsonValue) -> Ans:
+        """A reply's value, checked against the answer's schema whole before any of it is read."""
+        problem = first_error(self.answer.validator, value)
         if problem is not None:
             raise MalformedReplyError(f"{self.name} reply at {problem[0]}: {problem[1]}")
-        return self.convert(value)
+        return self.answer.decode(value)
+
+
+def _authorized(value: JsonValue) -> None:
+    return None
 
 
 EXECUTE = Operation(
-    "execute", "POST", "/v1/commands", "outcome", _validator(OUTCOME_SCHEMA), CommandOutcome.from_wire
+    "execute",
+    "POST",
+    "/v1/commands",
+    "outcome",
+    modeled(Command),
+    modeled(CommandOutcome),
+    lambda kernel, command: kernel.execute(command),
+    carrier="command",
+    trace=trace_of,
+    key=lambda command: command.idempotency_key,
 )
-GET_PAGE = Operation("get_page", "POST", "/v1/pages/query", "page", _validator(PAGE_SCHEMA), dict)
+GET_PAGE = Operation(
+    "get_page",
+    "POST",
+    "/v1/pages/query",
+    "page",
+    modeled(PageQuery),
+    as_is(PageView),
+    lambda kernel, query: kernel.get_page(query),
+    carrier="query",
+    trace=trace_of,
+)
+# An authorized actor is answered `{"authorized": true}`; a refusal is the usual error body.
+AUTHORIZE = Operation(
+    "authorize",
+    "POST",
+    "/v1/authorize",
+    "authorized",
+    modeled(AuthorizeQuery),
+    WireForm[None](Literal[True], lambda _: True, _authorized),
+    lambda kernel, query: kernel.authorize(
+        query.actor_id, query.workspace_id, query.document_id, query.scope
+    ),
+    carrier="query",
+)
 LIST_PAGES = Operation(
     "list_pages",
     "GET",
     "/v1/pages",
     "pages",
-    _validator(PAGE_REFS_SCHEMA),
-    lambda refs: [PageRef.from_wire(ref) for ref in refs],
+    modeled(PagesQuery),
+    listed(PageRef),
+    lambda kernel, query: kernel.list_pages(query.actor_id),
 )
-AUDIT_TRAIL = Operation("audit_trail", "GET", "/v1/audit", "records", _validator(AUDIT_RECORDS_SCHEMA), list)
 PAGE_REVISIONS = Operation(
     "page_revisions",
     "POST",
     "/v1/pages/revisions",
     "revisions",
-    _validator(REVISIONS_SCHEMA),
-    revisions_from_wire,
+    modeled(RevisionsQuery),
+    WireForm(
+        list[PageRevision],
+        lambda revisions: cast("JsonValue", revisions_to_wire(revisions)),
+        lambda data: revisions_from_wire(cast(list[PageRevision], data)),
+    ),
+    lambda kernel, query: kernel.page_revisions(query.actor_id, query.pages),
+    carrier="query",
 )
 PAGE_HISTORY = Operation(
-    "page_history", "POST", "/v1/pages/history", "history", _validator(HISTORY_SCHEMA), dict
+    "page_history",
+    "POST",
+    "/v1/pages/history",
+    "history",
+    modeled(HistoryQuery),
+    as_is(HistoryView),
+    lambda kernel, query: kernel.page_history(query),
+    carrier="query",
+    trace=trace_of,
 )
 SEARCH_PAGES = Operation(
-    "search_pages", "POST", "/v1/pages/search", "search", _validator(SEARCH_HITS_SCHEMA), dict
+    "search_pages",
+    "POST",
+    "/v1/pages/search",
+    "search",
+    modeled(SearchQuery),
+    as_is(SearchResult),
+    lambda kernel, query: kernel.search_pages(query),
+    carrier="query",
+    trace=trace_of,
 )
-# An authorized actor is answered `{"authorized": true}`; a refusal is the usual error body.
-AUTHORIZE = Operation(
-    "authorize", "POST", "/v1/authorize", "authorized", _validator({"const": True}), lambda _: None
+AUDIT_TRAIL = Operation(
+    "audit_trail",
+    "GET",
+    "/v1/audit",
+    "records",
+    modeled(AuditQuery),
+    as_is(list[AuditRecord]),
+    lambda kernel, query: kernel.audit_trail(
+        trace_id=query.trace_id, command_id=query.command_id, limit=query.limit
+    ),
 )
-OPERATIONS: dict[str, Operation] = {
+OPERATIONS: dict[str, Operation[Any, Any]] = {
     op.name: op
     for op in (
         EXECUTE,
@@ -396,20 +374,15 @@ OPERATIONS: dict[str, Operation] = {
 HEALTH_PATH = "/v1/health"
 
 
-def decode_error(value: Any) -> MnoteError | None:
+def decode_error(value: object) -> MnoteError | None:
     """The refusal an error body carries, or None if it is not a protocol error body."""
-    if not isinstance(value, Mapping) or first_error(_ERROR, value) is not None:
+    if not isinstance(value, Mapping) or first_error(ERROR.validator, value) is not None:
         return None
     return MnoteError.from_wire(value)
 
 
-def unavailable(adapter: str, cause: Reason, **details: Any) -> MnoteError:
+def unavailable(adapter: str, cause: Reason, **details: JsonValue) -> MnoteError:
     """The one failure every transport problem becomes: retryable, and naming only safe facts."""
     return MnoteError(
         ErrorCode.RUNTIME_UNAVAILABLE, cause, {"adapter": adapter, "cause": cause.value, **details}
     )
-
-
-def authorize_query(actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> dict[str, str]:
-    """The body of an `authorize` request (both relays send exactly this)."""
-    return {"actorId": actor_id, "workspaceId": workspace_id, "documentId": document_id, "scope": scope.value}

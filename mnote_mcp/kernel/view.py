@@ -19,7 +19,7 @@ from typing import Any
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, Block, block_not_found, count_blocks, walk
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.markdown import render_markdown
-from mnote_mcp.kernel.port import PageQuery
+from mnote_mcp.kernel.port import PageQuery, PageView
 
 FORMATS = ("blocks", "markdown")
 
@@ -50,10 +50,10 @@ def page_view(
     revision: int,
     roots: list[Block],
     summary: str | None,
-) -> dict[str, Any]:
+) -> PageView:
     """The view of a page: `roots` are the top-level blocks the query selects (the whole body, or the
     `blockIds` subset, see `select`), `summary` its `bodySummary` (when `includeBody`)."""
-    view: dict[str, Any] = {
+    view: PageView = {
         "documentId": query.document_id,
         "workspaceId": query.workspace_id,
         "title": title,

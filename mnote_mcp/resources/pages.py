@@ -30,7 +30,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery
+from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery, PageView
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
@@ -229,12 +229,14 @@ class PageResources:
             contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=text)]
         )
 
-    async def _piece(self, query: PageQuery, view: dict[str, Any], page: str) -> str:
+    async def _piece(self, query: PageQuery, view: PageView, page: str) -> str:
         """The longest run of whole top-level blocks whose document fits `max_chars`."""
         roots = await body_roots(self.kernel, query, view)
         if not roots:
             return _document(view, page)
-        room = self.max_chars - len(_document({**view, "markdown": ""}, page)) - _NEXT_ROOM
+        frame = view.copy()
+        frame["markdown"] = ""
+        room = self.max_chars - len(_document(frame, page)) - _NEXT_ROOM
         piece, _ = await longest_piece(
             self.kernel,
             query,
@@ -332,11 +334,16 @@ def split_cursor(uri: str) -> tuple[str, str | None]:
     return page, cursors[0] if cursors else None
 
 
-def _document(view: dict[str, Any], page: str) -> str:
+def _document(view: PageView, page: str) -> str:
     """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the
     body; a piece ends with where the next one is."""
-    fields = ("title", "workspaceId", "documentId", "revision")
-    head = "\n".join(f"{name}: {json.dumps(view[name], ensure_ascii=False)}" for name in fields)
+    fields = {
+        "title": view["title"],
+        "workspaceId": view["workspaceId"],
+        "documentId": view["documentId"],
+        "revision": view["revision"],
+    }
+    head = "\n".join(f"{name}: {json.dumps(value, ensure_ascii=False)}" for name, value in fields.items())
     text = f"---\n{head}\n---\n\n{view['markdown']}"
     cursor = view.get("nextCursor")
     if cursor:

@@ -1,9 +1,10 @@
 """`mnote-mcp runtime serve`: a kernel behind the runtime protocol v1 over HTTP (Starlette + uvicorn).
 
-Each endpoint is one small function from a request to the JSON value of its reply; `_Runtime.route`
-wraps it with what every endpoint shares: the test record, the service token (from the headers,
-before any body is read), the body read whole within its deadline and size, and the mapping of a
-refusal to its status and error body. Adding an operation is one function and one line in `routes`.
+Every operation of `protocol.OPERATIONS` is a route, answered by one `endpoint` (a POST's body or a
+GET's query string, through `service.answer`); `_Runtime.route` wraps it with what every endpoint
+shares: the test record, the service token (from the headers, before any body is read), the body read
+whole within its deadline and size, and the mapping of a refusal to its status and error body. An
+operation added to the table is served with no change here.
 What one client may hold (connections, header and body deadlines, body and header sizes) is the MCP
 transport's code and flags (`mnote_mcp/httpguard.py`).
 """
@@ -18,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -30,22 +31,16 @@ from mnote_mcp import __version__
 from mnote_mcp.httpguard import ClientLimits, CloseUnreadBodies, ReadBody, guarded_protocol
 from mnote_mcp.httplisten import GuardedServer
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.port import Kernel
+from mnote_mcp.kernel.port import JSONObject, Kernel
 from mnote_mcp.kernel.protocol import (
-    AUDIT_TRAIL,
-    AUTHORIZE,
-    EXECUTE,
-    GET_PAGE,
     HEALTH_PATH,
     IDEMPOTENCY_HEADER,
-    LIST_PAGES,
-    PAGE_HISTORY,
-    PAGE_REVISIONS,
+    OPERATIONS,
     PROTOCOL,
-    SEARCH_PAGES,
     SERVICE_TOKEN_STATUS,
     STATUS_OF,
     TRACEPARENT_HEADER,
+    Operation,
     decode_key,
 )
 from mnote_mcp.net import is_loopback
@@ -53,86 +48,69 @@ from mnote_mcp.runtime import faults, service
 from mnote_mcp.secretfiles import load_or_generate
 from mnote_mcp.tracecontext import trace_id_of
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 logger = logging.getLogger(__name__)
-Endpoint = Callable[[Request, Kernel], Awaitable[dict[str, Any]]]
+Endpoint = Callable[[Request, Kernel], Awaitable[JSONObject]]
 
 
-def _invalid(pointer: str, reason: str) -> MnoteError:
-    return MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": pointer, "reason": reason})
-
-
-async def _json_body(request: Request) -> Any:
+async def _json_body(request: Request) -> JsonValue:
     try:
-        return json.loads(await request.body())
+        body: JsonValue = json.loads(await request.body())
     except ValueError:
-        raise _invalid("", "the body is not JSON") from None
+        raise service.invalid("", "the body is not JSON") from None
+    return body
 
 
 def _traceparent(request: Request) -> str | None:
     return trace_id_of(request.headers.get(TRACEPARENT_HEADER))
 
 
-# -- endpoints ---------------------------------------------------------------------------------
+def _query_string(op: Operation[Any, Any], request: Request) -> dict[str, JsonValue]:
+    """A GET's request: its query parameters, those the schema declares integers read as integers."""
+    properties = op.request.schema.get("properties")
+    declared = properties if isinstance(properties, dict) else {}
+    fields: dict[str, JsonValue] = {}
+    for name, text in request.query_params.items():
+        kind = declared.get(name)
+        kinds = kind.get("type") if isinstance(kind, dict) else None
+        if kinds == "integer" or (isinstance(kinds, list) and "integer" in kinds):
+            try:
+                fields[name] = int(text)
+            except ValueError:
+                raise service.invalid(f"/{name}", "not an integer") from None
+        else:
+            fields[name] = text
+    return service.flat_fields(op, fields)
 
 
-async def execute(request: Request, kernel: Kernel) -> dict[str, Any]:
-    key = request.headers.get(IDEMPOTENCY_HEADER)
-    if key is None:
-        raise _invalid("", f"the {IDEMPOTENCY_HEADER} header is required")
-    outcome = await service.execute(
+# -- the endpoints: one per operation, and health ---------------------------------------------------
+
+
+async def endpoint(
+    op: Operation[Any, Any], request: Request, kernel: Kernel, *, max_audit_records: int | None = None
+) -> JSONObject:
+    """`{reply_key: answer}` to one request of `op`: a POST's body, or a GET's query string."""
+    key: str | None = None
+    if op.key is not None:
+        header = request.headers.get(IDEMPOTENCY_HEADER)
+        if header is None:
+            raise service.invalid("", f"the {IDEMPOTENCY_HEADER} header is required")
+        key = decode_key(header)
+    value = _query_string(op, request) if op.carrier is None else await _json_body(request)
+    answer = await service.answer(
+        op,
         kernel,
-        await _json_body(request),
-        idempotency_key=decode_key(key),
+        value,
+        idempotency_key=key,
         traceparent_trace_id=_traceparent(request),
+        max_audit_records=max_audit_records,
     )
-    return {EXECUTE.reply_key: outcome}
+    return {op.reply_key: answer}
 
 
-async def get_page(request: Request, kernel: Kernel) -> dict[str, Any]:
-    page = await service.get_page(
-        kernel, await _json_body(request), traceparent_trace_id=_traceparent(request)
-    )
-    return {GET_PAGE.reply_key: page}
-
-
-async def page_history(request: Request, kernel: Kernel) -> dict[str, Any]:
-    history = await service.page_history(
-        kernel, await _json_body(request), traceparent_trace_id=_traceparent(request)
-    )
-    return {PAGE_HISTORY.reply_key: history}
-
-
-async def search_pages(request: Request, kernel: Kernel) -> dict[str, Any]:
-    hits = await service.search_pages(
-        kernel, await _json_body(request), traceparent_trace_id=_traceparent(request)
-    )
-    return {SEARCH_PAGES.reply_key: hits}
-
-
-async def authorize(request: Request, kernel: Kernel) -> dict[str, Any]:
-    return {AUTHORIZE.reply_key: await service.authorize(kernel, await _json_body(request))}
-
-
-async def list_pages(request: Request, kernel: Kernel) -> dict[str, Any]:
-    return {LIST_PAGES.reply_key: await service.list_pages(kernel, request.query_params.get("actorId"))}
-
-
-async def page_revisions(request: Request, kernel: Kernel) -> dict[str, Any]:
-    return {PAGE_REVISIONS.reply_key: await service.page_revisions(kernel, await _json_body(request))}
-
-
-async def audit_trail(request: Request, kernel: Kernel, *, max_records: int | None = None) -> dict[str, Any]:
-    params = request.query_params
-    query: dict[str, Any] = {"traceId": params.get("traceId"), "commandId": params.get("commandId")}
-    if "limit" in params:
-        try:
-            query["limit"] = int(params["limit"])
-        except ValueError:
-            raise _invalid("/limit", "not an integer") from None
-    return {AUDIT_TRAIL.reply_key: await service.audit_trail(kernel, query, max_records=max_records)}
-
-
-async def health(request: Request, kernel: Kernel) -> dict[str, Any]:
+async def health(request: Request, kernel: Kernel) -> JSONObject:
     return {"status": "ok", "protocol": PROTOCOL, "version": __version__}
 
 
@@ -226,8 +204,7 @@ def _unauthorized() -> Response:
 def _too_large(limit: int) -> Response:
     """A body over `--max-body-bytes`: the caller's to fix (a smaller command, or a larger limit), so
     the protocol's `invalid_argument`, which the HTTP adapter passes on rather than retries."""
-    reason = f"the request body is over {limit} bytes (runtime serve --max-body-bytes)"
-    error = MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.ENVELOPE, {"pointer": "", "reason": reason})
+    error = service.invalid("", f"the request body is over {limit} bytes (runtime serve --max-body-bytes)")
     return JSONResponse({"error": error.to_wire()}, status_code=413)
 
 
@@ -253,18 +230,9 @@ def create_app(
     body is read within `limits`, and a refusal of an unread body closes the connection; the
     connection-level limits are the protocol's that `serve_runtime` gives uvicorn."""
     runtime = _Runtime(kernel, token, record, limits)
-    routes = [
-        runtime.route(HEALTH_PATH, "GET", health, public=True),
-        runtime.route(EXECUTE.path, EXECUTE.method, execute),
-        runtime.route(GET_PAGE.path, GET_PAGE.method, get_page),
-        runtime.route(AUTHORIZE.path, AUTHORIZE.method, authorize),
-        runtime.route(LIST_PAGES.path, LIST_PAGES.method, list_pages),
-        runtime.route(PAGE_REVISIONS.path, PAGE_REVISIONS.method, page_revisions),
-        runtime.route(PAGE_HISTORY.path, PAGE_HISTORY.method, page_history),
-        runtime.route(SEARCH_PAGES.path, SEARCH_PAGES.method, search_pages),
-        runtime.route(
-            AUDIT_TRAIL.path, AUDIT_TRAIL.method, partial(audit_trail, max_records=max_audit_records)
-        ),
+    routes = [runtime.route(HEALTH_PATH, "GET", health, public=True)] + [
+        runtime.route(op.path, op.method, partial(endpoint, op, max_audit_records=max_audit_records))
+        for op in OPERATIONS.values()
     ]
 
     @asynccontextmanager

@@ -2,7 +2,8 @@
 
 Each `Section` is a block of a Markdown page between two markers, rendered from `catalog.ALL_TOOLS`:
 the README's tool table and size table, docs/contract.md's tool list, docs/errors.md's errors per
-tool (and the error catalogue, from `vocabulary/messages.py`). `python -m mnote_mcp.tools.docs`
+tool (and the error catalogue, from `vocabulary/messages.py`), and the runtime protocol's schemas
+(`kernel/wiredoc.py`: kernel/schemas.py and docs/runtime-protocol.md's section). `python -m mnote_mcp.tools.docs`
 rewrites every section in place; `--check` only says which differ (exit 1). tests/unit/tools/test_registry.py
 fails when a page is stale, so a new tool's rows appear once the command is run.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mnote_mcp.kernel.wiredoc import SCHEMAS_BEGIN, SCHEMAS_END, schemas_markdown, schemas_module
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import EVERY_TOOL, ErrorCase
@@ -206,6 +208,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("tool list", "docs/contract.md", tool_list),
     Section("errors per tool", "docs/errors.md", errors_per_tool),
     Section("error catalogue", "docs/errors.md", catalogue_markdown, CATALOGUE_BEGIN, CATALOGUE_END),
+    Section("runtime protocol schemas", "docs/runtime-protocol.md", schemas_markdown),
+    Section("wire schemas", "mnote_mcp/kernel/schemas.py", schemas_module, SCHEMAS_BEGIN, SCHEMAS_END),
 )
 
 

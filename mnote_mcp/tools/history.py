@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, Reason
-from mnote_mcp.kernel.port import CommandName, HistoryQuery, Kernel
+from mnote_mcp.kernel.port import CommandName, HistoryFilter, HistoryQuery, Kernel
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.lists import fit_list
@@ -36,15 +36,17 @@ async def _history(request: ToolRequest, kernel: Kernel) -> ToolResult:
             document_id=request.document_id,
             actor_id=request.actor_id,
             correlation=request.correlation,
-            run_id=where.get("runId") or None,  # "": no filter (a strict host fills every field)
-            session_id=where.get("sessionId") or None,
-            by_actor_id=where.get("actorId") or None,
+            filter=HistoryFilter(  # "": no filter (a strict host fills every field)
+                run_id=where.get("runId") or None,
+                session_id=where.get("sessionId") or None,
+                actor_id=where.get("actorId") or None,
+            ),
             since_revision=args.get("sinceRevision"),
             limit=args.get("limit", 20),
             cursor=args.get("cursor"),
         )
     )
-    return ToolResult(result=view, effect="read")
+    return ToolResult(result=dict(view), effect="read")
 
 
 PAGE_HISTORY = ToolSpec(

@@ -30,7 +30,7 @@ from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolR
 
 async def _get_page(request: ToolRequest, kernel: Kernel) -> ToolResult:
     view = await kernel.get_page(page_query(request))
-    return ToolResult(result=view, effect="read")
+    return ToolResult(result=dict(view), effect="read")
 
 
 PAGE_GET = ToolSpec(

@@ -8,13 +8,13 @@ the revision all come from the kernel (any adapter, relays included) and nothing
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block, count_blocks
 from mnote_mcp.kernel.markdown import render_markdown
-from mnote_mcp.kernel.port import Kernel, PageQuery
+from mnote_mcp.kernel.port import Kernel, PageQuery, PageView
 from mnote_mcp.tools.budget import chars
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.messages import render_warning
@@ -59,10 +59,10 @@ async def fit_piece(request: ToolRequest, kernel: Kernel, outcome: ToolResult, l
     frame = {key: value for key, value in view.items() if key not in (body, "nextCursor")}
     room = limit - chars(frame) - chars(warning) - _CURSOR_ROOM
 
-    def measure(piece: dict[str, Any]) -> int:
-        return chars({**piece, "warnings": [warning]})
+    def measure(answer: PageView) -> int:
+        return chars({**answer, "warnings": [warning]})
 
-    piece, size = await longest_piece(
+    answer, size = await longest_piece(
         kernel,
         query,
         roots,
@@ -71,13 +71,13 @@ async def fit_piece(request: ToolRequest, kernel: Kernel, outcome: ToolResult, l
         root_size=lambda root: _root_chars(root, body),
         measure=measure,
     )
-    piece["warnings"] = [warning]
+    piece: dict[str, Any] = {**answer, "warnings": [warning]}
     if size > limit:
         piece["warnings"] = [render_warning({"code": "result_oversized"}, request.locale)]
     return ToolResult(result=piece, effect=outcome.effect, command_id=outcome.command_id)
 
 
-async def body_roots(kernel: Kernel, query: PageQuery, view: dict[str, Any]) -> list[Block]:
+async def body_roots(kernel: Kernel, query: PageQuery, view: Mapping[str, Any]) -> list[Block]:
     """The top-level blocks of an answer (read again as blocks when it is Markdown)."""
     if "blocks" in view:
         return list(view["blocks"])
@@ -92,8 +92,8 @@ async def longest_piece(
     room: int,
     limit: int,
     root_size: Callable[[Block], int],
-    measure: Callable[[dict[str, Any]], int],
-) -> tuple[dict[str, Any], int]:
+    measure: Callable[[PageView], int],
+) -> tuple[PageView, int]:
     """The kernel's answer to `query` cut to the longest run of `roots` (the whole top-level blocks it
     would answer, from its cursor) whose answer `measure`s at most `limit`, and that size: first
     estimated from each root's size against `room`, then asked of the kernel, a few times at most.
@@ -103,7 +103,7 @@ async def longest_piece(
     while count < len(roots) and (count == 0 or used + sizes[count] <= room):
         used += sizes[count]
         count += 1
-    piece: dict[str, Any] = {}
+    piece: PageView | None = None
     size = 0
     for _ in range(_ATTEMPTS):
         piece = await kernel.get_page(replace(query, max_blocks=count_blocks(roots[:count])))
@@ -111,6 +111,7 @@ async def longest_piece(
         if size <= limit or count == 1:
             break
         count = max(1, min(count - 1, int(count * limit / size * 0.9)))
+    assert piece is not None  # _ATTEMPTS > 0
     return piece, size
 
 

@@ -31,7 +31,7 @@ async def _search(request: ToolRequest, kernel: Kernel) -> ToolResult:
             cursor=args.get("cursor"),
         )
     )
-    return ToolResult(result=hits, effect="read")
+    return ToolResult(result=dict(hits), effect="read")
 
 
 PAGE_SEARCH = ToolSpec(

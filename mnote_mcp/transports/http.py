@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.sse import SseServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
@@ -51,6 +51,7 @@ from mnote_mcp.transports.bearer import ExplainingBearerBackend
 from mnote_mcp.transports.headers import identity_from_request
 from mnote_mcp.transports.limits import SessionCaps, owner_of
 from mnote_mcp.transports.revocation import OpenStreams
+from mnote_mcp.transports.sticky import TaggedSessionManager, messages_path
 from mnote_mcp.vocabulary.identity import Identity
 
 logger = logging.getLogger("mnote_mcp")
@@ -112,8 +113,9 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
     )
     server = app.server(identity_for, pages=pages)
     security = security_settings(config)
-    manager = StreamableHTTPSessionManager(
+    manager = TaggedSessionManager(
         app=server,
+        tag=config.session_tag,
         stateless=config.stateless,
         # One JSON body per POST (the spec lets a server choose; clients must accept both): no SSE
         # stream, its task group and framing per call. The 2026 era's subscriptions/listen stays SSE.
@@ -123,8 +125,9 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
         session_idle_timeout=config.session_idle_timeout,
         max_sessions=config.max_sessions,
     )
+    messages = messages_path(config.session_tag)
     sse = SseServerTransport(
-        "/messages/", security_settings=security, max_request_body_size=config.max_body_bytes
+        messages, security_settings=security, max_request_body_size=config.max_body_bytes
     )
 
     def open_sessions() -> Counter[Hashable]:
@@ -207,7 +210,7 @@ def build_http_app(app: App, auth: AuthSetup) -> ASGIApp:
         routes.append(Route("/mcp", endpoint=guarded(mcp_endpoint)))
     if config.sse:
         routes.append(Route("/sse", endpoint=guarded(sse_endpoint), methods=["GET"]))
-        routes.append(Mount("/messages/", app=guarded(read_body(sse.handle_post_message))))
+        routes.append(Mount(messages, app=guarded(read_body(sse.handle_post_message))))
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -8,13 +8,14 @@ Every `tools/call` answer is one response envelope, success or failure; the MCP 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 import orjson
+from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Correlation
-from mnote_mcp.vocabulary.messages import SHOWN_STEPS, Locale, render_error
+from mnote_mcp.kernel.port import Correlation, JSONObject
+from mnote_mcp.vocabulary.messages import SHOWN_STEPS, Locale, RenderedError, render_error
 from mnote_mcp.vocabulary.scopes import Scope
 
 Effect = Literal["read", "write", "dry_run", "none"]
@@ -57,13 +58,32 @@ class ToolResult:
     command_id: str | None = None
 
 
+class Audit(TypedDict):
+    effect: Effect
+    commandId: NotRequired[str | None]  # a success's; a failure has none
+    workspaceId: str | None
+    documentId: str | None
+
+
+class Envelope(TypedDict):
+    """The contract's response envelope (docs/contract.md, "3. The response"); `OUTPUT_SCHEMA` below."""
+
+    ok: bool
+    toolName: str
+    toolCallId: str
+    traceId: str
+    result: dict[str, Any] | None  # the tool's own result (`ToolResult.result`)
+    audit: Audit
+    error: RenderedError | None
+
+
 def success(
     tool_name: str,
     correlation: Correlation,
     workspace_id: str | None,
     document_id: str | None,
     outcome: ToolResult,
-) -> dict[str, Any]:
+) -> Envelope:
     return {
         "ok": True,
         "toolName": tool_name,
@@ -88,10 +108,10 @@ def failure(
     error: MnoteError,
     locale: Locale,
     max_chars: int | None = None,
-) -> dict[str, Any]:
+) -> Envelope:
     """The failure envelope; with `max_chars`, its error shown more and more briefly until the whole
     envelope's JSON fits (an error is a result too: `--max-result-chars` holds it)."""
-    envelope: dict[str, Any] = {
+    envelope: Envelope = {
         "ok": False,
         "toolName": tool_name,
         "toolCallId": correlation.tool_call_id,
@@ -107,19 +127,19 @@ def failure(
     return envelope
 
 
-def to_json(envelope: dict[str, Any]) -> str:
+def to_json(envelope: Envelope) -> str:
     """Compact UTF-8 JSON (orjson: the text block is built on every call, ten times faster than json)."""
     return orjson.dumps(envelope).decode("utf-8")
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def _nullable(schema: JSONObject) -> JSONObject:
     """`anyOf` of single types: portable to clients that map schemas onto a one-`type` dialect."""
     return {"anyOf": [schema, {"type": "null"}]}
 
 
 _NULLABLE_STRING = _nullable({"type": "string"})
 
-OUTPUT_SCHEMA: dict[str, Any] = {
+OUTPUT_SCHEMA: JSONObject = {
     "type": "object",
     "required": ["ok", "toolName", "toolCallId", "traceId", "result", "audit", "error"],
     "properties": {

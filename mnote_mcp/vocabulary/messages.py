@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, reason_of
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 Locale = Literal["zh-CN", "en"]
 DEFAULT_LOCALE: Locale = "zh-CN"
@@ -228,7 +233,7 @@ def _cut(text: str, chars: int) -> str:
     return text[: chars // 2] + "…" + text[-(chars - chars // 2 - 1) :] if chars > 1 else "…"
 
 
-def _shown(value: Any, shown: Shown) -> Any:
+def _shown(value: JsonValue, shown: Shown) -> JsonValue:
     if isinstance(value, str):
         return _cut(value, shown.chars)
     if isinstance(value, list):
@@ -238,7 +243,7 @@ def _shown(value: Any, shown: Shown) -> Any:
     return value
 
 
-def _listed(values: list[Any], shown: Shown, locale: Locale) -> str:
+def _listed(values: list[JsonValue], shown: Shown, locale: Locale) -> str:
     """A list in a sentence: all of it, or its first items and how many there are in all."""
     text = ", ".join(_cut(str(value), shown.chars) for value in values[: shown.items])
     if len(values) <= shown.items:
@@ -246,7 +251,9 @@ def _listed(values: list[Any], shown: Shown, locale: Locale) -> str:
     return f"{text}{', ' if text else ''}{_IN_ALL[locale].format(count=len(values))}"
 
 
-def _fill(template: str, details: Mapping[str, Any], locale: Locale = "en", shown: Shown = SHOWN) -> str:
+def _fill(
+    template: str, details: Mapping[str, JsonValue], locale: Locale = "en", shown: Shown = SHOWN
+) -> str:
     values = {
         key: _listed(value, shown, locale) if isinstance(value, list) else _shown(value, shown)
         for key, value in details.items()
@@ -257,19 +264,37 @@ def _fill(template: str, details: Mapping[str, Any], locale: Locale = "en", show
         return template
 
 
-class _Missing(dict[str, Any]):
+class _Missing(dict[str, object]):
     def __missing__(self, key: str) -> str:
         return "?"
 
 
-def render_error(error: MnoteError, locale: Locale, shown: Shown = SHOWN) -> dict[str, Any]:
+class RenderedError(TypedDict):
+    """The envelope's `error` object (docs/contract.md, "3. The response")."""
+
+    code: str
+    message: str
+    retryable: bool
+    hint: NotRequired[str]
+    details: NotRequired[dict[str, JsonValue]]
+
+
+class RenderedWarning(TypedDict):
+    """One of a result's `warnings`: what the real call would refuse or do differently."""
+
+    code: str
+    message: str
+    details: NotRequired[dict[str, JsonValue]]
+
+
+def render_error(error: MnoteError, locale: Locale, shown: Shown = SHOWN) -> RenderedError:
     """The envelope's `error` object: code, message, retryable, and hint/details where they help.
 
     Bounded whatever the error holds (`Shown`): a list in the message is its first items and a count
     ("b_1, b_2, … (2,000 in all)"); a list in `details` is cut the same way, how many were left out
     per field in `details.omitted`; long strings lose their middle."""
     texts = _lookup(MESSAGES, error.code, error.reason) or MESSAGES[(ErrorCode.INTERNAL, None)]
-    rendered: dict[str, Any] = {
+    rendered: RenderedError = {
         "code": error.code.value,
         "message": _fill(texts[locale], error.details, locale, shown),
         "retryable": error.retryable,
@@ -278,8 +303,8 @@ def render_error(error: MnoteError, locale: Locale, shown: Shown = SHOWN) -> dic
     if hint:
         rendered["hint"] = _fill(hint[locale], error.details, locale, shown)
     if error.details:
-        details = _shown(dict(error.details), shown)
-        omitted = {
+        details: dict[str, JsonValue] = {key: _shown(value, shown) for key, value in error.details.items()}
+        omitted: dict[str, JsonValue] = {
             key: len(value) - shown.items
             for key, value in error.details.items()
             if isinstance(value, list) and len(value) > shown.items
@@ -290,22 +315,23 @@ def render_error(error: MnoteError, locale: Locale, shown: Shown = SHOWN) -> dic
     return rendered
 
 
-def render_warning(warning: Mapping[str, Any], locale: Locale) -> dict[str, Any]:
+def render_warning(warning: Mapping[str, object], locale: Locale) -> RenderedWarning:
     """A dry-run warning: the same words the real call's error would use."""
-    details = warning.get("details") or {}
+    name = str(warning.get("code"))
+    given = warning.get("details")
+    details: dict[str, JsonValue] = dict(given) if isinstance(given, dict) else {}
     try:
-        code = ErrorCode(str(warning.get("code")))
+        code = ErrorCode(name)
     except ValueError:
         code = None
-    text = WARNINGS.get(str(warning.get("code")), {}).get(locale)
+    text = WARNINGS.get(name, {}).get(locale)
     if text is None and code is not None:
         texts = _lookup(MESSAGES, code, reason_of(warning.get("reason")))
         text = texts[locale] if texts else None
-    return {
-        "code": warning.get("code"),
-        "message": _fill(text or str(warning.get("code")), details, locale),
-        **({"details": details} if details else {}),
-    }
+    rendered: RenderedWarning = {"code": name, "message": _fill(text or name, details, locale)}
+    if details:
+        rendered["details"] = details
+    return rendered
 
 
 WARNINGS: dict[str, dict[Locale, str]] = {

@@ -11,8 +11,12 @@ spelled as advertised. Texts are written once, with dotted names, and respelled 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
+if TYPE_CHECKING:
+    from mnote_mcp.vocabulary.envelope import Envelope
+
+J = TypeVar("J")
 ToolNames = Literal["dotted", "underscore"]
 TOOL_NAME_STYLES: tuple[ToolNames, ...] = ("dotted", "underscore")
 
@@ -33,20 +37,25 @@ def respell(text: str, style: ToolNames) -> str:
     return _DOTTED.sub(lambda match: f"mnote_{match.group(1)}_{match.group(2)}", text)
 
 
-def respell_all(value: Any, style: ToolNames) -> Any:
-    """Every string in a JSON value respelled (schemas, error details); keys are left alone."""
+def respell_all(value: J, style: ToolNames) -> J:
+    """Every string in a JSON value respelled (schemas, error details); keys are left alone. The
+    value keeps its shape, so its type."""
     if style == "dotted":
         return value
+    return cast(J, _respelled(value, style))
+
+
+def _respelled(value: object, style: ToolNames) -> object:
     if isinstance(value, str):
         return respell(value, style)
     if isinstance(value, list):
-        return [respell_all(item, style) for item in value]
+        return [_respelled(item, style) for item in value]
     if isinstance(value, dict):
-        return {key: respell_all(item, style) for key, item in value.items()}
+        return {key: _respelled(item, style) for key, item in value.items()}
     return value
 
 
-def respell_envelope(envelope: dict[str, Any], style: ToolNames) -> dict[str, Any]:
+def respell_envelope(envelope: Envelope, style: ToolNames) -> Envelope:
     """The parts of an envelope the server wrote (its error, and a result's warnings) respelled.
 
     The rest of a result is the user's data (page text, titles) and is never touched: a page may
@@ -54,10 +63,10 @@ def respell_envelope(envelope: dict[str, Any], style: ToolNames) -> dict[str, An
     """
     if style == "dotted":
         return envelope
-    error = envelope.get("error")
+    error = envelope["error"]
     if error is not None:
         envelope["error"] = respell_all(error, style)
-    result = envelope.get("result")
-    if isinstance(result, dict) and isinstance(result.get("warnings"), list):
+    result = envelope["result"]
+    if result is not None and isinstance(result.get("warnings"), list):
         envelope["result"] = {**result, "warnings": respell_all(result["warnings"], style)}
     return envelope

@@ -54,7 +54,7 @@ def _suite(url: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # The suite sends no bearer token: this run is the loopback --unsafe-no-auth mode.
     db = tmp_path_factory.mktemp("conformance") / "mnote.db"
-    with http_server(db, "--unsafe-no-auth") as server:
+    with http_server(db, "--unsafe-no-auth", "--demo") as server:  # a new store: the demo, as before
         yield server.url
 
 

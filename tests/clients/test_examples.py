@@ -105,7 +105,7 @@ def test_the_http_example_script_runs_as_written(tmp_path: Path) -> None:
     )
     assert minted.returncode == 0, minted.stderr
     db = tmp_path / "http.db"
-    with http_server(db, "--auth-file", str(tokens)) as server:
+    with http_server(db, "--auth-file", str(tokens), "--demo") as server:
         result = subprocess.run(
             ["bash", "examples/inspector-http.sh"],
             capture_output=True,

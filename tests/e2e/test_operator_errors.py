@@ -131,3 +131,32 @@ def test_a_port_out_of_range_is_a_usage_error() -> None:
     one_line(result, USAGE, "--port", "99999", "not a TCP port")
     runtime = run("runtime", "serve", "--port", "70000")
     one_line(runtime, USAGE, "--port", "70000")
+
+
+@pytest.mark.parametrize(
+    "command", [["serve"], ["migrate"], ["audit"], ["seed", str(FIXTURE)], ["runtime", "serve"]]
+)
+def test_a_postgresql_url_without_the_postgres_extra_is_one_line_naming_it(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Issue 23: without psycopg (a stand-in package that fails to import, as a missing one does) a
+    `postgresql://` URL was a 25-47 line traceback and exit 1."""
+    (tmp_path / "psycopg").mkdir()
+    (tmp_path / "psycopg" / "__init__.py").write_text(
+        'raise ModuleNotFoundError("No module named \'psycopg\'", name="psycopg")\n'
+    )
+    url = "postgresql://mnote:s3cret@db.internal:5432/mnote"
+    result = subprocess.run(
+        [sys.executable, "-m", "mnote_mcp", *command, "--db", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == STORE_UNAVAILABLE, result.stderr
+    assert result.stderr == (
+        "mnote-mcp: cannot open the store postgresql://db.internal:5432/mnote: PostgreSQL support is not"
+        " installed: pip install -e '.[postgres]' in the mnote_mcp checkout\n"
+    )

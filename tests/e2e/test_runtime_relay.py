@@ -53,7 +53,7 @@ async def run_tour(server: StdioServerParameters, db: Path) -> list[dict[str, An
 @pytest.fixture
 async def local_envelopes(tmp_path: Path) -> list[dict[str, Any]]:
     db = tmp_path / "local.db"
-    return await run_tour(params("--db", str(db)), db)
+    return await run_tour(params("--db", str(db), "--demo"), db)
 
 
 async def test_http_relay_gives_the_local_envelopes(
@@ -98,7 +98,7 @@ async def test_cli_relay_gives_the_local_envelopes(
     tmp_path: Path, local_envelopes: list[dict[str, Any]]
 ) -> None:
     db = tmp_path / "cli.db"  # new: the reference adapter seeds the demo workspace on first use
-    kernel = "cli:" + shlex.join(mnote_command("runtime", "cli", "--db", str(db)))
+    kernel = "cli:" + shlex.join(mnote_command("runtime", "cli", "--db", str(db), "--demo"))
     relayed = await run_tour(params("--kernel", kernel), db)
     assert without_nonces(relayed) == without_nonces(local_envelopes)
 
@@ -149,10 +149,14 @@ def test_the_stdio_server_on_the_local_kernel_loads_no_relay_code() -> None:
 
 
 def test_the_cli_adapter_starts_without_the_mcp_sdk() -> None:
-    """`runtime cli` runs once per call: it must not pay for importing the MCP SDK."""
-    code = "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter; print('mcp' in sys.modules)"
+    """`runtime cli` runs once per call: it must not pay for importing the MCP SDK, nor pydantic (the
+    wire forms are read and their schemas kept without it: kernel/port.py, kernel/schemas.py)."""
+    code = (
+        "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter, mnote_mcp.kernel.http, mnote_mcp.kernel.cli;"
+        "print([name for name in ('mcp', 'pydantic') if name in sys.modules])"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "[]"

@@ -37,8 +37,8 @@ def console_script() -> str:
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_demo_path_over_stdio(tmp_path: Path, mode: str) -> None:
-    db = tmp_path / "fresh.db"  # new store: the server seeds the demo workspace itself
-    async with Client(stdio_params(db), mode=mode, read_timeout_seconds=TIMEOUT) as client:
+    db = tmp_path / "fresh.db"  # new store: the server seeds the demo workspace itself (asked: --demo)
+    async with Client(stdio_params(db, "--demo"), mode=mode, read_timeout_seconds=TIMEOUT) as client:
         envelopes = await tour(client, db)
     outcomes = [(e["toolName"], e["ok"], (e["error"] or {}).get("code")) for e in envelopes]
     assert outcomes == [
@@ -142,7 +142,7 @@ async def test_twenty_concurrent_identical_calls_from_two_processes_write_once(d
 
 @pytest.mark.inspector
 def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
-    server = [console_script(), "--db", str(tmp_path / "inspector.db")]
+    server = [console_script(), "--db", str(tmp_path / "inspector.db"), "--demo"]
     listed = inspector(*server, "--method", "tools/list", "--strict", home=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "Warning" not in listed.stderr, "schemas pass the Inspector's portability lint"
@@ -187,7 +187,7 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
 
 @pytest.mark.inspector
 def test_inspector_reads_a_page_resource_over_stdio(tmp_path: Path) -> None:
-    server = [console_script(), "--db", str(tmp_path / "inspector.db")]
+    server = [console_script(), "--db", str(tmp_path / "inspector.db"), "--demo"]
     uri = "mnote://workspaces/ws_1/pages/doc_1"
     read = inspector(*server, "--method", "resources/read", "--uri", uri, home=tmp_path)
     assert read.returncode == 0, read.stderr

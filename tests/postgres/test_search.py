@@ -32,7 +32,7 @@ from mcp import Client
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local.fixtures import load_fixture
-from mnote_mcp.kernel.port import Correlation, PageQuery, SearchQuery
+from mnote_mcp.kernel.port import Correlation, PageQuery, SearchQuery, SearchResult
 from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel, PostgresStore
@@ -323,7 +323,7 @@ def stall(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stall]:
     stall = Stall()
     real = PostgresStore.search_pages
 
-    def stalled(self: PostgresStore, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
+    def stalled(self: PostgresStore, query: SearchQuery, *, inline: bool = False) -> SearchResult:
         with self.pg.connection():  # hold a pooled connection, as a long statement does
             stall.begin(query.actor_id)
             stall.release.wait(60)

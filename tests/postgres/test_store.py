@@ -21,7 +21,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
-import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -30,7 +29,15 @@ from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture
-from mnote_mcp.kernel.port import Command, CommandName, CommandOutcome, Correlation, PageKey, PageQuery
+from mnote_mcp.kernel.port import (
+    Command,
+    CommandName,
+    CommandOutcome,
+    Correlation,
+    PageKey,
+    PageQuery,
+    PageView,
+)
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel, PostgresStore
 from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
@@ -50,7 +57,7 @@ from tests.support.helpers import (
     store_with_pages,
     write_args,
 )
-from tests.support.http_helpers import http_server, mcp_http, write_tokens
+from tests.support.http_helpers import ResourceUpdates, http_server, mcp_http, write_tokens
 from tests.support.postgres import PgServer, seeded_database
 from tests.support.runtimes import reference_runtime, runtime_cli_command
 
@@ -446,19 +453,8 @@ async def test_one_key_racing_on_two_pages_from_two_replicas_is_one_operation(se
     assert {e.code for e in refusals} == {ErrorCode.IDEMPOTENCY_CONFLICT}
 
 
-class Updates:
-    def __init__(self) -> None:
-        self.uris: list[str] = []
-        self.arrived = anyio.Event()
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            self.uris.append(str(message.params.uri))
-            self.arrived.set()
-
-
 async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded: str, tokens: Path) -> None:
-    updates = Updates()
+    updates = ResourceUpdates()
     with (
         # A polls once an hour: what it hears within seconds came through LISTEN/NOTIFY.
         http_server(seeded, "--auth-file", str(tokens), "--watch-interval", "3600") as a,
@@ -654,7 +650,7 @@ def test_a_page_read_is_statements_of_their_own_and_never_mixes_two_revisions(
         )
         elsewhere.clear()
 
-    def texts(page: dict[str, Any]) -> list[str]:
+    def texts(page: PageView) -> list[str]:
         return [block["text"] for block in page["blocks"]]
 
     try:

@@ -239,15 +239,18 @@ def inspector(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`python -m mnote_mcp ARGS` as a user runs it: no `MNOTE_*` variable but those in `env`, no stdin."""
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, root: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    """`python -m mnote_mcp ARGS` as a user runs it: no `MNOTE_*` variable but those in `env`, no stdin;
+    `root` is the checkout whose code runs (another release's tree, say)."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith("MNOTE_")}
     return subprocess.run(
         [sys.executable, "-m", "mnote_mcp", *args],
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=root,
         env={**clean, **(env or {})},
         stdin=subprocess.DEVNULL,
     )

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import httpx2
+import mcp.types as types
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -40,6 +42,19 @@ class RunningServer:
     @property
     def log(self) -> str:
         return "".join(self.stderr)
+
+
+class ResourceUpdates:
+    """A client's message handler that keeps the URIs of `notifications/resources/updated`."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+            self.arrived.set()
 
 
 def write_tokens(path: Path, tokens: dict[str, dict[str, Any]]) -> Path:

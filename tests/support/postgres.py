@@ -62,6 +62,15 @@ def start_server() -> Iterator[PgServer]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def postgres_tool(name: str) -> str:
+    """A PostgreSQL program (pg_dump, pg_restore, psql) from the pgserver wheel: the server's own version."""
+    import pgserver
+
+    tool = Path(pgserver.__file__).parent / "pginstall" / "bin" / name
+    assert tool.exists(), f"pgserver ships no {name} at {tool}"
+    return str(tool)
+
+
 def seeded_database(server: PgServer, fixture: Path) -> str:
     """A fresh database seeded with a fixture file: its URL."""
     from mnote_mcp.kernel.local.fixtures import load_fixture, read_fixture

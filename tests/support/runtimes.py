@@ -107,7 +107,7 @@ class RuntimeProcess:
         assert self.process is None or self.process.poll() is not None, "already running"
         self.starts += 1
         args = ["runtime", "serve", "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
-        args += ["--record", str(self.record)] + ([] if self.demo else ["--no-demo"])
+        args += ["--record", str(self.record)] + (["--demo"] if self.demo else ["--no-demo"])
         environment = {
             **os.environ,
             "PYTHONUNBUFFERED": "1",

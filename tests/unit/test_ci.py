@@ -4,6 +4,7 @@ reports its target lines as information, never as a miss."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,22 @@ def test_a_quick_run_reports_targets_as_information() -> None:
     quick = table(_results("quick"))
     assert "MISS" not in quick and "info write vs floor" in quick and "information only" in quick
     assert "MISS write vs floor" in table(_results("full")), "a full run still judges"
+
+
+@pytest.mark.parametrize("required", [False, True], ids=["skips", "required"])
+def test_the_image_step_says_why_it_cannot_build_and_fails_only_when_required(required: bool) -> None:
+    """`.ci/image` where it cannot run (not root): exit 0 naming the reason, or 1 under
+    MNOTE_REQUIRE_IMAGE=1; it neither installs nor builds anything then."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the step as another user")
+    env = {**os.environ, "MNOTE_REQUIRE_IMAGE": "1" if required else ""}
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash", str(ROOT / ".ci" / "image")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == (1 if required else 0), done.stderr
+    assert ("cannot build" if required else "skipped") in done.stderr and "root" in done.stderr
+    assert "== image: build" not in done.stdout

@@ -7,6 +7,7 @@ gives, or the same refusal".
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from mcp import Client
 
 from mnote_mcp.cli import COMMANDS, RUNTIME_COMMANDS, TOKEN_COMMANDS, parse
 from mnote_mcp.config import Option, ServerConfig, SettingError, from_sources, options
-from tests.support.helpers import FIXTURE, envelope_of, run_cli, stdio_params, write_args
+from tests.support.helpers import FIXTURE, ROOT, envelope_of, run_cli, stdio_params, write_args
 
 pytestmark = pytest.mark.anyio
 CONFIGS = [config for config, _ in (*COMMANDS.values(), *RUNTIME_COMMANDS.values(), *TOKEN_COMMANDS.values())]
@@ -142,3 +143,35 @@ def test_a_variable_is_read_exactly_like_its_flag(data: st.DataObject, value: st
 def test_the_flag_wins_over_the_variable() -> None:
     config = parse(["serve", "--port", "9000"], {"MNOTE_PORT": "abc"})[1]
     assert isinstance(config, ServerConfig) and config.port == 9000
+
+
+MISMATCHED = """
+from dataclasses import dataclass
+from typing import Literal
+
+from mnote_mcp.config import choice, positive_number, setting
+
+
+@dataclass(frozen=True)
+class Mismatched:
+    port: int = setting(8765, positive_number, "a float parser for an int field")
+    form: Literal["a"] = setting("a", choice("a", "b"), "words the field's type does not hold")
+    fine: float = setting(1.0, positive_number, "a float parser for a float field")
+"""
+
+
+def test_a_setting_whose_parser_gives_another_type_fails_mypy(tmp_path: Path) -> None:
+    """Issue 21: a field's type, its default and its parser are checked against each other, so the
+    settings declared in config.py are what the parsers give (the whole package is held to that by
+    the CI's mypy --strict); here, that a mismatch is caught at all."""
+    from mypy import api
+
+    module = tmp_path / "mismatched.py"
+    module.write_text(MISMATCHED, encoding="utf-8")
+    out, _, status = api.run(
+        ["--strict", "--no-error-summary", "--cache-dir", str(ROOT / ".mypy_cache"), str(module)]
+    )
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert status == 1 and len(errors) == 2, out
+    assert ':10: error: Argument 2 to "setting"' in errors[0] and "float" in errors[0], out
+    assert ":11: error:" in errors[1], out

@@ -14,6 +14,7 @@ from mcp.types import TextContent
 
 from mnote_mcp.delivery import CALLER_REFUSALS
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.port import PageView
 from tests.support.helpers import MODES, connect, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -94,7 +95,7 @@ class _Failing:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def get_page(self, query: Any) -> dict[str, Any]:
+    async def get_page(self, query: Any) -> PageView:
         raise self._failure
 
 
@@ -128,7 +129,7 @@ async def test_a_timeout_keeps_is_error(db: Path, mode: str) -> None:
     from tests.support.helpers import make_app
 
     class _Slow(_Failing):
-        async def get_page(self, query: Any) -> dict[str, Any]:
+        async def get_page(self, query: Any) -> PageView:
             await anyio.sleep(5)
             raise AssertionError("the call timeout should have fired")
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery
+from mnote_mcp.kernel.port import Command, CommandOutcome, PageQuery, PageView
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.permissions import Caller, Refusal
 from mnote_mcp.tools.registry import ToolSpec
@@ -121,7 +121,7 @@ class CountingKernel(LocalKernel):
     async def execute(self, command: Command) -> CommandOutcome:
         return await super().execute(command)
 
-    async def get_page(self, query: PageQuery) -> dict[str, Any]:
+    async def get_page(self, query: PageQuery) -> PageView:
         return await super().get_page(query)
 
 

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import mcp_types.methods
 import orjson
@@ -23,6 +23,7 @@ from opentelemetry import trace
 import mnote_mcp.server as mnote_server
 from mnote_mcp.delivery import RESULT_FORMS, Delivery
 from mnote_mcp.server import SpansWhenTraced, serialize_result
+from mnote_mcp.vocabulary.envelope import Envelope
 from tests.support.helpers import MODES, call, connect, make_app, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -81,9 +82,12 @@ def _sdk(version: str, data: dict[str, Any]) -> dict[str, Any]:
 def _same(envelope: dict[str, Any]) -> None:
     for form in RESULT_FORMS:
         for refusals in ("error", "result"):
-            result = Delivery(refusals=refusals, form=form).call_result(envelope)
+            result = Delivery(refusals=refusals, form=form).call_result(cast(Envelope, envelope))
             for version in VERSIONS:
-                fast, slow = serialize_result("tools/call", version, dict(result)), _sdk(version, result)
+                fast, slow = (
+                    serialize_result("tools/call", version, dict(result)),
+                    _sdk(version, dict(result)),
+                )
                 assert fast == slow, (version, form)
                 assert orjson.dumps(fast) == orjson.dumps(slow), "the same keys in the same order"
 

@@ -193,11 +193,12 @@ def _load_workspace(
     replace: set[str],
     report: SeedReport,
 ) -> None:
+    # RETURNING, not the cursor's rowcount: psycopg's is not the rows inserted here (issue 23: -2)
     created = conn.execute(
-        "INSERT INTO workspaces (id, name) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO workspaces (id, name) VALUES (?, ?) ON CONFLICT (id) DO NOTHING RETURNING id",
         (ws["id"], ws.get("name", ws["id"])),
-    ).rowcount
-    report.created["workspaces"] += created
+    ).fetchone()
+    report.created["workspaces"] += created is not None
     for member in ws.get("members", []):
         row = conn.execute(
             "SELECT role FROM members WHERE workspace_id = ? AND actor_id = ?", (ws["id"], member["actorId"])

@@ -25,7 +25,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.rows import BlockChange, BlockRow
 from mnote_mcp.kernel.local.sql import Connection
-from mnote_mcp.kernel.port import Correlation
+from mnote_mcp.kernel.port import Correlation, HistoryEntry
 
 SUMMARY_OPS = 20
 MAX_HISTORY_LIMIT = 100
@@ -176,7 +176,7 @@ def entries(
     *,
     limit: int,
     cursor: str | None,
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[HistoryEntry], str | None]:
     """History entries newest first, at most `limit`, and the cursor of the next ones (or None)."""
     clauses = ["workspace_id = ?", "page_id = ?"]
     params: list[Any] = [workspace_id, page_id]
@@ -204,10 +204,10 @@ def entries(
     return out, _encode_cursor(out[-1]["revision"], workspace_id, page_id, where) if more else None
 
 
-def _entry(row: Sequence[Any]) -> dict[str, Any]:
+def _entry(row: Sequence[Any]) -> HistoryEntry:
     revision, name, command_id, actor, session, run, call, trace, created, summary = row
     compact = json.loads(summary)
-    entry = {
+    entry: HistoryEntry = {
         "revision": revision,
         "commandName": name,
         "commandId": command_id,

@@ -30,13 +30,17 @@ from mnote_mcp.kernel.local.group import GroupCommit
 from mnote_mcp.kernel.local.pool import POOL_SIZE
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.port import (
+    AuditRecord,
     Command,
     CommandOutcome,
     HistoryQuery,
+    HistoryView,
     PageKey,
     PageQuery,
     PageRef,
+    PageView,
     SearchQuery,
+    SearchResult,
 )
 from mnote_mcp.kernel.scopes import Scope
 
@@ -106,7 +110,7 @@ class LocalKernel:
             partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
         )
 
-    async def get_page(self, query: PageQuery) -> dict[str, Any]:
+    async def get_page(self, query: PageQuery) -> PageView:
         return await self._run(partial(self.store.get_page, query))
 
     async def execute(self, command: Command) -> CommandOutcome:
@@ -128,15 +132,15 @@ class LocalKernel:
     async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
         return await self._run(partial(self.store.page_revisions, actor_id, list(pages)))
 
-    async def page_history(self, query: HistoryQuery) -> dict[str, Any]:
+    async def page_history(self, query: HistoryQuery) -> HistoryView:
         return await self._run(partial(self.store.page_history, query))
 
-    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+    async def search_pages(self, query: SearchQuery) -> SearchResult:
         return await self._run(partial(self.store.search_pages, query))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
+    ) -> list[AuditRecord]:
         return await self._run(
             partial(self.store.audit_trail, trace_id=trace_id, command_id=command_id, limit=limit)
         )

@@ -19,7 +19,7 @@ from typing import Any
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.local.encoding import dumps, now
 from mnote_mcp.kernel.local.sql import Connection
-from mnote_mcp.kernel.port import Command, CommandOutcome
+from mnote_mcp.kernel.port import AuditRecord, Command, CommandOutcome
 
 REPLAY_WARNING = "idempotent_replay"
 
@@ -177,7 +177,7 @@ def _audit(
 
 def audit_trail(
     conn: Connection, *, trace_id: str | None, command_id: str | None, limit: int
-) -> list[dict[str, Any]]:
+) -> list[AuditRecord]:
     """Records in commit order (the newest `limit`). A trace or a command id also finds the replays of
     its commands, recorded under the retries' own traces."""
     clauses, params = [], []
@@ -197,7 +197,7 @@ def audit_trail(
     return [_view(row) for row in rows]
 
 
-def _view(row: tuple[Any, ...]) -> dict[str, Any]:
+def _view(row: tuple[Any, ...]) -> AuditRecord:
     (seq, cid, name, ws, doc, actor, session, run, call, trace, key, before, after, effect, outcome, detail,
      created, replay_of) = row  # fmt: skip
     return {

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mnote_mcp.kernel.blocks import Block, block_ids, summary_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
@@ -33,14 +33,19 @@ from mnote_mcp.kernel.local.rows import FEW_IDS, PageBlocks, PageChange, WriteHo
 from mnote_mcp.kernel.local.sql import WRITE_ATTEMPTS, Connection
 from mnote_mcp.kernel.policy import COMMAND_SCOPES, Scope
 from mnote_mcp.kernel.port import (
+    AuditRecord,
     Command,
     CommandName,
     CommandOutcome,
     HistoryQuery,
+    HistoryView,
+    OutcomeData,
     PageKey,
     PageQuery,
     PageRef,
+    PageView,
     SearchQuery,
+    SearchResult,
 )
 from mnote_mcp.kernel.view import check_query, page_view
 
@@ -88,7 +93,7 @@ class LocalStore:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def get_page(self, query: PageQuery, *, inline: bool = False) -> dict[str, Any]:
+    def get_page(self, query: PageQuery, *, inline: bool = False) -> PageView:
         check_query(query)
         if inline and len(query.block_ids or ()) > FEW_IDS:
             raise MoveToThread  # many ids: a whole-page read, and checking each of them
@@ -130,7 +135,7 @@ class LocalStore:
         with self.transaction(write=False, inline=inline) as conn:
             return access.readable_revisions(conn, actor_id, pages)
 
-    def page_history(self, query: HistoryQuery, *, inline: bool = False) -> dict[str, Any]:
+    def page_history(self, query: HistoryQuery, *, inline: bool = False) -> HistoryView:
         if not 1 <= query.limit <= MAX_HISTORY_LIMIT:
             raise MnoteError(
                 ErrorCode.INVALID_ARGUMENT,
@@ -145,7 +150,7 @@ class LocalStore:
             entries, cursor = history.entries(
                 conn, page.workspace_id, page.id, where, limit=query.limit, cursor=query.cursor
             )
-        view: dict[str, Any] = {
+        view: HistoryView = {
             "workspaceId": page.workspace_id,
             "documentId": page.id,
             "revision": page.revision,
@@ -156,13 +161,13 @@ class LocalStore:
             view["nextCursor"] = cursor
         return view
 
-    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
+    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> SearchResult:
         """Search (on a worker thread: it may take milliseconds) or list the pages the actor may read."""
         segments = search.check(query)
         if inline and (segments is not None or query.cursor is not None):
             raise MoveToThread  # a next page may read back pages written since the first one
         with self.transaction(write=False, inline=inline) as conn:
-            return search.search(conn, query, segments, self.db)
+            return cast(SearchResult, search.search(conn, query, segments, self.db))
 
     def audit_trail(
         self,
@@ -171,7 +176,7 @@ class LocalStore:
         command_id: str | None = None,
         limit: int = 100,
         inline: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[AuditRecord]:
         with self.transaction(write=False, inline=inline) as conn:
             return ledger.audit_trail(conn, trace_id=trace_id, command_id=command_id, limit=limit)
 
@@ -295,5 +300,5 @@ def _outcome(
         changed=plan.changed,
         diff=plan.diff,
         warnings=plan.warnings,
-        data=data,
+        data=cast(OutcomeData, data),  # the port's type for what each command's plan reports
     )

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 import anyio.to_thread
 import psycopg
@@ -33,7 +33,7 @@ from mnote_mcp.kernel.local.pagecache import PageCache, stamp_of
 from mnote_mcp.kernel.local.rows import WriteHook
 from mnote_mcp.kernel.local.store import LocalStore
 from mnote_mcp.kernel.policy import Scope
-from mnote_mcp.kernel.port import PageChangeListener, PageQuery, SearchQuery
+from mnote_mcp.kernel.port import PageChangeListener, PageQuery, PageView, SearchQuery, SearchResult
 from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, PgDatabase, redact
 from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate, search_timeout
@@ -93,7 +93,7 @@ class PostgresStore(LocalStore):
         self.pg = database
         self.db = database
 
-    def get_page(self, query: PageQuery, *, inline: bool = False) -> dict[str, Any]:
+    def get_page(self, query: PageQuery, *, inline: bool = False) -> PageView:
         """A whole-page read in statements of their own, not a transaction (no `BEGIN`, no `COMMIT`):
         the checkpoints' query, and when the page cache holds the tree for the stamp its row carries
         (revision, block count, size), that is all: one statement. Otherwise the tree query, then the
@@ -130,7 +130,7 @@ class PostgresStore(LocalStore):
             summary=summary,
         )
 
-    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> dict[str, Any]:
+    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> SearchResult:
         """Search or list the pages the actor may read (`kernel/postgres/search.py`)."""
         segments = local_search.check(query)
         with self.transaction(write=False, inline=inline) as conn:
@@ -138,7 +138,7 @@ class PostgresStore(LocalStore):
             milliseconds = max(1, round(self.search.timeout * 1000))
             conn.execute("SELECT set_config('statement_timeout', ?, true)", (str(milliseconds),))
             try:
-                return pg_search.search(conn, query, segments)
+                return cast(SearchResult, pg_search.search(conn, query, segments))
             except psycopg.errors.QueryCanceled:
                 raise search_timeout(self.search.timeout) from None
 
@@ -165,7 +165,7 @@ class PostgresKernel(LocalKernel):
         self._hub: ChangeHub | None = None
         self.searches = SearchGate(store.search, store.pool_size)
 
-    async def search_pages(self, query: SearchQuery) -> dict[str, Any]:
+    async def search_pages(self, query: SearchQuery) -> SearchResult:
         """A search holds a search place (fewer than the pool) besides its thread and connection,
         and waits for its actor's turn; one over the actor's bound is refused at once (`gate.py`)."""
         async with self.searches.admit(query.actor_id):

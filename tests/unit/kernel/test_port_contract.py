@@ -1,6 +1,7 @@
-"""The kernel port's contract, one suite for every adapter: local (in process), postgres (the same
-commands on a real PostgreSQL, in process), http (against the reference runtime in a subprocess) and
-cli (against the reference mnote-cli adapter, a process per call).
+"""The kernel port's contract, one suite for every adapter: local (in process), restored (the same on
+a copy `mnote-mcp backup` took while a writer committed to the original: a restore must be a store
+like any other), postgres (the same commands on a real PostgreSQL, in process), http (against the
+reference runtime in a subprocess) and cli (against the reference mnote-cli adapter, a process per call).
 
 Each test talks to the port directly (`kernel.execute`, `kernel.get_page`, ...), never through MCP.
 Every call also runs on a mirror store through the embedded kernel, and the two answers must be the
@@ -23,6 +24,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mnote_mcp.backup import backup_sqlite
 from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
@@ -33,6 +35,7 @@ from mnote_mcp.kernel.port import (
     CommandName,
     CommandOutcome,
     Correlation,
+    HistoryFilter,
     HistoryQuery,
     Kernel,
     PageKey,
@@ -43,12 +46,13 @@ from mnote_mcp.kernel.port import (
 from mnote_mcp.kernel.postgres.kernel import PostgresKernel
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.stores import StoreLocation, open_store
-from tests.support.helpers import FIXTURE
+from tests.support.helpers import FIXTURE, seeded_store
 from tests.support.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
+from tests.support.writer import Writer
 
 pytestmark = pytest.mark.anyio
 # the cli adapter starts a process per call: its run of the suite is slow (tests/conftest.py, docs/testing.md)
-ADAPTERS = ("local", "postgres", "http", pytest.param("cli", marks=pytest.mark.slow))
+ADAPTERS = ("local", "restored", "postgres", "http", pytest.param("cli", marks=pytest.mark.slow))
 PARA = [{"type": "paragraph", "text": "new"}]
 _TAGS = itertools.count()
 _NONCE = re.compile(r"^((?:page|artifact)_[a-z_]+_.+)_[0-9a-f]{8}$")
@@ -79,6 +83,10 @@ def adapter(
         open_store(url).close()  # create it (migrations), empty
         yield Adapter("postgres", lambda: PostgresKernel.open(url), url)
         return
+    if request.param == "restored":
+        restored = restored_copy(shared.with_name("restored.db"))
+        yield Adapter("restored", lambda: LocalKernel.open(restored), restored)
+        return
     LocalStore(shared).close()  # create it, so every adapter starts from the same empty store
     if request.param == "local":
         yield Adapter("local", lambda: LocalKernel.open(shared), shared)
@@ -87,6 +95,21 @@ def adapter(
             yield Adapter("http", lambda: HttpKernel(runtime.url, token=runtime.token), shared, runtime)
     else:
         yield Adapter("cli", lambda: CliKernel(runtime_cli_command(shared), timeout=30), shared)
+
+
+def restored_copy(dest: Path) -> Path:
+    """A backup (`mnote-mcp backup`'s code) of a seeded store taken while a writer commits to it."""
+    source = seeded_store(dest.with_name("live.db"))
+    writer = Writer(source)
+    writer.start()
+    try:
+        while writer.acknowledged < 10:
+            writer.join(timeout=0.05)
+        backup_sqlite(source, dest)
+    finally:
+        writer.stop.set()
+        writer.join(timeout=60)
+    return dest
 
 
 def _normal(value: Any) -> Any:
@@ -689,7 +712,7 @@ async def test_history_lists_every_write_newest_first_and_filters(kit: Kit) -> N
         "toolCallId": "call_h2",
         "traceId": kit.trace,
     }
-    only_a = await kit.page_history(kit.history_query(run_id="run_a"))
+    only_a = await kit.page_history(kit.history_query(filter=HistoryFilter(run_id="run_a")))
     assert [e["revision"] for e in only_a["entries"]] == [2]
     first = await kit.page_history(kit.history_query(limit=1))
     rest = await kit.page_history(kit.history_query(limit=1, cursor=first["nextCursor"]))

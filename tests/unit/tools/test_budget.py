@@ -206,8 +206,8 @@ def test_pieces_cover_the_page_once_within_the_budget(
                         arguments["cursor"] = cursor
                     envelope = await app.dispatcher.call("mnote.page.get", arguments, None, identity)
                     assert envelope["ok"] is True, envelope
-                    found.append(envelope)
-                    cursor = envelope["result"].get("nextCursor")
+                    found.append(dict(envelope))
+                    cursor = (envelope["result"] or {}).get("nextCursor")
                     if cursor is None:
                         return found
             finally:

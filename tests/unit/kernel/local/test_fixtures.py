@@ -12,8 +12,9 @@ import anyio
 import pytest
 
 from mnote_mcp.kernel.local import LocalKernel
-from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
+from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery, PageView
 from tests.support.helpers import ROOT, run_cli
+from tests.support.postgres import STORES
 
 DEMO = ROOT / "examples" / "workspace.json"
 CORRELATION = Correlation("sess", "run", "call", "trace")
@@ -46,8 +47,8 @@ def _grow_doc_2(db: Path, blocks: int = 40) -> int:
     return anyio.run(edit)
 
 
-def _doc_2(db: Path) -> dict[str, object]:
-    async def read() -> dict[str, object]:
+def _doc_2(db: Path) -> PageView:
+    async def read() -> PageView:
         kernel = LocalKernel.open(db)
         try:
             return await kernel.get_page(PageQuery("ws_1", "doc_2", "user_1", CORRELATION))
@@ -67,7 +68,7 @@ def test_seed_command_keeps_pages_edited_since_and_says_so(tmp_path: Path) -> No
     again = run_cli("seed", "--db", str(db), str(DEMO))
     assert again.returncode == 0, again.stderr
     page = _doc_2(db)
-    assert (len(page["blocks"]), page["revision"]) == (42, revision), "the edits survive"  # type: ignore[arg-type]
+    assert (len(page["blocks"]), page["revision"]) == (42, revision), "the edits survive"
     report = json.loads(again.stdout)
     assert report["created"] == {"workspaces": 0, "members": 0, "pages": 0}
     assert "ws_1/doc_2" in report["kept"]["changed"]
@@ -88,7 +89,7 @@ def test_serve_seed_creates_what_is_missing_and_never_replaces(
     extended.write_text(json.dumps(fixture), encoding="utf-8")
     with caplog.at_level(logging.INFO, logger="mnote_mcp"):
         LocalKernel.open_seeded(db, seed=extended).store.close()
-    assert len(_doc_2(db)["blocks"]) == 42  # type: ignore[arg-type]
+    assert len(_doc_2(db)["blocks"]) == 42
     said = caplog.text
     assert "created 1 page" in said and "ws_1/doc_new" in said
     assert "kept" in said and "ws_1/doc_2" in said
@@ -104,7 +105,26 @@ def test_replace_is_explicit_names_its_pages_and_is_a_new_revision(tmp_path: Pat
     assert replaced.returncode == 0, replaced.stderr
     assert "replaced ws_1/doc_2" in replaced.stderr
     after = _doc_2(db)
-    assert len(after["blocks"]) == 2  # type: ignore[arg-type]
-    assert after["revision"] == before["revision"] + 1  # type: ignore[operator]
+    assert len(after["blocks"]) == 2
+    assert after["revision"] == before["revision"] + 1
     unknown = run_cli("seed", "--db", str(db), str(DEMO), "--replace", "ws_1/doc_nope")
     assert unknown.returncode == 2 and "ws_1/doc_nope" in unknown.stderr
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_the_seed_report_counts_what_it_created_on_either_store(
+    store: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Issue 23: `mnote-mcp seed` on PostgreSQL reported `"workspaces": -2` (a driver's rowcount)."""
+    db = request.getfixturevalue("pg_url") if store == "postgres" else str(tmp_path / "seed.db")
+    data = json.loads(DEMO.read_text(encoding="utf-8"))
+    expected = {
+        "workspaces": len(data["workspaces"]),
+        "members": sum(len(ws.get("members", [])) for ws in data["workspaces"]),
+        "pages": sum(len(ws.get("pages", [])) for ws in data["workspaces"]),
+    }
+    first = run_cli("seed", "--db", db, str(DEMO))
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["created"] == expected
+    again = run_cli("seed", "--db", db, str(DEMO))
+    assert json.loads(again.stdout)["created"] == dict.fromkeys(expected, 0)

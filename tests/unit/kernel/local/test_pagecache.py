@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.local import LocalStore, rows
 from mnote_mcp.kernel.local.pagecache import PageCache
-from mnote_mcp.kernel.port import Command, Correlation, PageQuery
+from mnote_mcp.kernel.port import Command, Correlation, PageQuery, PageView
 from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, SECRETS, call, connect, page_args, seeded_store, write_args
 from tests.support.postgres import STORES, store_fixture
@@ -37,7 +37,7 @@ def _query(actor: str = "user_editor", document: str = "doc_1", **extra: Any) ->
     return PageQuery(workspace_id="ws_1", document_id=document, actor_id=actor, correlation=IDS, **extra)
 
 
-def _uncached(db: Path | str, query: PageQuery) -> dict[str, Any]:
+def _uncached(db: Path | str, query: PageQuery) -> PageView:
     """What a store without a cache reads now."""
     store = open_store(db)
     store.page_cache = PageCache(0)

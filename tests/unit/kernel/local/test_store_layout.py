@@ -35,7 +35,8 @@ def test_the_store_is_split_by_job() -> None:
         ("ledger", "idempotency ledger and audit"),
     ]:
         assert importlib.import_module(f"mnote_mcp.kernel.local.{module}").__doc__, job
-    assert len((LOCAL / "store.py").read_text(encoding="utf-8").splitlines()) < 300
+    # 305: the port's answer types (PageView, HistoryView, SearchResult, AuditRecord, OutcomeData), issue 21
+    assert len((LOCAL / "store.py").read_text(encoding="utf-8").splitlines()) < 305
 
 
 def test_no_module_of_the_local_kernel_imports_the_store_back() -> None:
