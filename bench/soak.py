@@ -40,7 +40,7 @@ from bench.rawclient import HttpPeer
 from bench.search import make_store, queries
 from bench.targets import ROOT
 from tests.support.flood import open_fds
-from tests.support.helpers import IDS
+from tests.support.helpers import IDS, envelope_in
 
 IDLE_SECONDS = 11.0  # anyio ends a worker thread idle for ten seconds
 QUERIES = [query for query in queries().values() if query]
@@ -113,9 +113,10 @@ def serve(name: str, db: Path, log: Path, source: Path | None) -> Iterator[Serve
 
 
 def _label(answer: dict[str, Any]) -> str:
-    envelope = (answer.get("result") or {}).get("structuredContent")
-    if not isinstance(envelope, dict):
+    result = answer.get("result")
+    if not isinstance(result, dict) or not (result.get("content") or result.get("structuredContent")):
         return "protocol_error"
+    envelope = envelope_in(result)
     return "ok" if envelope.get("ok") else str(envelope["error"]["code"])
 
 

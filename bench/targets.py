@@ -41,7 +41,10 @@ class Target:
 
 def mnote(db: Path, baseline: Path | None = None, *flags: str) -> Target:
     """mnote-mcp on `db`; with `baseline`, the same from another source tree (an earlier release);
-    `flags` are more of its flags (the target is named after them)."""
+    `flags` are more of its flags (the target is named after them). It answers in both forms, every
+    failure `isError` (`--result-form both --refusals error`), as the echo server does and as every
+    figure of docs/performance.md before issue 22 was measured: the same protocol work whatever the
+    default (one text block since issue 22, which is less), and a failed call is never counted."""
     env = dict(PYCACHE)
     if baseline is not None:
         env["PYTHONPATH"] = str(baseline)
@@ -60,6 +63,7 @@ def mnote(db: Path, baseline: Path | None = None, *flags: str) -> Target:
             ACTOR,
             "--log-level",
             "warning",
+            *("--result-form", "both", "--refusals", "error"),
             *flags,
         ],
         env=env,

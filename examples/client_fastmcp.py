@@ -26,15 +26,20 @@ def transport():
     return StdioTransport(os.environ.get("MNOTE_COMMAND", "mnote-mcp"), args, env=env)
 
 
+def envelope(result):
+    """The envelope: the result's text (the default form), or its structured content (`--result-form both`)."""
+    return result.structured_content or json.loads(result.content[0].text)
+
+
 async def main(workspace_id: str, document_id: str) -> None:
     page = {"workspaceId": workspace_id, "documentId": document_id}
     async with Client(transport()) as client:
         read = await client.call_tool("mnote.page.get", page, raise_on_error=False)
-        print(json.dumps(read.structured_content))
+        print(json.dumps(envelope(read)))
         plan = {"content": [{"type": "paragraph", "text": "Appended."}], "mode": "append"}
         write = {**page, **plan, "idempotencyKey": f"{RUN_ID}-append", "dryRun": True}
         dry_run = await client.call_tool("mnote.page.save", write, raise_on_error=False)
-        print(json.dumps(dry_run.structured_content))
+        print(json.dumps(envelope(dry_run)))
 
 
 if __name__ == "__main__":

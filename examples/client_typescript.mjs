@@ -1,5 +1,6 @@
 // mnote from the TypeScript MCP SDK (@modelcontextprotocol/sdk 1.32): read a page, dry-run an append,
-// print both envelopes. The SDK checks every structured result against the tool's outputSchema.
+// print both envelopes. The envelope is the result's text (the default form); a server run with
+// --result-form both also sends it as structuredContent, which the SDK checks against outputSchema.
 //
 //   npm install @modelcontextprotocol/sdk@1.32.2
 //   MNOTE_COMMAND=/abs/path/.venv/bin/mnote-mcp node client_typescript.mjs ws_1 doc_1
@@ -24,12 +25,13 @@ function transport() {
 const [workspaceId, documentId] = process.argv.slice(2);
 const client = new Client({ name: "mnote-example", version: "1.0.0" });
 await client.connect(transport());
-await client.listTools(); // the SDK learns each tool's outputSchema here
+await client.listTools(); // the SDK learns each tool's outputSchema (if any) here
+const envelope = (result) => result.structuredContent ?? JSON.parse(result.content[0].text);
 const page = { workspaceId, documentId };
 const read = await client.callTool({ name: "mnote.page.get", arguments: page });
-console.log(JSON.stringify(read.structuredContent));
+console.log(JSON.stringify(envelope(read)));
 const plan = { content: [{ type: "paragraph", text: "Appended." }], mode: "append" };
 const write = { ...page, ...plan, idempotencyKey: `${runId}-append`, dryRun: true };
 const dryRun = await client.callTool({ name: "mnote.page.save", arguments: write });
-console.log(JSON.stringify(dryRun.structuredContent));
+console.log(JSON.stringify(envelope(dryRun)));
 await client.close();

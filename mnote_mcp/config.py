@@ -763,16 +763,16 @@ class ServerConfig(StoreSettings, LogSettings):
     )
     call_timeout: float = setting(60.0, positive_number, "seconds a tool call may take")
     refusals: RefusalStyle = setting(
-        "error",
+        "result",
         choice(*REFUSAL_STYLES),
-        "error: every refusal is an isError result (the MCP spec); result: refusals the call caused are"
-        " ok:false envelopes without isError (Hermes), real failures keep isError",
+        "result: refusals the call caused are ok:false envelopes without isError, real failures keep"
+        " isError (every host we test); error: every refusal is an isError result",
     )
     result_form: ResultForm = setting(
-        "both",
+        "text",
         choice(*RESULT_FORMS),
-        "both: structuredContent and the same JSON as text; structured: no text copy (Hermes); text: no"
-        " structuredContent, and no outputSchema",
+        "text: the envelope as one text block, no outputSchema (every host we test); both: also as"
+        " structuredContent (clients that read it); structured: structuredContent only",
     )
     confirm: ConfirmPolicy = setting(
         "destructive",

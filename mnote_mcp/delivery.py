@@ -1,16 +1,19 @@
 """How an envelope reaches the host: in which forms, and whether a refusal is an `isError` result.
 
 Hosts treat `isError` differently. The MCP spec lists invalid input and business-logic errors as tool
-execution errors (`isError: true`), and that stays the default; but Hermes counts every `isError`
-result toward a circuit breaker that cuts the whole server off after three in a row, so a host like it
-can ask for refusals caused by the call itself to come back as ordinary results whose envelope says
-`ok: false`. Real failures (the runtime unreachable or too slow, a bug) keep `isError` whatever the
-setting: there a breaker is right to back off.
+execution errors (`isError: true`); Hermes counts every `isError` result toward a circuit breaker that
+cuts the whole server off after three in a row, and pydantic-ai spends a retry on each (its run ends
+after two in a row by default). So by default a refusal caused by the call itself is an ordinary
+result whose envelope says `ok: false`, with its code, `retryable` and hint (`--refusals error` for the
+spec's `isError`). Real failures (the runtime unreachable or too slow, a bug) keep `isError` whatever
+the setting: there a breaker is right to back off.
 
-Forms: `both` (the spec's advice: `structuredContent` plus the same JSON as one text block),
-`structured` (no text block: hosts that forward both forms, as Hermes does, then show the envelope
-once), `text` (one text block and no `structuredContent`; tools then declare no `outputSchema`,
-because a client must reject a successful result that lacks the structured content its tool declared).
+Forms: `text` (the default: one text block and no `structuredContent`; tools then declare no
+`outputSchema`, because a client must reject a successful result that lacks the structured content its
+tool declared), `both` (`structuredContent` plus the same JSON as one text block, for clients that read
+the structured form), `structured` (no text block). Every agent host we test gives its model the text;
+Hermes shows both when both come (the envelope twice), reads only text on `isError`, and takes a short
+structured-only success for a failure (docs/decisions.md, "One setting for every host").
 """
 
 from __future__ import annotations
@@ -64,8 +67,11 @@ class CallResult(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    refusals: RefusalStyle = "error"
-    form: ResultForm = "both"
+    """The defaults are the one setting every host we test reads right (docs/decisions.md, "One
+    setting for every host")."""
+
+    refusals: RefusalStyle = "result"
+    form: ResultForm = "text"
 
     @property
     def declares_output_schema(self) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, TextContent
 from pydantic import JsonValue
 
 from mnote_mcp.kernel.port import JSONObject
@@ -25,7 +26,7 @@ WS, DOC = "ws_1", "doc_1"
 TRACE = "trace_demo"
 IDS = {"sessionId": "demo_session", "runId": "demo_run", "traceId": TRACE}
 REVISION = "<the revision step 1 read>"  # stands for it in a step's arguments
-# What a call answers: the SDK's structuredContent, which the tests read as the contract says.
+# What a call answers: the envelope, read from its text block (the default form) or structuredContent.
 Envelope = dict[str, Any]
 
 
@@ -156,8 +157,16 @@ def _json(value: object) -> str:
 def _show(step: str, envelope: object, sent: JSONObject | None = None) -> None:
     print(f"\n== {step}")
     if sent is not None:
-        print(f"-> tools/call\n{_json(sent)}\n<- the envelope (structuredContent)")
+        print(f"-> tools/call\n{_json(sent)}\n<- the envelope (one text block)")
     print(_json(envelope))
+
+
+def _envelope(result: CallToolResult) -> Envelope:
+    """The envelope of a `tools/call` result: its text block (the default form), or its structured
+    content (`--result-form structured`)."""
+    texts = [part.text for part in result.content if isinstance(part, TextContent)]
+    found: Envelope = json.loads(texts[0]) if texts else dict(result.structured_content or {})
+    return found
 
 
 def server_parameters(db: Path, locale: str) -> StdioServerParameters:
@@ -189,7 +198,7 @@ async def _list_tools(client: Client) -> None:
 async def _call(client: Client, step: Step, revision: JsonValue) -> Envelope:
     arguments = step.arguments(revision)
     result = await client.call_tool(step.tool, arguments)
-    envelope = dict(result.structured_content or {})
+    envelope = _envelope(result)
     _show(f"{step.title}  [{step.tool}]", envelope, {"name": step.tool, "arguments": arguments})
     return envelope
 

@@ -330,14 +330,18 @@ class Dispatcher:
             )
             failed: MnoteError | None = None
         except MnoteError as error:
-            envelope = failure(name, correlation, workspace_id, document_id, error, self.locale)
+            envelope = failure(
+                name, correlation, workspace_id, document_id, error, self.locale, self.max_result_chars
+            )
             failed = error
         except ConfirmationPending:
             raise  # the question goes back as this request's result (`_call` logs it)
         except Exception:
             logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
             failed = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
-            envelope = failure(name, correlation, workspace_id, document_id, failed, self.locale)
+            envelope = failure(
+                name, correlation, workspace_id, document_id, failed, self.locale, self.max_result_chars
+            )
         return respell_envelope(envelope, self.registry.style), failed
 
     def _request(

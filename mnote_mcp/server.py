@@ -177,7 +177,9 @@ def create_server(
         spec.toolset is Toolset.BLOCK and dispatcher.exposes(spec, scopes)
         for spec in dispatcher.registry.specs
     )
-    pages = pages or PageResources(dispatcher.kernel, identity_for, watch_interval=watch_interval)
+    pages = pages or PageResources(
+        dispatcher.kernel, identity_for, watch_interval=watch_interval, max_chars=dispatcher.max_result_chars
+    )
     prompts = PagePrompts(dispatcher, pages, identity_for)
     completions = Completions(dispatcher.kernel, prompts, identity_for, limit=max_completions)
 

@@ -128,7 +128,7 @@ class PagePrompts:
 
     def _page(self, view: PageView, uri: str, locale: Locale) -> list[types.ContentBlock]:
         """The page as an embedded resource, or, longer than one result may be, a link to it."""
-        text = document(view)
+        text = document(view, uri)
         if len(text) <= self.dispatcher.max_result_chars:
             resource = types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=text)
             return [types.EmbeddedResource(type="resource", resource=resource)]

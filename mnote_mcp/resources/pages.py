@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
+from urllib.parse import parse_qs, urlencode
 
 import anyio
 import anyio.from_thread
@@ -34,12 +35,18 @@ from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery, Pa
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
+from mnote_mcp.tools.pieces import body_roots, longest_piece, markdown_chars
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope
 
 Context = ServerRequestContext[Any, Any]
 IdentityResolver = Callable[[Context], Identity]
 MIME_TYPE = "text/markdown"
+# Said at the end of a piece of a page, and when a piece's cursor is of an older revision.
+_MORE = "the page goes on; read the next piece"
+_STALE_PIECE = "the page changed while it was read in pieces"
+_NEXT_ROOM = 400  # the line naming the next piece
 LIST_PAGE_SIZE = 200
 _HIDDEN = frozenset({ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED, ErrorCode.UNAUTHENTICATED})
 
@@ -54,10 +61,13 @@ class PageResources:
         *,
         watch_interval: float,
         still_allowed: Callable[[Identity, PageKey], bool] | None = None,
+        max_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         """`still_allowed(identity, page)` is asked before every poll of a watch: whether the
-        subscriber's credential may still read the page (tokens can be revoked while serving)."""
+        subscriber's credential may still read the page (tokens can be revoked while serving).
+        `max_chars` bounds a read's text as `--max-result-chars` bounds a tool's result."""
         self.kernel = kernel
+        self.max_chars = max_chars
         self.identity_for = identity_for
         self.watch_interval = watch_interval
         self.still_allowed = still_allowed
@@ -181,27 +191,48 @@ class PageResources:
                     uri_template=PAGE_URI_TEMPLATE,
                     name="page",
                     title="mnote page",
-                    description="A page as Markdown; every block ends with its <!-- id -->.",
+                    description=(
+                        "A page as Markdown; every block ends with its <!-- id -->. A long page comes in"
+                        " pieces, each ending with the next one's URI."
+                    ),
                     mime_type=MIME_TYPE,
                 )
             ]
         )
 
     async def read(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        """The page as one Markdown document, at most `max_chars` long: a longer page is read in
+        pieces of whole top-level blocks, the kernel's own (`mnote.page.get`'s), each ending with the
+        URI of the next (`?cursor=`), so a host that shows a model only the read's text (Hermes's
+        `read_resource`) loses nothing to its own cut. One top-level block longer than the budget
+        still comes whole, as in `mnote.page.get`."""
         uri = str(params.uri)
-        view = await self.view(ctx, page_key(uri), uri)
+        page, cursor = split_cursor(uri)
+        query = self._query(ctx, page_key(page), uri, cursor)
+        with _answered(uri, page if cursor is not None else None):
+            view = await self.kernel.get_page(query)
+            text = document(view, page)
+            if len(text) > self.max_chars:
+                text = await self._piece(query, view, page)
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=document(view))]
+            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=text)]
         )
 
     async def view(self, ctx: Context, key: PageKey | None, uri: str) -> PageView:
-        """The page `key` as Markdown (its `get_page` view), read as the caller: the same "unknown
-        resource" (`uri`) for a page that is missing, not readable or outside the caller's workspaces."""
+        """The page `key` as Markdown (its `get_page` view, whole), read as the caller: the same
+        "unknown resource" (`uri`) for a page that is missing, not readable or outside the caller's
+        workspaces. What a prompt attaches (`prompts/handlers.py`)."""
+        query = self._query(ctx, key, uri, None)
+        with _answered(uri, None):
+            return await self.kernel.get_page(query)
+
+    def _query(self, ctx: Context, key: PageKey | None, uri: str, cursor: str | None) -> PageQuery:
+        """The caller's read of the page `key` (from `cursor`), or "unknown resource" if it may not."""
         reader = self._reader(ctx)
         if key is None or reader is None or not self._allowed(reader[0], key):
             raise _unknown(uri)
         identity, actor_id = reader
-        query = PageQuery(
+        return PageQuery(
             workspace_id=key.workspace_id,
             document_id=key.document_id,
             actor_id=actor_id,
@@ -209,13 +240,27 @@ class PageResources:
             include_body=False,
             include_options=False,
             format="markdown",
+            cursor=cursor,
         )
-        try:
-            return await self.kernel.get_page(query)
-        except MnoteError as error:
-            if error.code in _HIDDEN:
-                raise _unknown(uri) from None
-            raise MCPError(types.INTERNAL_ERROR, f"{error.code.value}: cannot read {uri}") from None
+
+    async def _piece(self, query: PageQuery, view: PageView, page: str) -> str:
+        """The longest run of whole top-level blocks whose document fits `max_chars`."""
+        roots = await body_roots(self.kernel, query, view)
+        if not roots:
+            return document(view, page)
+        frame = view.copy()
+        frame["markdown"] = ""
+        room = self.max_chars - len(document(frame, page)) - _NEXT_ROOM
+        piece, _ = await longest_piece(
+            self.kernel,
+            query,
+            roots,
+            room=room,
+            limit=self.max_chars,
+            root_size=markdown_chars,
+            measure=lambda answer: len(document(answer, page)),
+        )
+        return document(piece, page)
 
     # -- 2025-11-25: resources/subscribe, resources/unsubscribe -------------------------------
 
@@ -284,6 +329,21 @@ def _connection_id(ctx: Context) -> int:
     return id(_connection(ctx))
 
 
+@contextmanager
+def _answered(uri: str, piece_of: str | None) -> Iterator[None]:
+    """A kernel refusal as the resource protocol answers it: a page the caller may not read is the
+    same unknown resource as a missing one; a stale piece's cursor (`piece_of`: the page it is a piece
+    of) says to read the page again."""
+    try:
+        yield
+    except MnoteError as error:
+        if error.code in _HIDDEN:
+            raise _unknown(uri) from None
+        if error.code in (ErrorCode.CONFLICT, ErrorCode.INVALID_ARGUMENT) and piece_of is not None:
+            raise MCPError(types.INVALID_PARAMS, f"{_STALE_PIECE}: read {piece_of} again") from None
+        raise MCPError(types.INTERNAL_ERROR, f"{error.code.value}: cannot read {uri}") from None
+
+
 def _unknown(uri: str) -> MCPError:
     return MCPError(types.INVALID_PARAMS, f"Unknown resource or not readable: {uri}")
 
@@ -296,8 +356,16 @@ def _offset(cursor: str | None, total: int) -> int:
     return int(cursor)
 
 
-def document(view: PageView) -> str:
-    """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the body."""
+def split_cursor(uri: str) -> tuple[str, str | None]:
+    """A page URI and the cursor of the piece it names (`?cursor=`), if any."""
+    page, _, query = uri.partition("?")
+    cursors = parse_qs(query).get("cursor") if query else None
+    return page, cursors[0] if cursors else None
+
+
+def document(view: PageView, page: str) -> str:
+    """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the
+    body; a piece ends with where the next one is."""
     fields = {
         "title": view["title"],
         "workspaceId": view["workspaceId"],
@@ -305,4 +373,8 @@ def document(view: PageView) -> str:
         "revision": view["revision"],
     }
     head = "\n".join(f"{name}: {json.dumps(value, ensure_ascii=False)}" for name, value in fields.items())
-    return f"---\n{head}\n---\n\n{view['markdown']}"
+    text = f"---\n{head}\n---\n\n{view['markdown']}"
+    cursor = view.get("nextCursor")
+    if cursor:
+        text += f"\n<!-- {_MORE}: {page}?{urlencode({'cursor': cursor})} -->\n"
+    return text

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mnote_mcp.kernel.blocks import SUPPORTED_TYPES
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import block as block_commands
 from mnote_mcp.tools.consent import deletes_subtrees_or_many
@@ -29,20 +28,18 @@ from mnote_mcp.tools.failures import (
 from mnote_mcp.tools.permissions import WRITE_PAGE
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import PayloadMap, fields
-from mnote_mcp.tools.schemas import BLOCK_ITEM, PROPS, write_schema
+from mnote_mcp.tools.schemas import PROPS, block_item, write_schema
 from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 
 _ID: dict[str, Any] = {"type": "string"}  # ids come from mnote.page.get; the kernel checks their form
+# Where a block goes; the tool's description says how the three combine.
 _PLACEMENT: dict[str, Any] = {
-    "afterBlockId": {**_ID, "description": "Place right after this block, as its sibling."},
-    "parentId": {**_ID, "description": "Place among this list/todo block's children."},
-    "position": {
-        "type": "string",
-        "enum": ["start", "end"],
-        "description": "start (default) or end of parentId's children or of the page; ignored with afterBlockId.",
-    },
+    "afterBlockId": _ID,
+    "parentId": _ID,
+    "position": {"type": "string", "enum": ["start", "end"]},
 }
+_PLACED = "after afterBlockId, or at position start (default) or end of the page or of parentId's children"
 
 
 _PLACEMENT_EMPTY = frozenset({"afterBlockId", "parentId", "position"})
@@ -76,17 +73,13 @@ def _placed(*names: str) -> PayloadMap:
 BLOCK_INSERT = ToolSpec(
     name="mnote.block.insert",
     title="Insert blocks",
-    description=(
-        "Insert blocks after afterBlockId, or at the start/end of the page or of parentId's children. "
-        "Omit ids for new blocks; the result gives their ids."
-    ),
+    description=f"Insert blocks {_PLACED} (nest blocks under a new list with parentId). The result gives their ids.",
     summary="insert blocks after a block, or at the start/end of the page or of a parent's children",
     returns=_RETURNS.format("inserted"),
     toolset=Toolset.BLOCK,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=write_schema(
-        {"blocks": {"type": "array", "items": BLOCK_ITEM, "description": "Blocks to insert, in order."}}
-        | _PLACEMENT,
+        {"blocks": {"type": "array", "items": block_item(levels=1)}} | _PLACEMENT,
         required=["blocks"],
     ),
     kernel_validated=frozenset({"blocks"}),
@@ -111,16 +104,13 @@ BLOCK_INSERT = ToolSpec(
             {"blocks": [{"type": "todo", "text": "A task", "props": {"checked": False}}], "position": "end"}
         ),
     ),
-    budget=SizeBudget(contract=4_650, strict=5_480),
+    budget=SizeBudget(contract=1_300, strict=1_700),
 )
 
 BLOCK_UPDATE = ToolSpec(
     name="mnote.block.update",
     title="Update block",
-    description=(
-        "Change one block's type, text or props; what is not given stays. props merge into the block's "
-        "(null resets one); a type change drops props the new type lacks."
-    ),
+    description="Change one block's type, text or props; what is not given stays, props merge.",
     summary="change one block's type, text or props (props merge)",
     returns=_RETURNS.format("updated"),
     toolset=Toolset.BLOCK,
@@ -128,7 +118,7 @@ BLOCK_UPDATE = ToolSpec(
     contract_schema=write_schema(
         {
             "blockId": _ID,
-            "type": {"type": "string", "enum": list(SUPPORTED_TYPES)},
+            "type": {"type": "string", "description": "a block type, as mnote.block.insert lists them"},
             "text": {"type": "string"},
             "props": PROPS,
         },
@@ -151,13 +141,13 @@ BLOCK_UPDATE = ToolSpec(
         PAGE_TOO_LARGE,
     ),
     examples=(Example({"blockId": Ref.BLOCK_2, "text": "Updated by an example."}),),
-    budget=SizeBudget(contract=3_180, strict=3_700),
+    budget=SizeBudget(contract=960, strict=1_240),
 )
 
 BLOCK_DELETE = ToolSpec(
     name="mnote.block.delete",
     title="Delete blocks",
-    description="Delete blocks by id, each with its children.",
+    description="Delete blocks by id, with their children.",
     summary="delete blocks by id, with their children",
     returns=_RETURNS.format("deleted"),
     toolset=Toolset.BLOCK,
@@ -169,16 +159,13 @@ BLOCK_DELETE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=(*_BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
     examples=(Example({"blockIds": [Ref.BLOCK_3]}),),
-    budget=SizeBudget(contract=2_450, strict=2_800),
+    budget=SizeBudget(contract=590, strict=670),
 )
 
 BLOCK_MOVE = ToolSpec(
     name="mnote.block.move",
     title="Move block",
-    description=(
-        "Move a block, with its children, after afterBlockId or to the start/end of the page or of "
-        "parentId's children."
-    ),
+    description=f"Move a block, with its children, {_PLACED}.",
     summary="move a block, with its children, after a block or under a parent",
     returns=_RETURNS.format("moved"),
     toolset=Toolset.BLOCK,
@@ -203,7 +190,7 @@ BLOCK_MOVE = ToolSpec(
         Example({"blockId": Ref.BLOCK_1, "afterBlockId": Ref.BLOCK_2}),
         Example({"blockId": Ref.BLOCK_2, "position": "end"}, note="to the end of the page"),
     ),
-    budget=SizeBudget(contract=2_830, strict=3_310),
+    budget=SizeBudget(contract=750, strict=910),
 )
 
 BLOCK_TOOLS = (BLOCK_INSERT, BLOCK_UPDATE, BLOCK_DELETE, BLOCK_MOVE)

@@ -28,6 +28,7 @@ from mnote_mcp.tools.failures import CONSENT_ERRORS, EVERY_TOOL, ErrorCase
 from mnote_mcp.tools.permissions import Caller, Refusal
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
+from mnote_mcp.tools.sizes import HERMES_RESOURCE_TOOLS, resource_tool_bytes
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
 from mnote_mcp.vocabulary.messages import CATALOGUE_BEGIN, CATALOGUE_END, catalogue_markdown
 
@@ -91,23 +92,33 @@ def asks_first(spec: ToolSpec) -> str:
     return (spec.consent.__doc__ or spec.consent.__name__).strip().rstrip(".")
 
 
-def size_table(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
-    """Each tool's `tools/list` entry in bytes of compact JSON, in both schema forms, and its budget."""
+def size_table(specs: Sequence[ToolSpec] = ALL_TOOLS) -> str:
+    """Each tool's definition as the model is given it (`ToolSpec.model_bytes`), in both schema forms,
+    with its budget and its `tools/list` entry; then the whole list as Hermes gives it to the model,
+    its two resource tools included, and per tool."""
     lines = [
-        "| tool | bytes | budget | `--schema-form strict` | budget |",
-        "|---|---:|---:|---:|---:|",
+        "| tool | model bytes | budget | `--schema-form strict` | budget | `tools/list` entry |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    totals = [0, 0, 0, 0]
+    totals = [0, 0, 0, 0, 0]
     for spec in specs:
         row = [
-            spec.entry_bytes("contract"),
+            spec.model_bytes("contract"),
             spec.budget.contract,
-            spec.entry_bytes("strict"),
+            spec.model_bytes("strict"),
             spec.budget.strict,
+            spec.entry_bytes("contract"),
         ]
         totals = [total + value for total, value in zip(totals, row, strict=True)]
         lines.append(f"| `{spec.name}` | " + " | ".join(f"{value:,}" for value in row) + " |")
     lines.append("| all | " + " | ".join(f"{value:,}" for value in totals) + " |")
+    extra = resource_tool_bytes()
+    shown = len(specs) + len(HERMES_RESOURCE_TOOLS)
+    contract, strict = totals[0] + extra, totals[2] + extra
+    lines.append(
+        f"| with Hermes's `list_resources`, `read_resource` ({extra:,}) | {contract:,} | | {strict:,} | | |"
+    )
+    lines.append(f"| per tool ({shown} tools) | {contract // shown:,} | | {strict // shown:,} | | |")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ from mnote_mcp.kernel.store.commands import revert as revert_commands
 from mnote_mcp.tools.consent import reverts
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
+from mnote_mcp.tools.lists import fit_list
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.schemas import page_schema, write_schema
@@ -54,9 +55,8 @@ PAGE_HISTORY = ToolSpec(
     name="mnote.page.history",
     title="Page history",
     description=(
-        "List a page's writes, newest first: revision, command, actor, session/run/call/trace ids, time "
-        "and a compact diff. Use it to see what a run changed (filter.runId) before undoing it with "
-        "mnote.page.revert. Page through with cursor=nextCursor."
+        "A page's writes, newest first (revision, command, actor, ids, time, diff): what a run changed, "
+        "before mnote.page.revert. More: cursor=nextCursor."
     ),
     summary=(
         "the page's writes, newest first: revision, command, actor, correlation ids, time, compact diff; "
@@ -75,15 +75,15 @@ PAGE_HISTORY = ToolSpec(
                     "actorId": {"type": "string"},
                 },
                 "additionalProperties": False,
-                "description": "Only the writes of this run, session and/or actor.",
             },
-            "sinceRevision": {"type": "integer", "minimum": 0, "description": "Only writes after it."},
+            "sinceRevision": {"type": "integer", "minimum": 0, "description": "only writes after it"},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20},
-            "cursor": {"type": "string", "description": "nextCursor of the previous call."},
+            "cursor": {"type": "string"},
         },
         required=CORRELATION_FIELDS,
     ),
     read=_history,
+    fit=fit_list("entries", _history),
     empty_means_absent=frozenset({"cursor"}),
     permissions=READ_PAGE,
     errors=(PAGE_NOT_FOUND, BAD_CURSOR),
@@ -91,7 +91,7 @@ PAGE_HISTORY = ToolSpec(
         Example({}, note="the latest writes"),
         Example({"filter": {"runId": "run_example"}, "limit": 5}, note="what one run wrote"),
     ),
-    budget=SizeBudget(contract=2_620, strict=3_230),
+    budget=SizeBudget(contract=750, strict=1_000),
 )
 
 
@@ -106,10 +106,8 @@ PAGE_REVERT = ToolSpec(
     name="mnote.page.revert",
     title="Revert page",
     description=(
-        'Undo writes to a page. undoRunId: everything you did here in that run ("undo what this run did"); '
-        "commandId: one write; toRevision: back to that revision. Written as a new revision; refused, "
-        "naming the blocks, where a later write changed them. Summaries and AI notes are not touched. "
-        "Try dryRun=true first."
+        "Undo writes to a page as a new revision: undoRunId (your run's writes here), commandId (one "
+        "write) or toRevision. Refused, naming the blocks, where later writes changed them."
     ),
     summary=(
         "undo one run's writes (`undoRunId`), one write (`commandId`) or everything since a revision "
@@ -120,12 +118,9 @@ PAGE_REVERT = ToolSpec(
     annotations=Annotations(destructive=True, idempotent=True),
     contract_schema=write_schema(
         {
-            "undoRunId": {
-                "type": "string",
-                "description": "Undo every write you made in this run on the page.",
-            },
-            "commandId": {"type": "string", "description": "Undo this one write (audit.commandId)."},
-            "toRevision": {"type": "integer", "minimum": 0, "description": "Restore the page as at it."},
+            "undoRunId": {"type": "string"},
+            "commandId": {"type": "string"},
+            "toRevision": {"type": "integer", "minimum": 0},
         },
         required=[],
     ),
@@ -165,7 +160,7 @@ PAGE_REVERT = ToolSpec(
             note="undo everything since the page was seeded, after a write",
         ),
     ),
-    budget=SizeBudget(contract=2_900, strict=3_380),
+    budget=SizeBudget(contract=750, strict=900),
 )
 
 HISTORY_TOOLS = (PAGE_HISTORY, PAGE_REVERT)

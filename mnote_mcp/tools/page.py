@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnote_mcp.kernel.blocks import MAX_BLOCKS, SUPPORTED_TYPES
+from mnote_mcp.kernel.blocks import MAX_BLOCKS
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.store.commands import page as page_commands
@@ -24,7 +24,7 @@ from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.pieces import fit_piece, page_query
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
-from mnote_mcp.tools.schemas import BLOCK_ITEM, page_schema, write_schema
+from mnote_mcp.tools.schemas import BLOCK_ITEM, BLOCKS_SAID, page_schema, write_schema
 from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
@@ -39,9 +39,8 @@ PAGE_GET = ToolSpec(
     name="mnote.page.get",
     title="Read page",
     description=(
-        "Read an mnote page: title, revision, body summary, options and blocks ({id, type, text, props?, "
-        "children?}), or the body as Markdown with block ids. Pass the revision as baseRevision to a later "
-        "write. Long pages come in pieces: while nextCursor is present, call again with cursor=nextCursor."
+        "Read a page: title, revision, options and blocks, or its body as Markdown with block ids. A long "
+        "page comes in pieces: call again with cursor=nextCursor."
     ),
     summary=(
         "title, revision, body summary, options, blocks — or the body as Markdown with block ids "
@@ -59,25 +58,10 @@ PAGE_GET = ToolSpec(
         required=CORRELATION_FIELDS,
     ),
     extensions={
-        "includeBody": {"description": "Include bodySummary, a plain-text opening of the body."},
-        "format": {
-            "type": "string",
-            "enum": ["blocks", "markdown"],
-            "default": "blocks",
-            "description": "markdown: result.markdown instead of blocks; each block ends with <!-- id -->.",
-        },
-        "blockIds": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "Only these blocks, each with its children.",
-        },
-        "maxBlocks": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_BLOCKS,
-            "description": "At most this many blocks (whole top-level blocks, at least one).",
-        },
-        "cursor": {"type": "string", "description": "nextCursor of the previous call, same revision."},
+        "format": {"type": "string", "enum": ["blocks", "markdown"]},
+        "blockIds": {"type": "array", "items": {"type": "string"}},
+        "maxBlocks": {"type": "integer", "minimum": 1, "maximum": MAX_BLOCKS},
+        "cursor": {"type": "string"},
     },
     read=_get_page,
     fit=fit_piece,
@@ -93,16 +77,15 @@ PAGE_GET = ToolSpec(
         Example({}, note="the whole page"),
         Example({"format": "markdown", "blockIds": [Ref.BLOCK_2]}, note="one block, as Markdown"),
     ),
-    budget=SizeBudget(contract=2_950, strict=3_600),
+    budget=SizeBudget(contract=790, strict=1_090),
 )
 
 PAGE_SAVE = ToolSpec(
     name="mnote.page.save",
     title="Save page body",
     description=(
-        "Page-level fallback writer. mode=replace (default): content becomes the whole body; blocks are matched "
-        f"by id (keep ids to update in place, omit for new blocks). mode=append: add blocks at the end. Block "
-        f"types: {', '.join(SUPPORTED_TYPES)}. The result lists every inserted, updated, moved and deleted block."
+        "Write a whole page body (mode replace, the default: blocks kept by id, the rest deleted) or append "
+        "blocks (mode append). For a small change use the block tools."
     ),
     summary="replace (default) or append the body, blocks matched by id",
     returns="`commandName`, `revision`, `changed`, `diff`, and `blockIds` of appended blocks",
@@ -113,10 +96,7 @@ PAGE_SAVE = ToolSpec(
         required=(),
         required_last=("content",),
     ),
-    extensions={
-        "content": {"items": BLOCK_ITEM, "description": "Blocks, in order."},
-        "mode": {"description": "replace (default) or append."},
-    },
+    extensions={"content": {"items": BLOCK_ITEM, "description": BLOCKS_SAID}},
     kernel_validated=frozenset({"content"}),
     empty_means_absent=frozenset({"mode"}),
     command=page_commands.SAVE,
@@ -127,13 +107,13 @@ PAGE_SAVE = ToolSpec(
     examples=(
         Example({"content": [{"type": "paragraph", "text": "Appended by an example."}], "mode": "append"}),
     ),
-    budget=SizeBudget(contract=4_600, strict=5_350),
+    budget=SizeBudget(contract=1_620, strict=2_230),
 )
 
 PAGE_UPDATE_TITLE = ToolSpec(
     name="mnote.page.update_title",
     title="Rename page",
-    description="Change a page's title.",
+    description="Rename a page.",
     summary="rename a page",
     returns="`commandName`, `revision`, `changed`, `diff`",
     toolset=Toolset.PAGE,
@@ -145,7 +125,7 @@ PAGE_UPDATE_TITLE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=WRITE_ERRORS,
     examples=(Example({"title": "Renamed by an example"}),),
-    budget=SizeBudget(contract=2_400, strict=2_780),
+    budget=SizeBudget(contract=530, strict=610),
 )
 
 _OPTIONS_SCHEMA: dict[str, Any] = {
@@ -163,8 +143,7 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
     name="mnote.page.update_options",
     title="Set page options",
     description=(
-        "Set page layout options. An option the runtime has not wired yet (protectEditing by default) is "
-        "refused on a real call and reported as a warning on a dry run."
+        "Set page layout options. One the runtime has not wired (protectEditing by default) is refused."
     ),
     summary="layout options; non-wired ones refused / warned",
     returns="`commandName`, `revision`, `changed`, `diff`; a dry run warns of an option not wired",
@@ -185,7 +164,7 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
         ),
     ),
     examples=(Example({"options": {"showToc": True}}),),
-    budget=SizeBudget(contract=2_720, strict=3_250),
+    budget=SizeBudget(contract=790, strict=980),
 )
 
 PAGE_TOOLS = (PAGE_GET, PAGE_SAVE, PAGE_UPDATE_TITLE, PAGE_UPDATE_OPTIONS)

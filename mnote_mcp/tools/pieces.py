@@ -8,11 +8,13 @@ the revision all come from the kernel (any adapter, relays included) and nothing
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from mnote_mcp.kernel.blocks import Block, count_blocks
 from mnote_mcp.kernel.markdown import render_markdown
-from mnote_mcp.kernel.port import Kernel, PageQuery
+from mnote_mcp.kernel.port import Kernel, PageQuery, PageView
 from mnote_mcp.tools.budget import chars
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.messages import render_warning
@@ -50,36 +52,75 @@ async def fit_piece(request: ToolRequest, kernel: Kernel, outcome: ToolResult, l
     if body is None:
         return outcome
     query = page_query(request)
-    roots: list[Block] = (
-        view["blocks"]
-        if body == "blocks"
-        else (await kernel.get_page(replace(query, format="blocks")))["blocks"]
-    )
+    roots = await body_roots(kernel, query, view)
     if not roots:
         return outcome
     warning = render_warning({"code": "result_piece"}, request.locale)
     frame = {key: value for key, value in view.items() if key not in (body, "nextCursor")}
     room = limit - chars(frame) - chars(warning) - _CURSOR_ROOM
-    sizes = [_root_chars(root, body) for root in roots]
-    count, used = 0, 0
-    while count < len(roots) and (count == 0 or used + sizes[count] <= room):
-        used += sizes[count]
-        count += 1
-    piece, size = view, chars(view)
-    for _ in range(_ATTEMPTS):
-        max_blocks = count_blocks(roots[:count])
-        piece = dict(await kernel.get_page(replace(query, max_blocks=max_blocks)))
-        piece["warnings"] = [warning]
-        size = chars(piece)
-        if size <= limit or count == 1:
-            break
-        count = max(1, min(count - 1, int(count * limit / size * 0.9)))
+
+    def measure(answer: PageView) -> int:
+        return chars({**answer, "warnings": [warning]})
+
+    answer, size = await longest_piece(
+        kernel,
+        query,
+        roots,
+        room=room,
+        limit=limit,
+        root_size=lambda root: _root_chars(root, body),
+        measure=measure,
+    )
+    piece: dict[str, Any] = {**answer, "warnings": [warning]}
     if size > limit:
         piece["warnings"] = [render_warning({"code": "result_oversized"}, request.locale)]
     return ToolResult(result=piece, effect=outcome.effect, command_id=outcome.command_id)
 
 
+async def body_roots(kernel: Kernel, query: PageQuery, view: Mapping[str, Any]) -> list[Block]:
+    """The top-level blocks of an answer (read again as blocks when it is Markdown)."""
+    if "blocks" in view:
+        return list(view["blocks"])
+    return list((await kernel.get_page(replace(query, format="blocks", include_options=False)))["blocks"])
+
+
+async def longest_piece(
+    kernel: Kernel,
+    query: PageQuery,
+    roots: list[Block],
+    *,
+    room: int,
+    limit: int,
+    root_size: Callable[[Block], int],
+    measure: Callable[[PageView], int],
+) -> tuple[PageView, int]:
+    """The kernel's answer to `query` cut to the longest run of `roots` (the whole top-level blocks it
+    would answer, from its cursor) whose answer `measure`s at most `limit`, and that size: first
+    estimated from each root's size against `room`, then asked of the kernel, a few times at most.
+    At least one root, whatever its size."""
+    sizes = [root_size(root) for root in roots]
+    count, used = 0, 0
+    while count < len(roots) and (count == 0 or used + sizes[count] <= room):
+        used += sizes[count]
+        count += 1
+    piece: PageView | None = None
+    size = 0
+    for _ in range(_ATTEMPTS):
+        piece = await kernel.get_page(replace(query, max_blocks=count_blocks(roots[:count])))
+        size = measure(piece)
+        if size <= limit or count == 1:
+            break
+        count = max(1, min(count - 1, int(count * limit / size * 0.9)))
+    assert piece is not None  # _ATTEMPTS > 0
+    return piece, size
+
+
 def _root_chars(root: Block, body: str) -> int:
     if body == "blocks":
         return chars(root) + 1
-    return chars(render_markdown([root], with_ids=True))
+    return markdown_chars(root)
+
+
+def markdown_chars(root: Block) -> int:
+    """A top-level block's Markdown (with ids), as a piece renders it, and the blank line after it."""
+    return len(render_markdown([root], with_ids=True)) + 1

@@ -33,8 +33,8 @@ from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
 from mnote_mcp.tools.permissions import Permissions
 from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
-from mnote_mcp.tools.schemas import WRITE_EXTENSIONS, SchemaForm, strict_form
-from mnote_mcp.tools.sizes import SizeBudget
+from mnote_mcp.tools.schemas import WRITE_EXTENSIONS, SchemaForm, strict_form, without_null_branches
+from mnote_mcp.tools.sizes import SizeBudget, definition_bytes, function_definition
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, DEFAULT_MAX_ID_CHARS, ID_FIELDS, OUTPUT_SCHEMA
 from mnote_mcp.vocabulary.naming import ToolNames, respell, respell_all, spell
@@ -163,14 +163,16 @@ class ToolSpec:
     def absent_when_empty(self) -> frozenset[str]:
         return self.empty_means_absent | EMPTY_MEANS_ABSENT
 
-    def input_schema(
+    def accepted_schema(
         self,
         *,
         strict: bool,
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
         max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
     ) -> dict[str, Any]:
-        """The advertised schema: the contract's, plus extensions; correlation ids optional unless strict.
+        """The schema calls are checked against: the contract's, plus extensions, plus what every tool
+        takes without advertising it (the correlation ids, required only under `--strict-contract`,
+        and `capabilityScope`).
 
         The constraints added to the contract's own properties bound what a client controls:
         `maxLength` on the client's ids (correlation ids, `idempotencyKey`: they are echoed, logged and
@@ -193,11 +195,38 @@ class ToolSpec:
                 properties[prop]["maxItems"] = max_block_ids
         properties.setdefault("capabilityScope", copy.deepcopy(_SCOPE_PROPERTY))
         required = [name for name in contract.get("required", []) if strict or name not in CORRELATION_FIELDS]
-        advertised: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
+        accepted: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
         for keyword, value in contract.items():
             if keyword not in ("type", "required", "properties"):
-                advertised[keyword] = value
-        return advertised
+                accepted[keyword] = value
+        return accepted
+
+    def input_schema(
+        self,
+        *,
+        strict: bool,
+        max_id_chars: int = DEFAULT_MAX_ID_CHARS,
+        max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
+    ) -> dict[str, Any]:
+        """The advertised schema: the accepted one without what a model never needs in order to make
+        the call, since every byte of it is sent with every model request (docs/decisions.md, "Lean
+        tool definitions"): the correlation ids unless `strict` (`--strict-contract` advertises the
+        contract's list exactly), `capabilityScope`, the ids' `maxLength` and the `null` branch of a
+        nullable value (null is "not given" everywhere; where it means more, the description says
+        so; the strict form states it again). All of them are still accepted and enforced."""
+        accepted = self.accepted_schema(strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids)
+        hidden = {"capabilityScope", *(() if strict else CORRELATION_FIELDS)}
+        properties = accepted["properties"]
+        for prop in ID_FIELDS:
+            if prop in properties:
+                properties[prop].pop("maxLength", None)
+        lean: dict[str, Any] = without_null_branches(
+            {
+                **accepted,
+                "properties": {name: schema for name, schema in properties.items() if name not in hidden},
+            }
+        )
+        return lean
 
     def advertised_schema(
         self,
@@ -244,9 +273,15 @@ class ToolSpec:
             annotations=self.mcp_annotations(),
         )
 
+    def model_bytes(self, form: SchemaForm) -> int:
+        """What `budget` bounds: the bytes of this tool's definition as Hermes gives it to the model
+        (`sizes.function_definition`), from a server with default settings but `form`."""
+        tool = self.to_mcp(style="dotted", strict=False, form=form)
+        return definition_bytes(function_definition(tool.name, tool.description or "", tool.input_schema))
+
     def entry_bytes(self, form: SchemaForm) -> int:
-        """The size of this tool's `tools/list` entry (what `budget` bounds), as a server with default
-        settings but `form` sends it: compact JSON, UTF-8."""
+        """The size of this tool's `tools/list` entry as such a server sends it (output schema and
+        annotations included, which no model reads): compact JSON, UTF-8."""
         tool = self.to_mcp(style="dotted", strict=False, form=form)
         return len(orjson.dumps(tool.model_dump(by_alias=True, exclude_none=True, mode="json")))
 
@@ -277,7 +312,7 @@ class Registry:
                     raise ValueError(f"two tools answer to {alias!r}")
                 self._by_name[alias] = spec
         self._schemas = {
-            spec.name: spec.input_schema(
+            spec.name: spec.accepted_schema(
                 strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids
             )
             for spec in self.specs

@@ -70,11 +70,11 @@ async def trim_result(request: ToolRequest, kernel: Kernel, outcome: ToolResult,
     return await anyio.to_thread.run_sync(trimmed, outcome, limit, request.locale)
 
 
-def trimmed(outcome: ToolResult, limit: int, locale: Locale) -> ToolResult:
+def trimmed(outcome: ToolResult, limit: int, locale: Locale, code: str = "result_trimmed") -> ToolResult:
     """`outcome` with its report cut to `limit` characters of JSON: the longest of its lists (`diff`,
     `blockIds`, `revertedRevisions`, ... whichever the command reports) or of the dry run's `textDiff`
     is halved, keeping its opening, until the result fits. What was left out is counted per field in
-    a `result_trimmed` warning (never silently), and the result is measured with that warning in it."""
+    a `code` warning (`result_trimmed`; never silently), and the result is measured with it in."""
     result = dict(outcome.result)
     omitted: dict[str, int] = {}
     report = result
@@ -91,7 +91,7 @@ def trimmed(outcome: ToolResult, limit: int, locale: Locale) -> ToolResult:
         keep = len(value) // 2
         omitted[key] = omitted.get(key, 0) + len(value) - keep
         result[key] = value[:keep]
-        warning = render_warning({"code": "result_trimmed", "details": {"omitted": omitted}}, locale)
+        warning = render_warning({"code": code, "details": {"omitted": omitted}}, locale)
         report = {**result, "warnings": [*result.get("warnings", []), warning]}
     return ToolResult(result=report, effect=outcome.effect, command_id=outcome.command_id)
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from mnote_mcp.kernel.blocks import BLOCK_ID_PATTERN, SUPPORTED_TYPES
+from mnote_mcp.kernel.blocks import SUPPORTED_TYPES
 
 # contract: the contract's schemas as they are (plus additive extensions); strict: the same, in the
 # form strict function-calling hosts need (`strict_form`).
@@ -14,9 +14,10 @@ SchemaForm = Literal["contract", "strict"]
 SCHEMA_FORMS: tuple[SchemaForm, ...] = ("contract", "strict")
 
 # Levels of nesting the advertised block schema spells out (the kernel accepts up to MAX_DEPTH). A
-# schema cannot recurse without `$ref`, which strict hosts refuse, so the levels are written out: each
-# costs ~0.6 KB of `tools/list` per tool that takes blocks. Deeper trees are still accepted from hosts
-# that do not enforce the schema (the kernel validates blocks), and can be built with block.insert.
+# schema cannot recurse without `$ref`, which strict hosts refuse, so the levels are written out, each
+# as lean as it can be: it is sent with every model request (docs/decisions.md, "Lean tool
+# definitions"). Deeper trees are still accepted from hosts that do not enforce the schema (the
+# kernel validates blocks), and can be built with block.insert.
 BLOCK_LEVELS = 2
 
 
@@ -31,51 +32,58 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 # Every prop of every block type, declared: an object with no `properties` is "anything" to a strict
 # host, which then either refuses the tool (OpenAI Agents SDK) or closes it to `{}` (Hermes adds
-# `"properties": {}`, and a strict provider then accepts only an empty object). Values may be null:
-# in block.update null resets a prop; in a block, null is the same as leaving the prop out.
+# `"properties": {}`, and a strict provider then accepts only an empty object). Which type takes
+# which prop is said once, in the description. The kernel validates every prop of every block.
+_PROPS_SAID = "level: heading 1-6; checked: todo; language: code; icon: callout"
+_PROP_TYPES: dict[str, str] = {
+    "level": "integer",
+    "checked": "boolean",
+    "language": "string",
+    "icon": "string",
+}
+
+# In a block (insert, save), a null prop is no prop, so the schema need not say null.
+BLOCK_PROPS: dict[str, Any] = {
+    "type": "object",
+    "description": _PROPS_SAID,
+    "properties": {name: {"type": kind} for name, kind in _PROP_TYPES.items()},
+}
+
+# In block.update, props merge into the block's, and null resets one: each value may be null.
 PROPS: dict[str, Any] = {
     "type": "object",
-    "description": "Only the block type's own prop; null resets it.",
-    "properties": {
-        "level": _nullable({"type": "integer", "minimum": 1, "maximum": 6, "description": "heading: 1-6"}),
-        "checked": _nullable({"type": "boolean", "description": "todo"}),
-        "language": _nullable({"type": "string", "description": "code"}),
-        "icon": _nullable({"type": "string", "description": "callout"}),
-    },
-    "additionalProperties": False,
+    "description": f"{_PROPS_SAID}; null resets one",
+    "properties": {name: _nullable({"type": kind}) for name, kind in _PROP_TYPES.items()},
 }
 
 
 def block_item(levels: int = BLOCK_LEVELS) -> dict[str, Any]:
-    """The schema of one block, its children spelled out `levels - 1` levels deep (no `$ref`)."""
+    """The schema of one block, its children spelled out `levels - 1` levels deep (no `$ref`). Ids
+    are the kernel's to check (their pattern is in docs/contract.md), as is everything else of a
+    block: the schema says only what a model must know to write one."""
     properties: dict[str, Any] = {
-        "id": {"type": "string", "pattern": BLOCK_ID_PATTERN},
         "type": {"type": "string", "enum": list(SUPPORTED_TYPES)},
         "text": {"type": "string"},
-        "props": PROPS,
+        "id": {"type": "string"},
+        "props": BLOCK_PROPS,
     }
     if levels > 1:
-        properties["children"] = {
-            "type": "array",
-            "items": block_item(levels - 1),
-            "description": "Nested blocks; list and todo items only.",
-        }
-    return {"type": "object", "required": ["type"], "additionalProperties": False, "properties": properties}
+        child = block_item(levels - 1)
+        child["properties"]["type"] = {"type": "string"}  # the types are listed once, a level up
+        child["properties"]["props"] = {**BLOCK_PROPS}
+        del child["properties"]["props"]["description"]
+        properties["children"] = {"type": "array", "items": child}
+    return {"type": "object", "required": ["type"], "properties": properties}
 
 
 BLOCK_ITEM: dict[str, Any] = block_item()
+# What a block list says once: ids, children and which type has children.
+BLOCKS_SAID = "a new block has no id; children: under list and todo blocks"
 
 # Added to every write tool: optimistic concurrency, and words for the contract's bare properties.
 WRITE_EXTENSIONS: dict[str, dict[str, Any]] = {
-    "idempotencyKey": {
-        "description": "One key per intended change; a retry with the same key replays the first result.",
-    },
-    "dryRun": {"description": "true: return the plan and diff, write nothing."},
-    "baseRevision": {
-        "type": "integer",
-        "minimum": 0,
-        "description": "Revision read from mnote.page.get; refused with the current revision if it moved on.",
-    },
+    "idempotencyKey": {"description": "new per change"},
+    "baseRevision": {"type": "integer", "minimum": 0, "description": "the revision you read"},
 }
 
 # The contract lists these as required on every write tool, after the tool's own fields.
@@ -142,6 +150,22 @@ def strict_form(schema: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(schema.get("anyOf"), list):
         converted["anyOf"] = [strict_form(variant) for variant in schema["anyOf"]]
     return converted
+
+
+def without_null_branches(schema: Any) -> Any:
+    """`schema` with each `anyOf [T, null]` written as T (its description kept)."""
+    if isinstance(schema, list):
+        return [without_null_branches(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    node = {key: without_null_branches(value) for key, value in schema.items()}
+    variants = node.get("anyOf")
+    if isinstance(variants, list):
+        rest = [variant for variant in variants if variant != {"type": "null"}]
+        if len(rest) == 1 and len(rest) < len(variants):
+            outer = {key: value for key, value in node.items() if key != "anyOf"}
+            return {**rest[0], **outer}
+    return node
 
 
 def _nullable_once(schema: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from mnote_mcp.kernel.port import Kernel, SearchQuery
 from mnote_mcp.kernel.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import BAD_CURSOR, ErrorCase
+from mnote_mcp.tools.lists import fit_list
 from mnote_mcp.tools.permissions import FIND_PAGES
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.sizes import SizeBudget
@@ -37,10 +38,8 @@ PAGE_SEARCH = ToolSpec(
     name="mnote.page.search",
     title="Find pages",
     description=(
-        "Find pages you can read. query: words (word* for a prefix) or Chinese/Japanese text, any length, "
-        "matched in titles and blocks; title matches first. No query: your pages, most recently changed "
-        "first. Each hit: workspaceId, documentId, title, revision, updatedAt, snippets (blockId, **match**). "
-        "More: cursor=nextCursor."
+        "Find pages by words in titles and text (word* for a prefix; Chinese/Japanese: any part). Hits: "
+        "ids, title, revision, snippets with blockId. No query: your latest pages. More: cursor=nextCursor."
     ),
     summary=(
         "find readable pages by title and block text (Chinese and Japanese by substring, words by word or "
@@ -59,11 +58,9 @@ PAGE_SEARCH = ToolSpec(
             "cursor": {"type": "string"},
         },
     },
-    extensions={
-        "workspaceId": {"description": "Only this workspace (default: every workspace you belong to)."},
-        "cursor": {"description": "nextCursor of the previous call with the same query."},
-    },
+    extensions={"workspaceId": {"description": "only this workspace"}},
     read=_search,
+    fit=fit_list("hits", _search),
     page_bound=False,
     # a strict host fills every field: "" is no query (the listing), no workspace, no cursor
     empty_means_absent=frozenset({"query", "workspaceId", "cursor"}),
@@ -89,7 +86,7 @@ PAGE_SEARCH = ToolSpec(
         Example({"query": "plan"}, note="pages about a word"),
         Example({}, note="the caller's pages, most recently changed first"),
     ),
-    budget=SizeBudget(contract=2_480, strict=2_970),
+    budget=SizeBudget(contract=570, strict=750),
 )
 
 SEARCH_TOOLS = (PAGE_SEARCH,)

@@ -117,6 +117,7 @@ def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) ->
         identity_for,
         watch_interval=config.watch_interval,
         still_allowed=still_allowed,
+        max_chars=app.dispatcher.max_result_chars,
     )
     server = app.server(identity_for, pages=pages)
     security = security_settings(config)

@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Correlation, JSONObject
-from mnote_mcp.vocabulary.messages import Locale, RenderedError, render_error
+from mnote_mcp.vocabulary.messages import SHOWN_STEPS, Locale, RenderedError, render_error
 from mnote_mcp.vocabulary.scopes import Scope
 
 Effect = Literal["read", "write", "dry_run", "none"]
@@ -107,16 +107,24 @@ def failure(
     document_id: str | None,
     error: MnoteError,
     locale: Locale,
+    max_chars: int | None = None,
 ) -> Envelope:
-    return {
+    """The failure envelope; with `max_chars`, its error shown more and more briefly until the whole
+    envelope's JSON fits (an error is a result too: `--max-result-chars` holds it)."""
+    envelope: Envelope = {
         "ok": False,
         "toolName": tool_name,
         "toolCallId": correlation.tool_call_id,
         "traceId": correlation.trace_id,
         "result": None,
         "audit": {"effect": "none", "workspaceId": workspace_id, "documentId": document_id},
-        "error": render_error(error, locale),
+        "error": None,
     }
+    for shown in SHOWN_STEPS:
+        envelope["error"] = render_error(error, locale, shown)
+        if max_chars is None or len(to_json(envelope)) <= max_chars:
+            break
+    return envelope
 
 
 def to_json(envelope: Envelope) -> str:

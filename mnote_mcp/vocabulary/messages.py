@@ -7,6 +7,7 @@ Messages interpolate only safe details (ids, revisions, option names, JSON point
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NotRequired
 
 from typing_extensions import TypedDict
@@ -249,9 +250,52 @@ def _lookup(
     return table.get((code, reason)) or table.get((code, None))
 
 
-def _fill(template: str, details: Mapping[str, object]) -> str:
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """How much of an error's details a refusal shows: lists cut to their first `items`, strings (a
+    client's ids, pointers, reasons) to `chars` (their middle left out). An error may name thousands of
+    blocks (a conflict over a whole page); a model can act on the count and the first few, and the
+    result budget holds errors too."""
+
+    items: int = 20
+    chars: int = 200
+
+
+SHOWN = Shown()
+# Tighter and tighter, until an error fits the result budget (`vocabulary.envelope.failure`).
+SHOWN_STEPS: tuple[Shown, ...] = (SHOWN, Shown(5, 100), Shown(1, 60), Shown(0, 40))
+_IN_ALL: dict[Locale, str] = {"zh-CN": "…（共 {count:,} 个）", "en": "… ({count:,} in all)"}
+
+
+def _cut(text: str, chars: int) -> str:
+    if len(text) <= chars:
+        return text
+    return text[: chars // 2] + "…" + text[-(chars - chars // 2 - 1) :] if chars > 1 else "…"
+
+
+def _shown(value: JsonValue, shown: Shown) -> JsonValue:
+    if isinstance(value, str):
+        return _cut(value, shown.chars)
+    if isinstance(value, list):
+        return [_shown(item, shown) for item in value[: shown.items]]
+    if isinstance(value, dict):
+        return {key: _shown(item, shown) for key, item in value.items()}
+    return value
+
+
+def _listed(values: list[JsonValue], shown: Shown, locale: Locale) -> str:
+    """A list in a sentence: all of it, or its first items and how many there are in all."""
+    text = ", ".join(_cut(str(value), shown.chars) for value in values[: shown.items])
+    if len(values) <= shown.items:
+        return text
+    return f"{text}{', ' if text else ''}{_IN_ALL[locale].format(count=len(values))}"
+
+
+def _fill(
+    template: str, details: Mapping[str, JsonValue], locale: Locale = "en", shown: Shown = SHOWN
+) -> str:
     values = {
-        key: ", ".join(map(str, value)) if isinstance(value, list) else value
+        key: _listed(value, shown, locale) if isinstance(value, list) else _shown(value, shown)
         for key, value in details.items()
     }
     try:
@@ -283,19 +327,31 @@ class RenderedWarning(TypedDict):
     details: NotRequired[dict[str, JsonValue]]
 
 
-def render_error(error: MnoteError, locale: Locale) -> RenderedError:
-    """The envelope's `error` object: code, message, retryable, and hint/details where they help."""
+def render_error(error: MnoteError, locale: Locale, shown: Shown = SHOWN) -> RenderedError:
+    """The envelope's `error` object: code, message, retryable, and hint/details where they help.
+
+    Bounded whatever the error holds (`Shown`): a list in the message is its first items and a count
+    ("b_1, b_2, … (2,000 in all)"); a list in `details` is cut the same way, how many were left out
+    per field in `details.omitted`; long strings lose their middle."""
     texts = _lookup(MESSAGES, error.code, error.reason) or MESSAGES[(ErrorCode.INTERNAL, None)]
     rendered: RenderedError = {
         "code": error.code.value,
-        "message": _fill(texts[locale], error.details),
+        "message": _fill(texts[locale], error.details, locale, shown),
         "retryable": error.retryable,
     }
     hint = _lookup(HINTS, error.code, error.reason)
     if hint:
-        rendered["hint"] = _fill(hint[locale], error.details)
+        rendered["hint"] = _fill(hint[locale], error.details, locale, shown)
     if error.details:
-        rendered["details"] = error.details
+        details: dict[str, JsonValue] = {key: _shown(value, shown) for key, value in error.details.items()}
+        omitted: dict[str, JsonValue] = {
+            key: len(value) - shown.items
+            for key, value in error.details.items()
+            if isinstance(value, list) and len(value) > shown.items
+        }
+        if omitted:
+            details["omitted"] = omitted
+        rendered["details"] = details
     return rendered
 
 
@@ -312,7 +368,7 @@ def render_warning(warning: Mapping[str, object], locale: Locale) -> RenderedWar
     if text is None and code is not None:
         texts = _lookup(MESSAGES, code, reason_of(warning.get("reason")))
         text = texts[locale] if texts else None
-    rendered: RenderedWarning = {"code": name, "message": _fill(text or name, details)}
+    rendered: RenderedWarning = {"code": name, "message": _fill(text or name, details, locale)}
     if details:
         rendered["details"] = details
     return rendered
@@ -328,6 +384,15 @@ WARNINGS: dict[str, dict[Locale, str]] = {
         "zh-CN": "此段只含一个顶层块（连同子块），但仍超出单个结果的大小上限；可用 blockIds 分别读取其子块",
         "en": "this piece is a single top-level block (with its children) and is still larger than one"
         " result may be; read its children with blockIds",
+    },
+    "result_list": {
+        "zh-CN": "单个结果只容得下前 {shown} 项：用 cursor=nextCursor 再次调用以读取其余部分",
+        "en": "only the first {shown} fit in one result: call again with cursor=nextCursor for the rest",
+    },
+    "result_cut": {
+        "zh-CN": "这一项本身超出单个结果的大小上限，其中的部分列表已省略（见 details.omitted）",
+        "en": "this entry alone is larger than one result may be, so lists inside it are cut (see"
+        " details.omitted)",
     },
     "result_trimmed": {
         "zh-CN": "结果超出大小上限，已省略部分列表项（见 details.omitted）；写入本身已完整完成，可重新读取页面查看",

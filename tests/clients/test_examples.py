@@ -86,7 +86,9 @@ def test_the_stdio_example_script_runs_as_written(tmp_path: Path) -> None:
         env=_environment(tmp_path, MNOTE_DB=str(tmp_path / "inspector.db")),
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert '"mnote.page.get"' in result.stdout and re.search(r'"ok":\s*true', result.stdout)
+    assert '"mnote.page.get"' in result.stdout and re.search(
+        r'\\?"ok\\?":\s*true', result.stdout
+    )  # the envelope, in its text block
     assert '"name": "summarise_page"' in result.stdout and '"title": "总结页面"' in result.stdout, (
         "prompts/list"
     )

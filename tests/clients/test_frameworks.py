@@ -37,7 +37,14 @@ from tests.clients.frameworks.harness import (
     run_in,
     run_ts,
 )
-from tests.clients.frameworks.stub_model import FINAL, conversations, strict_model, tool_results
+from tests.clients.frameworks.stub_model import (
+    FINAL,
+    REFUSED,
+    conversations,
+    refusing_model,
+    strict_model,
+    tool_results,
+)
 from tests.clients.hermes.fake_model import Transcript, scripted_model
 from tests.clients.hermes.harness import BIG_PAGE, big_page
 from tests.support.helpers import FIXTURE, ROOT, connect, seeded_store, store_with_pages
@@ -102,10 +109,16 @@ OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 TRANSPORTS = ("stdio", "http", "sse")
 
 
+# What docs/clients.md tells a client that reads `structuredContent` (fastmcp's `data`, the TypeScript
+# SDK's validation against `outputSchema`) to add: both forms, and `isError` on every refusal.
+STRUCTURED_FLAGS = ("--result-form", "both", "--refusals", "error")
+
+
 @dataclass
 class Setting:
     db: Path
     server: RunningServer
+    flags: tuple[str, ...] = ()
 
     def connections(self, framework: str, transports: tuple[str, ...] = TRANSPORTS) -> dict[str, Any]:
         """One connection per transport, as the framework's snippet configures it; each names its run
@@ -117,7 +130,11 @@ class Setting:
                 found[label] = {
                     "transport": "stdio",
                     "command": sys.executable,
-                    "args": ["-m", "mnote_mcp", "--db", str(self.db), "--actor", "user_editor", *SERVE_FLAGS],
+                    "args": [
+                        *("-m", "mnote_mcp", "--db", str(self.db), "--actor", "user_editor"),
+                        *SERVE_FLAGS,
+                        *self.flags,
+                    ],
                     "env": {"PATH": os.environ.get("PATH", ""), "MNOTE_LOCALE": "en"},
                 }
             else:
@@ -131,12 +148,12 @@ class Setting:
 
 
 @contextmanager
-def setting(tmp_path: Path) -> Iterator[Setting]:
+def setting(tmp_path: Path, *flags: str) -> Iterator[Setting]:
     """The test workspace, plus a 2,000-block page (issue 16 item 6: 218 KiB of text read whole)."""
     db = store_with_pages(tmp_path / "mnote.db", FIXTURE, big_page(2000))
     tokens = write_tokens(tmp_path / "tokens.json", {EDITOR_TOKEN: {"actorId": "user_editor"}})
-    with http_server(db, "--auth-file", str(tokens), *SERVE_FLAGS) as server:
-        yield Setting(db, server)
+    with http_server(db, "--auth-file", str(tokens), *SERVE_FLAGS, *flags) as server:
+        yield Setting(db, server, flags)
 
 
 def audit_trail(db: Path) -> list[dict[str, Any]]:
@@ -323,7 +340,7 @@ def check_client_runs(answers: dict[str, Any], db: Path, labels: list[str]) -> N
 
 
 def test_fastmcp_client_over_every_transport(tmp_path: Path) -> None:
-    with setting(tmp_path) as where:
+    with setting(tmp_path, *STRUCTURED_FLAGS) as where:
         connections = where.connections("fastmcp")
         for label, connection in connections.items():
             connection["calls"] = [call for call, _ in client_calls(label)]
@@ -335,7 +352,7 @@ def test_fastmcp_client_over_every_transport(tmp_path: Path) -> None:
 
 
 def test_typescript_sdk_validates_every_result_against_the_output_schema(tmp_path: Path) -> None:
-    with setting(tmp_path) as where:
+    with setting(tmp_path, *STRUCTURED_FLAGS) as where:
         connections = where.connections("ts")
         for label, connection in connections.items():
             connection["calls"] = [call for call, _ in client_calls(label)]
@@ -367,11 +384,11 @@ def example_env(label: str, transport: str, db: Path, server: RunningServer, **e
 
 
 @contextmanager
-def demo_setting(tmp_path: Path) -> Iterator[Setting]:
+def demo_setting(tmp_path: Path, *flags: str) -> Iterator[Setting]:
     db = store_with_pages(tmp_path / "demo.db", EXAMPLES / "workspace.json")
     tokens = write_tokens(tmp_path / "tokens.json", {DEMO_TOKEN: {"actorId": "user_1"}})
-    with http_server(db, "--auth-file", str(tokens), *SERVE_FLAGS) as server:
-        yield Setting(db, server)
+    with http_server(db, "--auth-file", str(tokens), *SERVE_FLAGS, *flags) as server:
+        yield Setting(db, server, flags)
 
 
 def test_the_agent_examples_work_as_written(tmp_path: Path) -> None:
@@ -392,6 +409,41 @@ def test_the_agent_examples_work_as_written(tmp_path: Path) -> None:
             assert ran.returncode == 0, (example, ran.stderr[-3000:])
             assert ran.stdout.strip().endswith(FINAL), (example, ran.stdout[-500:])
     check_agent_runs(transcript, where.db, labels, strict=True)
+
+
+@pytest.mark.parametrize("refusals", ["default", "error"])
+def test_the_pydantic_ai_example_goes_on_after_ordinary_refusals(tmp_path: Path, refusals: str) -> None:
+    """Issue 22: pydantic-ai spends a retry on every `isError` result (one by default), so with
+    refusals as errors its example ended after the second ordinary refusal in a row
+    (`UnexpectedModelBehavior`). By default a refusal is an ok:false result: the model reads its code
+    and hint, tries something else, and the run goes on."""
+    flags = ("--refusals", "error") if refusals == "error" else ()
+    with demo_setting(tmp_path, *flags) as where, scripted_model(refusing_model) as (model_url, transcript):
+        label = f"refusals-{refusals}"
+        model = {"OPENAI_BASE_URL": model_url, "OPENAI_API_KEY": "stub", "MNOTE_MODEL": "scripted-model"}
+        ran = subprocess.run(
+            [str(framework_python("pydantic-ai")), str(EXAMPLES / "agents_pydantic_ai.py"), f"run {label}"],
+            env=example_env(label, "http", where.db, where.server, **model),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+    if refusals == "error":
+        assert ran.returncode != 0 and "UnexpectedModelBehavior" in ran.stderr, ran.stderr[-2000:]
+        return
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip().endswith(REFUSED), ran.stdout[-500:]
+    (requests,) = conversations(transcript).values()
+    seen = tool_results(requests[-1])
+    codes = [(envelope or {}).get("error", {}) for envelope in seen]
+    assert [code.get("code") if code else None for code in codes] == [
+        "mnote_tool_not_found",
+        "mnote_tool_permission_denied",
+        "mnote_tool_conflict",
+        None,
+    ]
+    assert codes[2]["hint"] and codes[2]["retryable"] is False
 
 
 def test_the_client_examples_work_as_written(tmp_path: Path) -> None:

@@ -24,21 +24,27 @@ import pytest
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.examples import Target
 from mnote_mcp.tools.registry import ToolSpec
-from tests.clients.hermes.fake_model import ToolCall, Transcript, Turn, scripted_model
+from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
+from mnote_mcp.tools.sizes import definition_bytes, function_definition, resource_tool_bytes
+from tests.clients.hermes.fake_model import ToolCall, Transcript, Turn, _text, scripted_model
 from tests.clients.hermes.harness import (
     ADDRESS_PLACEHOLDER,
     BIG_PAGE,
     BIG_PAGE_BLOCKS,
     COMMAND_PLACEHOLDER,
     DB_PLACEHOLDER,
+    HERMES_PYTHON,
     HERMES_RESULT_LIMIT,
     MNOTE_COMMAND,
     HermesDriver,
+    big_page,
     compact,
     demo_store,
     example_config,
     example_serve_command,
+    failure_seen,
     hermes_driver,
+    hermes_result_limit,
     model_name,
     model_section,
     payload,
@@ -49,6 +55,7 @@ from tests.clients.hermes.harness import (
 )
 from tests.support.helpers import ROOT
 from tests.support.http_helpers import RunningServer, http_server, write_tokens
+from tests.support.runtimes import free_port
 from tests.support.tool_calls import calls
 
 pytestmark = [pytest.mark.hermes, pytest.mark.e2e]
@@ -58,8 +65,15 @@ VIEWER_TOKEN = "hermes-viewer-token-0123456789"
 STDIO, HTTP, SSE = "mnote", "mnote-http", "mnote-sse"
 SERVER_KEYS = (STDIO, HTTP, SSE)
 # One copy of the envelope: what the model reads may exceed the envelope's compact JSON only by
-# Hermes's own wrapping (`{"result": ...}`, `json.dumps` spacing, the untrusted-result banner).
+# Hermes's own wrapping (`{"result": ...}`, `json.dumps` spacing, the untrusted-result banner) and,
+# in the default text form, the escaping of that JSON as a string once more.
 ONE_COPY = 1.1
+
+
+def one_copy(envelope: dict[str, Any]) -> int:
+    """The most a single copy of `envelope` may take as Hermes shows it: its JSON as one escaped
+    string inside `{"result": ...}`, and a little wrapping."""
+    return len(json.dumps({"result": compact(envelope)}, ensure_ascii=False)) + 64
 
 
 @dataclass
@@ -123,27 +137,41 @@ def example_http_server(base: Path, db: Path) -> Iterator[RunningServer]:
         yield server
 
 
+@contextmanager
+def url_hermes(base: Path, example: str, key: str, served: tuple[RunningServer, Path]) -> Iterator[Connected]:
+    """Hermes on a URL example (hermes-http.yaml or hermes-sse.yaml), against the example's server."""
+    server, db = served
+    address = server.url.removeprefix("http://")
+    home = write_home(base / "home", example_config(example, {ADDRESS_PLACEHOLDER: address}))
+    with hermes_driver(home, base / "hermes.log", MNOTE_TOKEN=EDITOR_TOKEN) as driver:
+        yield Connected(driver, {key: driver.discover(key)}, db, server)
+
+
 @pytest.fixture(scope="module")
 def http_hermes(
     tmp_path_factory: pytest.TempPathFactory, http_example_server: tuple[RunningServer, Path]
 ) -> Iterator[Connected]:
-    server, db = http_example_server
-    base = tmp_path_factory.mktemp("hermes-http")
-    address = server.url.removeprefix("http://")
-    home = write_home(base / "home", example_config("hermes-http.yaml", {ADDRESS_PLACEHOLDER: address}))
-    with hermes_driver(home, base / "hermes.log", MNOTE_TOKEN=EDITOR_TOKEN) as driver:
-        definitions = driver.discover(HTTP, SSE)
-        by_key = {
-            key: [d for d in definitions if d["function"]["name"].startswith(model_name(key, ""))]
-            for key in (HTTP, SSE)
-        }
-        yield Connected(driver, by_key, db, server)
+    with url_hermes(
+        tmp_path_factory.mktemp("hermes-http"), "hermes-http.yaml", HTTP, http_example_server
+    ) as it:
+        yield it
+
+
+@pytest.fixture(scope="module")
+def sse_hermes(
+    tmp_path_factory: pytest.TempPathFactory, http_example_server: tuple[RunningServer, Path]
+) -> Iterator[Connected]:
+    with url_hermes(tmp_path_factory.mktemp("hermes-sse"), "hermes-sse.yaml", SSE, http_example_server) as it:
+        yield it
+
+
+_FIXTURE_OF = {STDIO: "stdio_hermes", HTTP: "http_hermes", SSE: "sse_hermes"}
 
 
 @pytest.fixture(params=SERVER_KEYS)
 def hermes(request: pytest.FixtureRequest) -> tuple[Connected, str]:
     key: str = request.param
-    connected: Connected = request.getfixturevalue("stdio_hermes" if key == STDIO else "http_hermes")
+    connected: Connected = request.getfixturevalue(_FIXTURE_OF[key])
     return connected, key
 
 
@@ -175,6 +203,47 @@ def test_the_model_is_given_every_tool_with_its_schema(hermes: tuple[Connected, 
     for tool in ("mnote.page.save", "mnote.block.insert", "mnote.block.update"):
         text = json.dumps(given[model_name(key, tool)]["parameters"])
         assert all(f'"{prop}"' in text for prop in ("level", "checked", "language", "icon")), tool
+
+
+@pytest.mark.parametrize(
+    "example", ["hermes-stdio.yaml", "hermes-http.yaml", "hermes-sse.yaml", "hermes-oauth.yaml"]
+)
+def test_each_example_registers_mnote_once(example: str) -> None:
+    """Every `mcp_servers` entry's tools go into every model request: hermes-http.yaml used to register
+    the same server twice (`/mcp` and `/sse`), 30 definitions where 15 do. Read with Hermes's own YAML
+    loader, in its interpreter."""
+    require_hermes()
+    read = subprocess.run(
+        [str(HERMES_PYTHON), "-c", "import sys, yaml; print(len(yaml.safe_load(sys.stdin)['mcp_servers']))"],
+        input=(ROOT / "examples" / example).read_text(encoding="utf-8"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert read.stdout.strip() == "1"
+
+
+@pytest.mark.parametrize("form", SCHEMA_FORMS)
+def test_the_definitions_weigh_what_the_size_table_says(tmp_path: Path, form: SchemaForm) -> None:
+    """The measure every size budget and the README's table use (`tools/sizes.py`) is Hermes's own:
+    each tool's function definition as Hermes 0.19.0 builds it, equal to ours, byte for byte, in
+    both schema forms, and its two resource tools as `resource_tool_bytes` counts them."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db")
+    args = json.dumps(["--db", str(db), "--actor", "user_1", "--schema-form", form])
+    home = write_home(
+        tmp_path / "home", f"mcp_servers:\n  {STDIO}:\n    command: {MNOTE_COMMAND}\n    args: {args}\n"
+    )
+    with hermes_driver(home, tmp_path / "hermes.log") as driver:
+        given = {d["function"]["name"]: d for d in driver.discover(STDIO)}
+    for spec in advertised():
+        tool = spec.to_mcp(style="dotted", strict=False, form=form)
+        ours = function_definition(tool.name, tool.description or "", tool.input_schema)
+        assert given.pop(ours["function"]["name"]) == ours, spec.name
+        assert definition_bytes(ours) == spec.model_bytes(form)
+    assert sum(definition_bytes(d) for d in given.values()) == resource_tool_bytes()
+    assert set(given) == {model_name(STDIO, "list_resources"), model_name(STDIO, "read_resource")}
 
 
 def _objects(schema: Any) -> list[dict[str, Any]]:
@@ -241,7 +310,7 @@ def test_every_tool_answers_once_through_hermes(hermes: tuple[Connected, str]) -
             envelope = unwrap(text)
             assert envelope["ok"] is True, (name, envelope)
         assert envelope["toolName"] == spec.name
-        assert len(text) <= ONE_COPY * len(compact(envelope)) + 64, (
+        assert len(text) <= one_copy(envelope), (
             spec.name,
             len(text),
             len(compact(envelope)),
@@ -356,7 +425,7 @@ def test_a_long_page_comes_in_pieces_within_the_limit(hermes: tuple[Connected, s
         envelope = unwrap(text)
         assert envelope["ok"] is True, envelope
         assert len(text) < HERMES_RESULT_LIMIT
-        assert len(text) <= ONE_COPY * len(compact(envelope)) + 64
+        assert len(text) <= one_copy(envelope)
         seen_ids += [block["id"] for block in envelope["result"]["blocks"]]
         pieces += 1
         cursor = envelope["result"].get("nextCursor")
@@ -379,6 +448,11 @@ def envelopes_seen(transcript: Transcript) -> list[dict[str, Any]]:
             found.append({})
             continue
         value = outer.get("structuredContent", outer.get("result"))
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = {}
         found.append(value if isinstance(value, dict) else {})
     return found
 
@@ -515,7 +589,7 @@ def test_the_agent_loop_reads_saves_retries_inserts_and_notes(tmp_path: Path, st
     envelopes = [unwrap(content) for content in contents]
     for content, envelope in zip(contents, envelopes, strict=True):
         assert envelope["ok"] is True, envelope
-        assert len(payload(content)) <= ONE_COPY * len(compact(envelope)) + 64
+        assert len(payload(content)) <= one_copy(envelope)
     _, save, retry, insert, note = envelopes
     assert retry["result"]["idempotentReplay"] is True
     assert retry["result"]["revision"] == save["result"]["revision"]
@@ -591,8 +665,8 @@ def test_two_hermes_runs_over_http_keep_their_ids_apart(tmp_path: Path) -> None:
                 envelope = unwrap(content)
                 assert envelope["ok"] is True
                 assert len(content) < HERMES_RESULT_LIMIT
-                assert "<persisted-output>" not in content
-                assert len(payload(content)) <= ONE_COPY * len(compact(envelope)) + 64
+                assert not cut_by_hermes(content)
+                assert len(payload(content)) <= one_copy(envelope)
                 ids += [block["id"] for block in envelope["result"]["blocks"]]
             assert ids == [f"b_{index:04d}" for index in range(BIG_PAGE_BLOCKS)]
             runs.append([(run_id, call_id) for _, run_id, call_id in _CALL_LINE.findall(server.log)[before:]])
@@ -742,3 +816,194 @@ def test_hermes_gives_its_model_the_prompts(hermes: tuple[Connected, str]) -> No
     assert first["role"] == "user" and "mnote.artifact.create_summary" in first["content"]
     assert "Project plan" in first["content"]
     assert page["content"].startswith("type='resource'") and "<!-- heading_1 -->" in page["content"]
+
+
+# -- one setting for every host (issue 22): Hermes's agent loop on the shipped defaults ------------
+
+GUARDRAILS = "\ntool_loop_guardrails:\n  hard_stop_enabled: true\n"
+LOOP_NOTE = re.compile(r"\[Tool loop (?:warning|hard stop)")
+EDITS = 20
+
+
+def stdio_example(
+    db: Path, command: Path = MNOTE_COMMAND, substitutions: dict[str, str] | None = None
+) -> str:
+    return example_config(
+        "hermes-stdio.yaml",
+        {COMMAND_PLACEHOLDER: str(command), DB_PLACEHOLDER: str(db), **(substitutions or {})},
+    )
+
+
+def edits(tool: str) -> Callable[[Transcript], Turn]:
+    """Twenty block edits in a row, each new (its own key), then an answer."""
+
+    def next_turn(transcript: Transcript) -> Turn:
+        done = len(transcript.tool_contents())
+        if done < EDITS:
+            arguments = {
+                "workspaceId": "ws_1",
+                "documentId": "doc_1",
+                "blockId": "p_1",
+                "text": f"Edit {done + 1} of the agent loop.",
+                "idempotencyKey": f"edit-{done}",
+                "dryRun": False,
+            }
+            return Turn((ToolCall(tool, arguments),))
+        return Turn(text="Twenty edits are done.")
+
+    return next_turn
+
+
+@pytest.mark.parametrize("form", ["default", "structured"])
+def test_twenty_edits_in_a_row_draw_no_loop_warning(tmp_path: Path, form: str) -> None:
+    """Hermes's loop guardrail (hard stops on) calls a result failed when `"error"` is in its first 500
+    characters: a short structured-only envelope (`"error": null`) always was, so from the 3rd edit it
+    warned and the 8th ended the turn. The default, one text block, is read as the success it is.
+    The `structured` case shows what the default fixes (Hermes 0.19.0)."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db")
+    config = stdio_example(db)
+    if form == "structured":
+        config = config.replace('"--actor", "user_1"]', '"--actor", "user_1", "--result-form", "structured"]')
+    with scripted_model(edits(model_name(STDIO, "mnote.block.update"))) as (base_url, transcript):
+        home = write_home(tmp_path / "home", config + GUARDRAILS + model_section(base_url))
+        run = run_agent_loop(home, "Edit the first paragraph twenty times.", STDIO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    contents = transcript.tool_contents()
+    flagged = [content for content in contents if LOOP_NOTE.search(content)]
+    if form == "structured":
+        assert flagged and len(contents) < EDITS, "Hermes 0.19.0 no longer misreads short successes"
+        return
+    assert len(contents) == EDITS and not flagged, flagged[:1]
+    assert "Twenty edits are done." in run.stdout
+    envelopes = [unwrap(content) for content in contents]
+    assert all(envelope["ok"] for envelope in envelopes)
+    assert _blocks(db, "doc_1")[1]["text"] == f"Edit {EDITS} of the agent loop."
+
+
+def outage_command(tmp_path: Path) -> Path:
+    """`mnote-mcp` relaying to a runtime that is down (a port nothing listens on)."""
+    token = tmp_path / "runtime-token"
+    token.write_text("runtime-token-0123456789abcdef\n", encoding="utf-8")
+    token.chmod(0o600)
+    script = tmp_path / "mnote-mcp-runtime-down"
+    script.write_text(
+        f'#!/bin/sh\nexec "{MNOTE_COMMAND}" "$@" --kernel http://127.0.0.1:{free_port()}'
+        f' --runtime-token "{token}"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("form", ["default", "structured"])
+def test_a_runtime_outage_reaches_the_model_with_its_code_and_hint(tmp_path: Path, form: str) -> None:
+    """A real failure keeps `isError`; Hermes then reads only the text blocks: the default's text is
+    the envelope, so the model reads the code, `retryable` and hint. Structured-only, it read
+    `{"error": "MCP tool returned an error"}`."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db")
+    config = stdio_example(db, outage_command(tmp_path))
+    if form == "structured":
+        config = config.replace('"--actor", "user_1"]', '"--actor", "user_1", "--result-form", "structured"]')
+    read = ToolCall(model_name(STDIO, "mnote.page.get"), {"workspaceId": "ws_1", "documentId": "doc_1"})
+
+    def script(transcript: Transcript) -> Turn:
+        return Turn((read,)) if not transcript.tool_contents() else Turn(text="The runtime is down.")
+
+    with scripted_model(script) as (base_url, transcript):
+        home = write_home(tmp_path / "home", config + model_section(base_url))
+        run = run_agent_loop(home, "Read the project plan.", STDIO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (content,) = transcript.tool_contents()
+    if form == "structured":
+        assert "mnote_tool_runtime_unavailable" not in content, "Hermes 0.19.0 now reads structured errors"
+        return
+    error = failure_seen(content)["error"]
+    assert error["code"] == "mnote_tool_runtime_unavailable"
+    assert error["retryable"] is True and error["hint"], error
+
+
+def cut_by_hermes(content: str) -> bool:
+    """Whether Hermes replaced a result over its cut by a preview (saved to a file, or not)."""
+    return "<persisted-output>" in content or "[Truncated: tool response was" in content
+
+
+def every_tool_content(transcript: Transcript) -> list[str]:
+    """Every tool result the model was shown, in order, each as it first came: on a small window
+    Hermes compresses older turns, so the last request no longer holds the first pieces."""
+    seen: dict[str, str] = {}
+    for request in transcript.agent_requests:
+        for message in request["messages"]:
+            if message.get("role") == "tool" and message.get("tool_call_id") not in seen:
+                seen[message.get("tool_call_id")] = _text(message.get("content"))
+    return list(seen.values())
+
+
+LONG_PAGE_BLOCKS = 2_000
+CONTEXT_64K = 65_536
+
+
+def pieces_of(tool: str, resource_tool: str, document_id: str) -> Callable[[Transcript], Turn]:
+    """Read a page whole with `mnote.page.get` (cursor by cursor), then as a resource (piece by piece,
+    each naming the next), then answer."""
+    first_uri = f"mnote://workspaces/ws_1/pages/{document_id}"
+
+    def next_turn(transcript: Transcript) -> Turn:
+        contents = transcript.tool_contents()
+        if not contents:
+            return Turn((ToolCall(tool, {"workspaceId": "ws_1", "documentId": document_id}),))
+        last = contents[-1]
+        if cut_by_hermes(last):  # a preview: nothing to go on with
+            return Turn(text="A piece came as a preview.")
+        if json.loads(payload(last)).get("result", "").startswith("{"):  # a page.get piece
+            cursor = unwrap(last)["result"].get("nextCursor")
+            if cursor:
+                arguments = {"workspaceId": "ws_1", "documentId": document_id, "cursor": cursor}
+                return Turn((ToolCall(tool, arguments),))
+            return Turn((ToolCall(resource_tool, {"uri": first_uri}),))
+        following = re.search(r"read the next piece: (\S+) -->", last)
+        if following:
+            return Turn((ToolCall(resource_tool, {"uri": following.group(1)}),))
+        return Turn(text="Read the whole page twice.")
+
+    return next_turn
+
+
+@pytest.mark.parametrize("budget", ["the 64k setting", "the default"])
+def test_a_2000_block_page_read_in_pieces_on_a_64k_model_loses_no_piece(tmp_path: Path, budget: str) -> None:
+    """A 64k-token model: Hermes cuts a result past 39,321 characters to a 1,500-character preview.
+    With the setting docs/hermes.md gives for it (`MNOTE_MAX_RESULT_CHARS=28000`, commented in the
+    example) every piece of a 2,000-block page, by `mnote.page.get` and by `read_resource`, reaches
+    the model whole: every block once, in order. The default (40,000) does not fit that model."""
+    require_hermes()
+    page = big_page(LONG_PAGE_BLOCKS)
+    page["id"] = "doc_long"
+    db = demo_store(tmp_path / "mnote.db", page)
+    substitutions = {}
+    if budget == "the 64k setting":
+        substitutions['# MNOTE_MAX_RESULT_CHARS: "28000"'] = 'MNOTE_MAX_RESULT_CHARS: "28000"'
+    config = stdio_example(db, substitutions=substitutions)
+    script = pieces_of(model_name(STDIO, "mnote.page.get"), model_name(STDIO, "read_resource"), "doc_long")
+    with scripted_model(script) as (base_url, transcript):
+        home = write_home(tmp_path / "home", config + model_section(base_url, CONTEXT_64K))
+        run = run_agent_loop(home, "Read the long page.", STDIO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    contents = every_tool_content(transcript)
+    limit = hermes_result_limit(CONTEXT_64K)
+    previews = [content for content in contents if cut_by_hermes(content)]
+    if budget == "the default":
+        assert previews, "a 40,000-character piece now fits a 64k model's 39,321"
+        return
+    assert not previews and all(len(payload(content)) <= limit for content in contents)
+    expected = [block["id"] for block in page["blocks"]]
+    by_tool, by_resource = [], []
+    for content in contents:
+        text = json.loads(payload(content))["result"]
+        if text.startswith("{"):
+            by_tool += [block["id"] for block in unwrap(content)["result"]["blocks"]]
+        else:
+            by_resource += re.findall(r"<!-- (b_\d+) -->", text)
+    assert by_tool == expected
+    assert by_resource == expected
+    assert "Read the whole page twice." in run.stdout

@@ -17,6 +17,7 @@ from tests.support.helpers import (
     call,
     comparable,
     connect,
+    envelope_in,
     envelope_of,
     inspector,
     page_args,
@@ -167,5 +168,5 @@ def test_inspector_lists_and_calls_tools_over_http(
     assert listed.returncode == 0, listed.stderr
     assert "mnote.artifact.create_ai_note" in [t["name"] for t in json.loads(listed.stdout)["tools"]]
     assert called.returncode == 0, called.stderr
-    assert json.loads(called.stdout)["result"]["structuredContent"]["result"]["title"] == "Project plan"
+    assert envelope_in(json.loads(called.stdout)["result"])["result"]["title"] == "Project plan"
     assert refused.returncode != 0, "no token, no tools"

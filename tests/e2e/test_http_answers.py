@@ -12,7 +12,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.support.helpers import RAW_INITIALIZE, page_args
+from tests.support.helpers import RAW_INITIALIZE, envelope_in, page_args
 from tests.support.http_helpers import http_server, write_tokens
 
 pytestmark = [pytest.mark.e2e]
@@ -73,8 +73,8 @@ def test_a_call_is_answered_with_one_json_body(db: Path, tokens: Path, flags: tu
     assert int(answer.headers["content-length"]) == len(answer.content)
     body = answer.json()
     assert body["id"] == 7 and body["jsonrpc"] == "2.0"
-    assert body["result"]["structuredContent"]["ok"] is True
-    assert body["result"]["structuredContent"]["result"]["documentId"] == "doc_1"
+    assert envelope_in(body["result"])["ok"] is True
+    assert envelope_in(body["result"])["result"]["documentId"] == "doc_1"
     assert other.json()["id"] == 8
     if not flags:
         assert answer.headers["mcp-session-id"] == headers["mcp-session-id"]
@@ -87,7 +87,7 @@ def test_sse_responses_answer_each_call_with_an_event_stream(db: Path, tokens: P
     assert answer.headers["content-type"].startswith("text/event-stream")
     (message,) = _messages(answer)
     assert message["id"] == 7
-    assert message["result"]["structuredContent"]["ok"] is True
+    assert envelope_in(message["result"])["ok"] is True
 
 
 def test_both_framings_carry_the_same_answer(db: Path, tokens: Path) -> None:

@@ -24,7 +24,7 @@ from mnote_mcp.demo import tour
 from mnote_mcp.kernel.protocol import decode_key
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.tracecontext import trace_id_of, w3c_trace_id
-from tests.support.helpers import RAW_INITIALIZE, ROOT
+from tests.support.helpers import RAW_INITIALIZE, ROOT, envelope_in
 from tests.support.runtimes import free_port, mnote_command, reference_runtime
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -128,7 +128,7 @@ def test_a_relay_server_starts_without_its_runtime_and_keeps_stdout_clean(tmp_pa
     )
     messages = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert [m["id"] for m in messages] == [1, 2], proc.stderr
-    envelope = messages[1]["result"]["structuredContent"]
+    envelope = envelope_in(messages[1]["result"])
     assert envelope["error"]["code"] == "mnote_tool_runtime_unavailable" and envelope["error"]["retryable"]
     assert f"kernel=http store={dead} (no token)" in proc.stderr
     assert "workspaces=unknown (kernel: mnote_tool_runtime_unavailable connect)" in proc.stderr

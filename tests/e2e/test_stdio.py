@@ -16,7 +16,15 @@ from mcp import Client
 from mnote_mcp.demo import tour
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from tests.support.helpers import RAW_INITIALIZE, ROOT, envelope_of, inspector, stdio_params, write_args
+from tests.support.helpers import (
+    RAW_INITIALIZE,
+    ROOT,
+    envelope_in,
+    envelope_of,
+    inspector,
+    stdio_params,
+    write_args,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TIMEOUT = 30
@@ -155,11 +163,10 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
         home=tmp_path,
     )
     assert called.returncode == 0, called.stderr
-    envelope = json.loads(called.stdout)["result"]["structuredContent"]
+    envelope = envelope_in(json.loads(called.stdout)["result"])
     assert envelope["ok"] is True and envelope["traceId"] == "trace_inspector"
     assert envelope["result"]["title"] == "Project plan"
-    refused = inspector(
-        *server,
+    refusal = [
         "--method",
         "tools/call",
         "--tool-name",
@@ -168,9 +175,14 @@ def test_inspector_lists_and_calls_tools_over_stdio(tmp_path: Path) -> None:
         json.dumps({"workspaceId": "ws_2", "documentId": "doc_9"}),
         "--format",
         "json",
-        home=tmp_path,
+    ]
+    refused = inspector(*server, *refusal, home=tmp_path)
+    assert refused.returncode == 0, "by default a refusal is an ok:false result, not isError"
+    assert (
+        envelope_in(json.loads(refused.stdout)["result"])["error"]["code"] == "mnote_tool_permission_denied"
     )
-    assert refused.returncode == 5, "an isError result exits 5"
+    as_error = inspector(*server, "--refusals", "error", *refusal, home=tmp_path)
+    assert as_error.returncode == 5, "with --refusals error, an isError result exits 5"
 
 
 @pytest.mark.inspector

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from mnote_mcp.kernel.sqlite.opening import open_store
-from tests.support.helpers import RAW_INITIALIZE, ROOT, write_args
+from tests.support.helpers import RAW_INITIALIZE, ROOT, envelope_in, write_args
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TIMEOUT = 30
@@ -213,4 +213,4 @@ async def test_partial_lines_and_eof_mid_call_are_answered(db: Path, loop: str) 
         answers = {message["id"]: message for message in [await server.line(), await server.line()]}
         assert await asyncio.wait_for(server.process.wait(), TIMEOUT) == 0
     assert answers[31]["result"] == {}
-    assert answers[30]["result"]["structuredContent"]["ok"] is True
+    assert envelope_in(answers[30]["result"])["ok"] is True

@@ -18,6 +18,7 @@ from mcp.types import RequestParamsMeta
 
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
+from mnote_mcp.delivery import CALLER_REFUSALS
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
@@ -31,6 +32,7 @@ SECRETS = ("SECRET-TITLE-7f3a", "SECRET-BODY-91c2", "OTHER-SECRET-TITLE-c0de", "
 MODES = ("legacy", "auto")
 _ENVELOPE = Draft202012Validator(OUTPUT_SCHEMA)
 
+_CALLER_REFUSALS = frozenset(code.value for code in CALLER_REFUSALS)
 IDS = {"sessionId": "sess_t", "runId": "run_t", "toolCallId": "call_t", "traceId": "trace_t"}
 # The handshake a raw JSON-RPC client (no SDK) opens with.
 RAW_INITIALIZE: dict[str, Any] = {
@@ -102,8 +104,15 @@ def dump(path: Path | str, *, audit: bool = True) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith('INSERT INTO "audit"'))
 
 
+# The unit tests inspect both forms of every result and `isError` on every refusal: they run the
+# server in the spec's fullest form. What each setting sends, the defaults included, is
+# tests/unit/test_delivery.py's; the end-to-end tests run the defaults.
+SPEC_FORM: dict[str, Any] = {"refusals": "error", "result_form": "both"}
+
+
 def make_app(db: Path | str, **config: Any) -> App:
-    cfg = replace(ServerConfig(db=db, locale="en", demo=False, actor="user_editor"), **config)
+    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM)
+    cfg = replace(base, **config)
     kernel = (
         open_kernel(db, demo=False, limits=cfg.page_limits)
         if isinstance(db, str)
@@ -144,15 +153,33 @@ async def connect(
 
 
 def envelope_of(result: Any) -> dict[str, Any]:
-    """The envelope of a CallToolResult, after checking the promises every result keeps."""
-    assert result.structured_content is not None, "every result carries structuredContent"
-    envelope: dict[str, Any] = result.structured_content
-    assert len(result.content) == 1 and result.content[0].type == "text"
-    assert json.loads(result.content[0].text) == envelope, "text content is the same JSON"
+    """The envelope of a CallToolResult, in whichever result form it came, after checking the promises
+    every result keeps: one text block of the envelope's JSON (unless `structured`), the same JSON as
+    `structuredContent` where that is present, `isError` on failures (on every one with
+    `--refusals error`, on real failures only by default)."""
+    if result.content:
+        assert len(result.content) == 1 and result.content[0].type == "text"
+        envelope: dict[str, Any] = json.loads(result.content[0].text)
+        if result.structured_content is not None:
+            assert result.structured_content == envelope, "text content is the same JSON"
+    else:
+        assert result.structured_content is not None, "a result without text is structured"
+        envelope = result.structured_content
     errors = [e.message for e in _ENVELOPE.iter_errors(envelope)]
     assert not errors, errors
-    assert result.is_error is (not envelope["ok"])
+    if envelope["ok"]:
+        assert result.is_error is False
+    elif envelope["error"]["code"] not in _CALLER_REFUSALS:
+        assert result.is_error is True, "a real failure is an isError result in every setting"
     return envelope
+
+
+def envelope_in(result: dict[str, Any]) -> dict[str, Any]:
+    """The envelope in a raw JSON-RPC `tools/call` result (a dict), whichever form it came in."""
+    if result.get("content"):
+        envelope: dict[str, Any] = json.loads(result["content"][0]["text"])
+        return envelope
+    return dict(result["structuredContent"])
 
 
 async def call(

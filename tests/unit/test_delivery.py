@@ -170,10 +170,30 @@ async def test_text_form_declares_no_output_schema(db: Path, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_both_forms_is_the_default(db: Path, mode: str) -> None:
-    async with connect(db, mode) as client:
+async def test_both_forms_carry_the_same_json(db: Path, mode: str) -> None:
+    async with connect(db, mode, result_form="both") as client:
         result = await client.call_tool("mnote.page.get", page_args())
     assert json.loads(_text(result)) == result.structured_content
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_default_is_one_text_block_and_refusals_without_is_error(db: Path, mode: str) -> None:
+    """Issue 22: the one setting every host we test reads right (docs/decisions.md, "One setting for
+    every host"): the envelope once, as text (Hermes reads only text on isError and takes a short
+    structured-only success for a failure; LangChain and openai-agents pass only text to the model),
+    and a refusal the call caused as an ok:false result (no breaker, no spent retry)."""
+    from mnote_mcp.cli import parse
+
+    default = parse(["serve"], {})[1]
+    async with connect(db, mode, refusals=default.refusals, result_form=default.result_form) as client:
+        listed = await client.list_tools()
+        result = await client.call_tool("mnote.page.get", page_args())
+        refused = await client.call_tool("mnote.page.get", page_args("doc_missing"))
+    assert all(tool.output_schema is None for tool in listed.tools)
+    assert result.structured_content is None and json.loads(_text(result))["ok"] is True
+    assert refused.is_error is False
+    error = json.loads(_text(refused))["error"]
+    assert error["code"] == "mnote_tool_not_found" and error["retryable"] is False
 
 
 def test_the_flags_and_their_variables() -> None:
@@ -181,11 +201,11 @@ def test_the_flags_and_their_variables() -> None:
     from mnote_mcp.config import SettingError
 
     default = parse(["serve"], {})[1]
-    assert (default.refusals, default.result_form) == ("error", "both")
-    hermes = parse(["serve", "--refusals", "result", "--result-form", "structured"], {})[1]
-    assert (hermes.refusals, hermes.result_form) == ("result", "structured")
-    by_env = parse(["serve"], {"MNOTE_REFUSALS": "result", "MNOTE_RESULT_FORM": "text"})[1]
-    assert (by_env.refusals, by_env.result_form) == ("result", "text")
+    assert (default.refusals, default.result_form) == ("result", "text")
+    spec = parse(["serve", "--refusals", "error", "--result-form", "both"], {})[1]
+    assert (spec.refusals, spec.result_form) == ("error", "both")
+    by_env = parse(["serve"], {"MNOTE_REFUSALS": "error", "MNOTE_RESULT_FORM": "structured"})[1]
+    assert (by_env.refusals, by_env.result_form) == ("error", "structured")
     for flag in ("--refusals", "--result-form"):
         with pytest.raises(SettingError):
             parse(["serve", flag, "sometimes"], {})

@@ -28,6 +28,7 @@ from mnote_mcp.logs import configure_logging
 from mnote_mcp.runtime.http_app import create_app
 from tests.support.helpers import call, connect, dump, page_args, write_args
 from tests.support.runtimes import serve_app
+from tests.support.tool_calls import TOOLS
 
 pytestmark = pytest.mark.anyio
 INVALID = "mnote_tool_invalid_argument"
@@ -138,8 +139,11 @@ async def test_ids_longer_than_the_limit_are_refused_and_never_echoed(db: Path) 
         trace = await call(client, "mnote.page.get", **{**page_args(), "traceId": huge})
         meta = await call(client, "mnote.page.get", {"mnote/runId": huge}, **page_args())
         at_limit = await call(client, "mnote.page.get", **{**page_args(), "traceId": "t" * 256})
-    schema = listing["mnote.page.save"].input_schema["properties"]
-    assert {schema[name]["maxLength"] for name in ("idempotencyKey", "traceId", "sessionId")} == {256}
+    accepted = TOOLS["mnote.page.save"].accepted_schema(strict=False)["properties"]
+    assert {accepted[name]["maxLength"] for name in ("idempotencyKey", "traceId", "sessionId")} == {256}
+    assert "maxLength" not in listing["mnote.page.save"].input_schema["properties"]["idempotencyKey"], (
+        "not advertised"
+    )
     assert key["error"]["details"]["pointer"] == "/idempotencyKey"
     assert trace["error"]["details"]["pointer"] == "/traceId"
     for answer in (key, trace, meta):

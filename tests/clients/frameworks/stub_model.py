@@ -125,3 +125,34 @@ def strict_model(transcript: Transcript) -> Turn:
     if step in (3, 4):
         return Turn(calls=(_call(request, "page_save", {**save, "dryRun": False}),))
     return Turn(text=FINAL)
+
+
+REFUSED = "refused three times, then read the page"
+
+
+def refusing_model(transcript: Transcript) -> Turn:
+    """Three ordinary refusals in a row (no such page, another workspace's page, a stale revision),
+    then a read, then an answer: what a model does while it finds its way."""
+    request = transcript.requests[-1]
+    label = label_of(request)
+    page = {"workspaceId": "ws_1", "documentId": "doc_1"}
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("page_get", {**page, "documentId": "doc_missing"}),
+        ("page_get", {"workspaceId": "ws_2", "documentId": "doc_9"}),
+        (
+            "page_update_title",
+            {
+                **page,
+                "title": "stale",
+                "idempotencyKey": f"{label}-stale",
+                "dryRun": False,
+                "baseRevision": 0,
+            },
+        ),
+        ("page_get", dict(page)),
+    ]
+    done = len(tool_results(request))
+    if done < len(steps):
+        suffix, arguments = steps[done]
+        return Turn(calls=(_call(request, suffix, arguments),))
+    return Turn(text=REFUSED)

@@ -9,7 +9,9 @@ re-implemented here: the test sends one JSON command per line on stdin and reads
 line on the original stdout (anything Hermes prints goes to stderr).
 
 Commands: {"op": "discover", "toolsets": [...]}, {"op": "call", "name": ..., "args": {...}, "approve":
-"o"}, {"op": "status"}, {"op": "quit"}.
+"o"}, {"op": "present", "name": ..., "text": ..., "context_length": N} (what the agent loop then makes of a
+call's text for the model: its per-result cut for that window, without a sandbox to save the rest in,
+and its untrusted-data banner), {"op": "status"}, {"op": "quit"}.
 
 A call runs with a stdin of its own holding `approve` (nothing: end of input): when mnote asks for
 confirmation (form elicitation), Hermes's own approval prompt (`tools.approval.prompt_dangerous_approval`,
@@ -92,6 +94,15 @@ def main() -> int:
                 with _person(command.get("approve") or "") as printed:
                     text = model_tools.handle_function_call(command["name"], command["args"])
                 answer = {"text": text, "printed": printed()}
+            elif op == "present":
+                storage = importlib.import_module("tools.tool_result_storage")
+                budget = importlib.import_module("tools.budget_config")
+                helpers = importlib.import_module("agent.tool_dispatch_helpers")
+                config = budget.budget_for_context_window(command["context_length"])
+                kept = storage.maybe_persist_tool_result(
+                    command["text"], command["name"], "presented", env=None, config=config
+                )
+                answer = {"text": helpers._maybe_wrap_untrusted(command["name"], kept)}
             elif op == "status":
                 answer = {"status": mcp_tool.get_mcp_status()}
             elif op == "quit":

@@ -102,16 +102,22 @@ def write_home(home: Path, config: str) -> Path:
     return home
 
 
-def model_section(base_url: str) -> str:
-    """The scripted model: a custom OpenAI-compatible provider with a 200k-token window, so that
-    Hermes's per-result limit is its default 100,000 characters (tools/budget_config.py)."""
+def model_section(base_url: str, context_length: int = 200_000) -> str:
+    """The scripted model: a custom OpenAI-compatible provider with a 200k-token window by default, so
+    that Hermes's per-result limit is its default 100,000 characters (tools/budget_config.py: 0.6
+    characters per token of the window, at most 100,000, at least 8,000)."""
     return (
         "\nmodel:\n"
         "  provider: custom\n"
         f"  base_url: {base_url}\n"
         "  default: scripted-model\n"
-        "  context_length: 200000\n"
+        f"  context_length: {context_length}\n"
     )
+
+
+def hermes_result_limit(context_length: int) -> int:
+    """Hermes 0.19.0's cut for one tool result on a model with this window (`budget_for_context_window`)."""
+    return max(8_000, min(int(context_length * 4 * 0.15), HERMES_RESULT_LIMIT))
 
 
 @dataclass
@@ -150,6 +156,13 @@ class HermesDriver:
         "d": deny): what the model is handed, and what Hermes printed (the prompt, when it asked)."""
         answer = self.send({"op": "call", "name": name, "args": arguments, "approve": approve})
         return str(answer["text"]), str(answer["printed"])
+
+    def present(self, name: str, text: str, context_length: int = 200_000) -> str:
+        """What Hermes's agent loop shows the model of a call's `text` (driver.py, "present")."""
+        shown: str = self.send(
+            {"op": "present", "name": name, "text": text, "context_length": context_length}
+        )["text"]
+        return shown
 
     def status(self) -> list[dict[str, Any]]:
         status: list[dict[str, Any]] = self.send({"op": "status"})["status"]
@@ -264,14 +277,27 @@ def model_name(server_key: str, tool: str) -> str:
 def unwrap(text: str) -> dict[str, Any]:
     """The envelope inside what Hermes handed the model, checking it is there exactly once.
 
-    Hermes wraps a result as `{"result": structuredContent}` when no text block came with it,
-    `{"result": "<text>", "structuredContent": {...}}` when both did, `{"error": "<text>"}` when
-    `isError` was set. Only the first is the envelope once.
+    Hermes wraps a result as `{"result": "<text>"}` when only a text block came (the default form),
+    `{"result": structuredContent}` when only structured content did, `{"result": "<text>",
+    "structuredContent": {...}}` when both did, `{"error": "<text>"}` when `isError` was set. The first
+    two are the envelope once.
     """
     outer = json.loads(payload(text))
     assert set(outer) == {"result"}, f"the model saw {sorted(outer)}, not the envelope once: {text[:300]}"
     envelope = outer["result"]
+    if isinstance(envelope, str):
+        envelope = json.loads(envelope)
     assert isinstance(envelope, dict), f"the model saw the envelope as {type(envelope).__name__}"
+    return envelope
+
+
+def failure_seen(text: str) -> dict[str, Any]:
+    """The envelope of a real failure (`isError`) as Hermes handed it to the model: `{"error": "<the
+    text blocks>"}`; the text must be the envelope, with its code, `retryable` and hint."""
+    outer = json.loads(payload(text))
+    assert set(outer) == {"error"}, f"the model saw {sorted(outer)}: {text[:300]}"
+    envelope = json.loads(outer["error"])
+    assert isinstance(envelope, dict) and envelope["ok"] is False, envelope
     return envelope
 
 

@@ -2,9 +2,11 @@
 
 Every registered tool (`catalog.ALL_TOOLS`) is covered: a snapshot each in tests/snapshots/<tool>.json
 (regenerate with MNOTE_UPDATE_SNAPSHOTS=1 after a deliberate change, and review the diff; a missing
-snapshot fails, and so does one of a tool no longer registered), its advertised schema holding its
-declared `contract_schema` exactly, and its entry within the size budget it declares. The six tools
-of contract v1 are also held to the hand copy of the contract (tests/support/contract_schemas.py).
+snapshot fails, and so does one of a tool no longer registered), the schema calls are checked against
+holding its declared `contract_schema` exactly, the advertised one holding it but for what the lean
+rules leave out (docs/decisions.md, "Lean tool definitions"), and its definition within the size budget
+it declares, as the model is given it. The six tools of contract v1 are also held to the hand copy of
+the contract (tests/support/contract_schemas.py), and `--strict-contract` advertises it exactly.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -22,7 +24,8 @@ from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.permissions import Caller
 from mnote_mcp.tools.registry import ID_ARRAYS
-from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
+from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm, without_null_branches
+from mnote_mcp.tools.sizes import definition_bytes, function_definition
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import DEFAULT_MAX_ID_CHARS, ID_FIELDS
 from tests.support.contract_schemas import CONTRACT, CORRELATION
@@ -83,39 +86,57 @@ async def test_tool_matches_its_snapshot(db: Path, name: str) -> None:
     assert json.loads(path.read_text(encoding="utf-8")) == tool, f"{name} drifted from {path.name}"
 
 
-def _assert_contains_contract(advertised: dict[str, Any], contract: dict[str, Any], where: str) -> None:
+def _assert_contains_contract(
+    schema: dict[str, Any], contract: dict[str, Any], where: str, *, bounded_ids: bool
+) -> None:
+    """`schema` states every keyword `contract` does, adding words only; where `bounded_ids`, the ids
+    carry the constraint added (`maxLength`: they are echoed and stored); lists of block ids their
+    `maxItems` in every schema."""
     for keyword in CONTRACT_KEYWORDS:
         if keyword not in contract:
             continue
         if keyword == "properties":
-            for prop, schema in contract["properties"].items():
-                assert prop in advertised["properties"], f"{where}: property {prop} missing"
-                added = set(advertised["properties"][prop]) - set(schema)
-                if prop in ID_FIELDS and "/" not in where:  # an added constraint: ids are bounded
-                    assert advertised["properties"][prop].get("maxLength") == DEFAULT_MAX_ID_CHARS
+            for prop, declared in contract["properties"].items():
+                assert prop in schema["properties"], f"{where}: property {prop} missing"
+                added = set(schema["properties"][prop]) - set(declared)
+                if prop in ID_FIELDS and "/" not in where and bounded_ids:
+                    assert schema["properties"][prop].get("maxLength") == DEFAULT_MAX_ID_CHARS
                     added -= {"maxLength"}
-                if prop in ID_ARRAYS and "/" not in where:  # and so are lists of block ids
-                    assert advertised["properties"][prop].get("maxItems") == DEFAULT_MAX_BLOCK_IDS
+                if prop in ID_ARRAYS and "/" not in where:  # and so are lists of block ids (advertised)
+                    assert schema["properties"][prop].get("maxItems") == DEFAULT_MAX_BLOCK_IDS
                     added -= {"maxItems"}
                 assert added <= ANNOTATIONS_ONLY, (
                     f"{where}/{prop}: adds constraints {added - ANNOTATIONS_ONLY}"
                 )
-                _assert_contains_contract(advertised["properties"][prop], schema, f"{where}/{prop}")
+                nested = schema["properties"][prop]
+                _assert_contains_contract(nested, declared, f"{where}/{prop}", bounded_ids=bounded_ids)
         else:
-            assert advertised.get(keyword) == contract[keyword], f"{where}: {keyword} differs"
+            assert schema.get(keyword) == contract[keyword], f"{where}: {keyword} differs"
+
+
+def _lean(contract: dict[str, Any]) -> dict[str, Any]:
+    """What the advertised form states of a declared schema: a nullable value as its type (the lean
+    rules; null is still accepted)."""
+    return cast(dict[str, Any], without_null_branches(contract))
 
 
 async def _assert_holds_exactly(db: Path, name: str, contract: dict[str, Any]) -> None:
     default = (await _tools(db))[name]["inputSchema"]
     strict = (await _tools(db, strict_contract=True))[name]["inputSchema"]
     for schema in (default, strict):
-        _assert_contains_contract(schema, contract, name)
+        _assert_contains_contract(schema, _lean(contract), name, bounded_ids=False)
         Draft202012Validator.check_schema(schema)
         assert "additionalProperties" not in schema, "the contract sets none at the top level"
+        assert "capabilityScope" not in schema["properties"], "accepted, never advertised"
+    for strict_contract in (False, True):
+        accepted = TOOLS[name].accepted_schema(strict=strict_contract)
+        _assert_contains_contract(accepted, contract, name, bounded_ids=True)
+        assert "capabilityScope" in accepted["properties"]
     assert strict["required"] == contract["required"], "--strict-contract advertises the contract's list"
-    assert default["required"] == [r for r in contract["required"] if r not in CORRELATION]
     for field in CORRELATION:
-        assert default["properties"][field]["type"] == "string"
+        assert strict["properties"][field] == {"type": "string"}, "advertised as the contract says"
+        assert field not in default["properties"], "accepted, never advertised by default"
+    assert default["required"] == [r for r in contract["required"] if r not in CORRELATION]
 
 
 @pytest.mark.parametrize("name", list(CONTRACT))
@@ -176,10 +197,11 @@ async def test_read_only_hides_every_write_tool(db: Path) -> None:
     assert not any(TOOLS[name].writes for name in allowed(Caller.READ_ONLY_SERVER))
 
 
-# Per-tool budgets (`ToolSpec.budget`): each tool's `tools/list` entry, compact JSON as it goes on the
-# wire (the README's size table is generated from the same measure). Tokens are about bytes / 4 (the
-# usual rule of thumb for English-and-JSON text with BPE tokenizers).
-DESCRIPTION_BUDGET = 400
+# Per-tool budgets (`ToolSpec.budget`): each tool's definition as the model is given it (Hermes's
+# function definition, `tools/sizes.py`; tests/clients/test_hermes.py holds that measure to Hermes's
+# own); the README's size table is generated from the same measure. Tokens are about bytes / 4.
+DESCRIPTION_BUDGET = 200
+PROPERTY_DESCRIPTION_BUDGET = 100
 
 
 @pytest.mark.parametrize("form", SCHEMA_FORMS)
@@ -190,15 +212,20 @@ async def test_every_tool_stays_within_its_size_budget(db: Path, mode: str, form
     total = 0
     for tool in listing.tools:
         spec = TOOLS[tool.name]
+        served = function_definition(tool.name, tool.description or "", tool.input_schema)
+        size = definition_bytes(served)
         entry = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
-        size = len(json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode())
-        assert size == spec.entry_bytes(form), f"{tool.name}: the size table measures what is served"
+        assert size == spec.model_bytes(form), f"{tool.name}: the size table measures what is served"
+        assert len(json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode()) == spec.entry_bytes(
+            form
+        )
         assert size <= spec.budget.of(form), f"{tool.name} grew to {size} bytes ({form}): over its budget"
         total += size
         assert tool.description is not None and len(tool.description) <= DESCRIPTION_BUDGET, tool.name
         for prop, schema in tool.input_schema["properties"].items():
-            assert len(schema.get("description", "")) <= 120, f"{tool.name}.{prop}: description too long"
-    print(f"tools/list ({form}): {len(listing.tools)} tools, {total} bytes of entries, ~{total // 4} tokens")
+            described = len(schema.get("description", ""))
+            assert described <= PROPERTY_DESCRIPTION_BUDGET, f"{tool.name}.{prop}: description too long"
+    print(f"model-visible ({form}): {len(listing.tools)} tools, {total} bytes, ~{total // 4} tokens")
 
 
 def test_the_write_schema_skeleton_is_written_once() -> None:

@@ -30,7 +30,7 @@ from mnote_mcp.kernel.store.store import Store
 from mnote_mcp.transports.auth import AuthSetup
 from mnote_mcp.transports.http import build_http_app
 from mnote_mcp.transports.server import make_server
-from tests.support.helpers import RAW_INITIALIZE, call, connect, dump, page_args, write_args
+from tests.support.helpers import RAW_INITIALIZE, call, connect, dump, envelope_in, page_args, write_args
 from tests.support.http_helpers import http_server, mcp_http, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -228,7 +228,7 @@ def test_a_stop_past_the_grace_answers_a_call_waiting_for_a_lock_and_exits_at_on
     assert answers, "no answer"
     (response,) = answers
     assert response.status_code == 200, (response.status_code, response.text[:300])
-    envelope = _answer(response)["result"]["structuredContent"]
+    envelope = envelope_in(_answer(response)["result"])
     error = envelope["error"]
     assert error["code"] == "mnote_tool_runtime_unavailable" and error["retryable"] is True, error
     assert error["details"]["cause"] == "shutting_down", error

@@ -1,0 +1,107 @@
+"""Both servers behind one real Hermes (hermes-agent 0.19.0 in `.ci/hermes`), and what its model reads.
+
+Every call goes through Hermes's own MCP client and dispatch (`tests/clients/hermes/driver.py`), and
+its answer is then made what the agent loop shows the model (Hermes's per-result cut for the model's
+window, its untrusted-data banner): the agent reads only that. A task's bytes are what the model
+reads: the tool definitions of its server with every model request (Hermes sends them all each time;
+a task of n calls is n + 1 requests, the last one answering), plus each result once. What the model
+writes (the call arguments) is counted apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.targets import ROOT
+from tests.clients.hermes.harness import HermesDriver, hermes_driver, model_name, payload, write_home
+
+FILESYSTEM_JS = (
+    ROOT
+    / "bench"
+    / "node"
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "server-filesystem"
+    / "dist"
+    / "index.js"
+)
+MNOTE, FILESYSTEM = "mnote", "filesystem"
+CONTEXT = 200_000  # a 200k-token model: Hermes's per-result cut is its full 100,000 characters
+
+
+def definition_bytes(definitions: list[dict[str, Any]]) -> int:
+    return sum(len(json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode()) for d in definitions)
+
+
+@dataclass
+class Tally:
+    """One agent's task: its calls, what the model read of their results, what it wrote."""
+
+    calls: int = 0
+    result_bytes: int = 0
+    written_bytes: int = 0
+    cut: int = 0  # results Hermes replaced by a preview
+    log: list[tuple[str, int]] = field(default_factory=list)  # each call and the bytes the model read
+
+
+@dataclass
+class Agent:
+    """The model's side of one server: call a tool, read what Hermes shows of the answer."""
+
+    driver: HermesDriver
+    key: str
+    tally: Tally = field(default_factory=Tally)
+
+    def call(self, tool: str, **arguments: Any) -> str:
+        name = model_name(self.key, tool)
+        shown = self.driver.present(name, self.driver.call(name, **arguments), CONTEXT)
+        self.tally.calls += 1
+        self.tally.result_bytes += len(shown.encode())
+        self.tally.log.append((tool, len(shown.encode())))
+        self.tally.written_bytes += len(json.dumps(arguments, ensure_ascii=False).encode())
+        if "[Truncated: tool response was" in shown or "<persisted-output>" in shown:
+            self.tally.cut += 1
+        return payload(shown)
+
+    def result(self, tool: str, **arguments: Any) -> Any:
+        """The call's answer as the model reads it: Hermes's `{"result": ...}` (or `{"error": ...}`)
+        parsed; None where Hermes cut it to a preview (not JSON any more)."""
+        try:
+            outer = json.loads(self.call(tool, **arguments))
+        except ValueError:
+            return None
+        return outer
+
+
+@dataclass
+class Servers:
+    driver: HermesDriver
+    definitions: dict[str, list[dict[str, Any]]]
+
+    def agent(self, key: str) -> Agent:
+        return Agent(self.driver, key)
+
+    def definition_bytes(self, key: str) -> int:
+        return definition_bytes(self.definitions[key])
+
+
+@contextmanager
+def servers(base: Path, db: Path, notes: Path, *mnote_flags: str) -> Iterator[Servers]:
+    """Hermes connected to mnote (stdio, the shipped defaults) and to the filesystem server on `notes`."""
+    command = Path(__import__("sys").executable).parent / "mnote-mcp"
+    mnote_args = json.dumps(["--db", str(db), "--actor", "user_1", "--log-level", "warning", *mnote_flags])
+    config = (
+        "mcp_servers:\n"
+        f"  {MNOTE}:\n    command: {command}\n    args: {mnote_args}\n    timeout: 300\n"
+        f"  {FILESYSTEM}:\n    command: node\n    args: {json.dumps([str(FILESYSTEM_JS), str(notes)])}\n"
+        "    timeout: 300\n"
+    )
+    home = write_home(base / "home", config)
+    with hermes_driver(home, base / "hermes.log") as driver:
+        definitions = {key: driver.discover(key) for key in (MNOTE, FILESYSTEM)}
+        yield Servers(driver, definitions)
