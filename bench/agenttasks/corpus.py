@@ -8,8 +8,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.fixtures import load_fixture
@@ -172,7 +172,7 @@ _ZH = [
 class Page:
     id: str
     title: str
-    blocks: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
     def markdown(self) -> str:
         return render_markdown(self.blocks, title=self.title)
@@ -192,9 +192,9 @@ def _sentence(rng: random.Random, words: tuple[str, ...] | list[str], chinese: b
     return (" ".join(picked) + ".").capitalize()
 
 
-def _body(rng: random.Random, count: int, chinese: bool, prefix: str) -> list[dict[str, Any]]:
+def _body(rng: random.Random, count: int, chinese: bool, prefix: str) -> list[Block]:
     words = _ZH if chinese else _EN
-    blocks: list[dict[str, Any]] = []
+    blocks: list[Block] = []
     for n in range(count):
         block_id = f"{prefix}_{n:04d}"
         if n % 25 == 0:
@@ -222,15 +222,15 @@ def _body(rng: random.Random, count: int, chinese: bool, prefix: str) -> list[di
     return blocks
 
 
-def _para(block_id: str, text: str) -> dict[str, Any]:
+def _para(block_id: str, text: str) -> Block:
     return {"id": block_id, "type": "paragraph", "text": text}
 
 
-def _heading(block_id: str, text: str) -> dict[str, Any]:
+def _heading(block_id: str, text: str) -> Block:
     return {"id": block_id, "type": "heading", "text": text, "props": {"level": 2}}
 
 
-def _todo(block_id: str, text: str) -> dict[str, Any]:
+def _todo(block_id: str, text: str) -> Block:
     return {"id": block_id, "type": "todo", "text": text, "props": {"checked": False}}
 
 

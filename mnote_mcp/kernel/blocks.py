@@ -2,7 +2,9 @@
 
 Every adapter and every tool shares these rules so that a block the embedded kernel accepts is one the
 runtime accepts too. Blocks are plain dicts in their canonical form:
-`{"id", "type", "text", "props"?, "children"?}`; `props` and `children` are omitted when empty.
+`{"id", "type", "text", "props"?, "children"?}`; `props` and `children` are omitted when empty. The
+types say so (`Block`); a caller's blocks are checked once, at the edge (`normalize_blocks`), and are
+`NewBlock`s (ids may be missing) until `assign_ids` gives each its id.
 """
 
 from __future__ import annotations
@@ -11,11 +13,38 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import NotRequired, Protocol, TypeVar, cast
+
+from typing_extensions import TypedDict  # pydantic reads these (kernel/port.py) and needs this one on 3.11
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 
-Block = dict[str, Any]
+PropValue = bool | int | str  # the kinds `BLOCK_TYPES` gives props
+Props = dict[str, PropValue]
+
+
+class Block(TypedDict):
+    """A block in its canonical form, as a page holds it: `props` and `children` only when not empty."""
+
+    id: str
+    type: str
+    text: str
+    props: NotRequired[Props]
+    children: NotRequired[list[Block]]
+
+
+class NewBlock(TypedDict):
+    """A block a caller sent, checked and canonical but for its id, which may still be missing."""
+
+    id: str | None
+    type: str
+    text: str
+    props: NotRequired[Props]
+    children: NotRequired[list[NewBlock]]
+
+
+# Either form, where a function reads blocks before and after their ids are given alike.
+EitherBlock = TypeVar("EitherBlock", Block, NewBlock)
 
 # The advertised schema's pattern (ECMA-262, matched by jsonschema-rs: `$` is the end of the text).
 # Python's `re` lets `$` match before a final newline too, so the kernel uses it with `fullmatch`:
@@ -32,8 +61,8 @@ DEFAULT_MAX_BLOCK_IDS = MAX_BLOCKS
 
 @dataclass(frozen=True, slots=True)
 class PropSpec:
-    kind: type
-    default: Any = None
+    kind: type[PropValue]
+    default: PropValue | None = None
     minimum: int | None = None
     maximum: int | None = None
 
@@ -59,7 +88,7 @@ BLOCK_TYPES: Mapping[str, BlockType] = {
 SUPPORTED_TYPES: tuple[str, ...] = tuple(BLOCK_TYPES)
 
 
-def normalize_blocks(raw: Any, pointer: str = "/content") -> list[Block]:
+def normalize_blocks(raw: object, pointer: str = "/content") -> list[NewBlock]:
     """Validate blocks sent by a caller and return canonical copies (ids may still be missing).
 
     Refuses, with the JSON pointer of the first offending value, anything the page could not store
@@ -73,7 +102,7 @@ def normalize_blocks(raw: Any, pointer: str = "/content") -> list[Block]:
     return [_normalize(item, f"{pointer}/{i}", 1, seen, counter) for i, item in enumerate(raw)]
 
 
-def normalize_block(raw: Any, pointer: str = "", depth: int = 1) -> Block:
+def normalize_block(raw: object, pointer: str = "", depth: int = 1) -> NewBlock:
     """One block (with its children) checked by the same rules, at `depth` in its page.
 
     With the default pointer an error names the block's own fields (`/type`, `/props/level`), which
@@ -87,7 +116,7 @@ def block_not_found(block: str, pointer: str) -> MnoteError:
     return MnoteError(ErrorCode.NOT_FOUND, Reason.BLOCK, {"blockId": block, "pointer": pointer})
 
 
-def block_id(value: Any, pointer: str) -> str:
+def block_id(value: object, pointer: str) -> str:
     """A block id a caller names as a target or an anchor, held to the same pattern as ids in blocks."""
     checked = _block_id(value, pointer, set())
     if checked is None:
@@ -95,7 +124,7 @@ def block_id(value: Any, pointer: str) -> str:
     return checked
 
 
-def block_ids(raw: Any, pointer: str, *, unique: bool) -> list[str]:
+def block_ids(raw: object, pointer: str, *, unique: bool) -> list[str]:
     """Block ids a caller names (the blocks to delete, the subset to read): an array of at most
     `MAX_BLOCKS`, as many as one request may carry blocks, each id held to the pattern; `unique`: none
     listed twice. Checked in one pass (a set, not a list, remembers the ids seen): a client may send
@@ -113,7 +142,7 @@ def block_ids(raw: Any, pointer: str, *, unique: bool) -> list[str]:
     return list(raw)
 
 
-def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list[int]) -> Block:
+def _normalize(raw: object, pointer: str, depth: int, seen: set[str], counter: list[int]) -> NewBlock:
     counter[0] += 1
     if counter[0] > MAX_BLOCKS:
         raise invalid(pointer, f"more than {MAX_BLOCKS} blocks in one request")
@@ -136,7 +165,7 @@ def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list
             },
         )
     spec = BLOCK_TYPES[kind]
-    block: Block = {"id": _block_id(raw.get("id") or None, f"{pointer}/id", seen), "type": kind}
+    given_id = _block_id(raw.get("id") or None, f"{pointer}/id", seen)
     text = raw.get("text")
     if text is None:  # null is "not given", as for every optional field (a strict host sends them all)
         text = ""
@@ -146,7 +175,7 @@ def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list
         raise invalid(f"{pointer}/text", f"longer than {MAX_TEXT_LENGTH} characters")
     if text and not spec.has_text:
         raise invalid(f"{pointer}/text", f"a {kind} block has no text")
-    block["text"] = text
+    block: NewBlock = {"id": given_id, "type": kind, "text": text}
     props = _props(kind, spec, raw.get("props"), f"{pointer}/props")
     if props:
         block["props"] = props
@@ -169,7 +198,7 @@ def _normalize(raw: Any, pointer: str, depth: int, seen: set[str], counter: list
     return block
 
 
-def _block_id(value: Any, pointer: str, seen: set[str]) -> str | None:
+def _block_id(value: object, pointer: str, seen: set[str]) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not _BLOCK_ID_RE.fullmatch(value):
@@ -180,7 +209,7 @@ def _block_id(value: Any, pointer: str, seen: set[str]) -> str | None:
     return value
 
 
-def _props(kind: str, spec: BlockType, raw: Any, pointer: str) -> dict[str, Any]:
+def _props(kind: str, spec: BlockType, raw: object, pointer: str) -> Props:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -192,7 +221,7 @@ def _props(kind: str, spec: BlockType, raw: Any, pointer: str) -> dict[str, Any]
     if unknown:
         allowed = ", ".join(spec.props) or "none"
         raise invalid(f"{pointer}/{unknown[0]}", f"unknown prop for a {kind} block; allowed: {allowed}")
-    props: dict[str, Any] = {}
+    props: Props = {}
     for name, prop in spec.props.items():
         value = raw.get(name, prop.default)
         if value is None or value == "":
@@ -216,38 +245,40 @@ class IdSet(Protocol):
     def add(self, block_id: str, /) -> None: ...
 
 
-def assign_ids(blocks: list[Block], seed: str, taken: IdSet) -> list[Block]:
-    """Give every block without an id a deterministic one, unique among `taken` (which it extends).
+def assign_ids(blocks: list[NewBlock], seed: str, taken: IdSet) -> list[Block]:
+    """Give every block without an id a deterministic one, unique among `taken` (which it extends):
+    the same list, its blocks now `Block`s.
 
     The id depends only on the seed (page, base revision, command) and the block's position, so a dry
     run names exactly the ids the real call will create.
     """
 
-    def fill(items: list[Block], path: str) -> None:
+    def fill(items: list[NewBlock], path: str) -> None:
         for index, block in enumerate(items):
             here = f"{path}.{index}" if path else str(index)
-            if block["id"] is None:
+            given = block["id"]
+            if given is None:
                 digest = hashlib.sha256(f"{seed}\x00{here}".encode()).hexdigest()
-                candidate, salt = f"b_{digest[:10]}", 0
-                while candidate in taken:
+                given, salt = f"b_{digest[:10]}", 0
+                while given in taken:
                     salt += 1
-                    candidate = f"b_{digest[:10]}_{salt}"
-                block["id"] = candidate
-            taken.add(block["id"])
+                    given = f"b_{digest[:10]}_{salt}"
+                block["id"] = given
+            taken.add(given)
             if "children" in block:
                 fill(block["children"], here)
 
     fill(blocks, "")
-    return blocks
+    return cast(list[Block], blocks)  # every id filled in place above
 
 
-def ids_in(blocks: list[Block]) -> set[str]:
+def ids_in(blocks: list[NewBlock]) -> set[str]:
     return {block["id"] for block, _, _ in walk(blocks) if block["id"] is not None}
 
 
 def walk(
-    blocks: list[Block], parent_id: str | None = None, depth: int = 1
-) -> Iterator[tuple[Block, str | None, int]]:
+    blocks: list[EitherBlock], parent_id: str | None = None, depth: int = 1
+) -> Iterator[tuple[EitherBlock, str | None, int]]:
     """Every block in document order with its parent id and depth."""
     for block in blocks:
         yield block, parent_id, depth
@@ -256,7 +287,7 @@ def walk(
             yield from walk(children, block["id"], depth + 1)
 
 
-def walk_pointers(blocks: list[Block], pointer: str) -> Iterator[tuple[Block, str]]:
+def walk_pointers(blocks: list[EitherBlock], pointer: str) -> Iterator[tuple[EitherBlock, str]]:
     """Every block in document order with its JSON pointer under `pointer`."""
     for index, block in enumerate(blocks):
         here = f"{pointer}/{index}"
@@ -266,12 +297,12 @@ def walk_pointers(blocks: list[Block], pointer: str) -> Iterator[tuple[Block, st
             yield from walk_pointers(children, f"{here}/children")
 
 
-def height(block: Block) -> int:
+def height(block: EitherBlock) -> int:
     """Levels of nesting a block occupies: 1 for a leaf."""
     return 1 + max((height(child) for child in block.get("children", [])), default=0)
 
 
-def count_blocks(blocks: list[Block]) -> int:
+def count_blocks(blocks: list[EitherBlock]) -> int:
     return sum(1 for _ in walk(blocks))
 
 

@@ -11,12 +11,77 @@ from __future__ import annotations
 import difflib
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import Any
+from typing import Literal, NotRequired
+
+from typing_extensions import TypedDict  # pydantic reads these (kernel/port.py) and needs this one on 3.11
 
 from mnote_mcp.kernel.blocks import Block, count_blocks, walk
 
-Op = dict[str, Any]
-_FIELDS = ("type", "text", "props")
+UpdatedField = Literal["type", "text", "props"]
+FIELDS: tuple[UpdatedField, ...] = ("type", "text", "props")
+
+
+class AppendOp(TypedDict):
+    """Blocks added at the end of the page: how many (children included)."""
+
+    op: Literal["append"]
+    blocks: int
+
+
+class DeleteOp(TypedDict):
+    """A block gone from the page (its children are deletes of their own)."""
+
+    op: Literal["delete"]
+    blockId: str
+
+
+class PlacedOp(TypedDict):
+    """A block inserted or moved: where it now sits (after a sibling, under a parent; top level if no
+    `parentId`)."""
+
+    op: Literal["insert", "move"]
+    blockId: str
+    after: str | None
+    parentId: NotRequired[str]
+
+
+class UpdateOp(TypedDict):
+    """A block kept in place whose named fields changed."""
+
+    op: Literal["update"]
+    blockId: str
+    fields: list[UpdatedField]
+
+
+# A revert also sets the page's head back: its title, and each page option (a boolean, `None` unset).
+SetTitleOp = TypedDict(
+    "SetTitleOp", {"op": Literal["set"], "field": Literal["title"], "from": str, "to": str}
+)
+SetOptionOp = TypedDict(
+    "SetOptionOp", {"op": Literal["set"], "option": str, "from": bool | None, "to": bool | None}
+)
+
+
+class ArtifactOp(TypedDict):
+    """An artifact made or rewritten by a write that is not a body edit."""
+
+    op: Literal["create", "update"]
+    artifact: Literal["summary", "ai_note"]
+    artifactId: str
+
+
+class EdgeOp(TypedDict):
+    """The page's edge to an artifact: made, or found already there."""
+
+    op: Literal["create", "confirm"]
+    edge: Literal["reference"]
+    edgeId: str
+
+
+BlockOp = DeleteOp | PlacedOp | UpdateOp  # what `replace_diff` finds: ops that name a block
+# One item of a write's `diff` (the wire says only "an object": these are what the kernel writes).
+Op = AppendOp | BlockOp | SetTitleOp | SetOptionOp | ArtifactOp | EdgeOp
+
 # Line pairs a text diff may leave to difflib (its worst case is ~0.1 us a pair: 0.1 s at this bound).
 MAX_DIFF_PAIRS = 1_000_000
 
@@ -26,10 +91,10 @@ def append_diff(added: list[Block]) -> list[Op]:
     return [{"op": "append", "blocks": count_blocks(added)}]
 
 
-def replace_diff(old: list[Block], new: list[Block]) -> list[Op]:
+def replace_diff(old: list[Block], new: list[Block]) -> list[BlockOp]:
     old_info = _flatten(old)
     new_info = _flatten(new)
-    ops: list[Op] = [{"op": "delete", "blockId": bid} for bid in old_info if bid not in new_info]
+    ops: list[BlockOp] = [{"op": "delete", "blockId": bid} for bid in old_info if bid not in new_info]
     moved = _moved(old_info, new_info)
     for bid, (parent, after, block) in new_info.items():
         if bid not in old_info:
@@ -38,15 +103,15 @@ def replace_diff(old: list[Block], new: list[Block]) -> list[Op]:
         if bid in moved:
             ops.append(placed("move", bid, parent, after))
         before = old_info[bid][2]
-        fields = [name for name in _FIELDS if before.get(name) != block.get(name)]
+        fields = [name for name in FIELDS if before.get(name) != block.get(name)]
         if fields:
             ops.append({"op": "update", "blockId": bid, "fields": fields})
     return ops
 
 
-def placed(op: str, bid: str, parent: str | None, after: str | None) -> Op:
+def placed(op: Literal["insert", "move"], bid: str, parent: str | None, after: str | None) -> PlacedOp:
     """An insert or move op: the block, and where it now sits (after a sibling, under a parent)."""
-    entry: Op = {"op": op, "blockId": bid, "after": after}
+    entry: PlacedOp = {"op": op, "blockId": bid, "after": after}
     if parent is not None:
         entry["parentId"] = parent
     return entry

@@ -16,9 +16,8 @@ A multi-line text continues on lines indented to the block's content column (or 
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from mnote_mcp.kernel.blocks import BLOCK_TYPES, Block, normalize_blocks
+from mnote_mcp.kernel.blocks import BLOCK_TYPES, Block, NewBlock, Props, normalize_blocks
 from mnote_mcp.kernel.errors import MnoteError, invalid
 
 _PUNCT = r"!-/:-@\[-`{-~"  # ASCII punctuation: what a CommonMark backslash escapes
@@ -102,7 +101,7 @@ def _render(block: Block, pad: str, number: int, lines: list[str], with_ids: boo
             _render(child, child_pad, child_number, lines, with_ids)
 
 
-def _marker(kind: str, props: dict[str, Any], number: int) -> tuple[str, int]:
+def _marker(kind: str, props: Props, number: int) -> tuple[str, int]:
     """A text block's line marker and its content column (where continuation lines and children sit)."""
     if kind == "heading":
         level = int(props.get("level", 1))
@@ -158,7 +157,7 @@ def _escape_field(value: object, special: str) -> str:
 # -- parsing ---------------------------------------------------------------------------------
 
 
-def parse_markdown(text: str, pointer: str = "/markdown") -> list[Block]:
+def parse_markdown(text: str, pointer: str = "/markdown") -> list[NewBlock]:
     """Blocks from Markdown written by `render_markdown(..., with_ids=True)`, checked by the block model.
 
     Refuses (invalid argument, with the line number) anything that is not that dialect, rather than
@@ -197,8 +196,8 @@ class _Parser:
     def error(self, reason: str) -> MnoteError:
         return invalid(self.pointer, reason, line=min(self.i, len(self.lines) - 1) + 1)
 
-    def document(self) -> list[Block]:
-        blocks: list[Block] = []
+    def document(self) -> list[NewBlock]:
+        blocks: list[NewBlock] = []
         while True:
             while self.i < len(self.lines) and self.lines[self.i] == "":
                 self.i += 1
@@ -214,12 +213,12 @@ class _Parser:
         line = self.lines[self.i]
         return line.startswith(pad) and line[len(pad) : len(pad) + 1] not in ("", " ")
 
-    def block(self, pad: str) -> Block:
+    def block(self, pad: str) -> NewBlock:
         if not self.starts_block(pad):
             raise self.error("unexpected indentation")
         line = self.lines[self.i][len(pad) :]
         self.i += 1
-        block: Block
+        block: NewBlock
         width = 0
         if _FENCE.match(line):
             block = self.code(pad, line)
@@ -237,16 +236,16 @@ class _Parser:
         if block.get("id") is None:
             raise self.error("a block without its <!-- id --> tag")
         if BLOCK_TYPES[block["type"]].has_children:
-            children: list[Block] = []
+            children: list[NewBlock] = []
             while self.starts_block(pad + " " * width):
                 children.append(self.block(pad + " " * width))
             if children:
                 block["children"] = children
         return block
 
-    def text_block(self, pad: str, line: str) -> tuple[Block, int]:
+    def text_block(self, pad: str, line: str) -> tuple[NewBlock, int]:
         head, bid = _split_tag(line)
-        props: dict[str, object] = {}
+        props: Props = {}
         if head == "---":
             return {"id": bid, "type": "divider", "text": ""}, 0
         if (match := _HEADING.match(head)) is not None:
@@ -265,7 +264,7 @@ class _Parser:
         if bid is None:
             more, bid = self.continuation(pad + " " * width)
             texts.extend(more)
-        block: Block = {"id": bid, "type": kind, "text": "\n".join(_unescape(t) for t in texts)}
+        block: NewBlock = {"id": bid, "type": kind, "text": "\n".join(_unescape(t) for t in texts)}
         if props:
             block["props"] = props
         return block, width
@@ -301,12 +300,12 @@ class _Parser:
                 return texts, bid
         raise self.error("a quote or callout without its <!-- id --> tag")
 
-    def callout(self, pad: str, line: str) -> Block:
+    def callout(self, pad: str, line: str) -> NewBlock:
         head, bid = _split_tag(line)
         match = _CALLOUT.match(head)
         if match is None:
             raise self.error("a callout header is '> [!CALLOUT icon]'")
-        block: Block = {"id": bid, "type": "callout", "text": ""}
+        block: NewBlock = {"id": bid, "type": "callout", "text": ""}
         if match.group(1):
             block["props"] = {"icon": _unescape(match.group(1))}
         if bid is None:
@@ -314,11 +313,11 @@ class _Parser:
             block["text"] = "\n".join(texts)
         return block
 
-    def code(self, pad: str, line: str) -> Block:
+    def code(self, pad: str, line: str) -> NewBlock:
         head, bid = _split_tag(line)
         fence = _FENCE.match(head)
         assert fence is not None
-        block: Block = {"id": bid, "type": "code", "text": ""}
+        block: NewBlock = {"id": bid, "type": "code", "text": ""}
         language = head[fence.end() :]
         if language:
             block["props"] = {"language": _unescape(language)}

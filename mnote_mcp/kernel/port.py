@@ -54,7 +54,7 @@ MAX_INT64 = 2**63 - 1  # revisions are stored as 64-bit integers: a larger one i
 # The annotations below name pydantic's markers, which this module imports only for type checking:
 # kernel/wireschema.py gives them to pydantic, and `_reader` reads them its own way (`_READER_NAMES`).
 if TYPE_CHECKING:
-    from pydantic import BeforeValidator, Field, JsonValue, SkipValidation
+    from pydantic import BeforeValidator, Field, JsonValue, SkipValidation, WithJsonSchema
 
     Revision = int  # a revision: bounded to 64 bits by its schema (kernel/wireschema.py)
 
@@ -66,6 +66,15 @@ def null_means(default: object, kind: object) -> BeforeValidator:
     from pydantic import BeforeValidator
 
     return BeforeValidator(lambda value: default if value is None else value, json_schema_input_type=kind)
+
+
+def plain_objects() -> WithJsonSchema:
+    """On the wire, blocks and diff ops are an array of plain objects: their TypedDicts
+    (kernel/blocks.py, kernel/diff.py) type the code, and the block model checks a caller's blocks;
+    the protocol's schema does not restate them."""
+    from pydantic import WithJsonSchema
+
+    return WithJsonSchema({"items": {"additionalProperties": True, "type": "object"}, "type": "array"})
 
 
 class CommandName(StrEnum):
@@ -152,6 +161,7 @@ _READER_NAMES: dict[str, object] = {
     "Revision": int,
     "SkipValidation": _Inner,
     "null_means": _NullMeans,
+    "plain_objects": lambda: None,
 }
 Reader = Callable[[Mapping[str, Any]], Wire]
 _READERS: dict[type[Wire], Reader] = {}
@@ -402,7 +412,7 @@ class CommandOutcome(Wire):
     command_id: str | None
     revision: int
     changed: bool
-    diff: SkipValidation[list[Op]] = field(default_factory=list)
+    diff: SkipValidation[Annotated[list[Op], plain_objects()]] = field(default_factory=list)
     warnings: SkipValidation[list[JSONObject]] = field(default_factory=list)
     replayed: bool = False
     data: SkipValidation[OutcomeData] = field(default_factory=OutcomeData)
@@ -427,7 +437,7 @@ class PageView(TypedDict):
     revision: int
     bodySummary: NotRequired[str]  # includeBody
     pageOptions: NotRequired[JSONObject]  # includeOptions
-    blocks: NotRequired[list[Block]]  # includeBlocks, format "blocks"
+    blocks: NotRequired[Annotated[list[Block], plain_objects()]]  # includeBlocks, format "blocks"
     markdown: NotRequired[str]  # includeBlocks, format "markdown"
     nextCursor: NotRequired[str]  # a paged read with blocks left
 

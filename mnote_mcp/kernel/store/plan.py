@@ -6,12 +6,12 @@ imports another one back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
-from mnote_mcp.kernel.diff import text_diff
+from mnote_mcp.kernel.diff import Op, text_diff
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import Command, CommandOutcome, OutcomeData
 from mnote_mcp.kernel.store.access import PageHead
@@ -45,7 +45,7 @@ class Tx:
 
 @dataclass(slots=True)
 class Plan:
-    diff: list[dict[str, Any]]
+    diff: list[Op]
     changed: bool
     blocks: list[BlockChange] = field(default_factory=list)
     head: HeadChange = field(default_factory=HeadChange)
@@ -104,12 +104,12 @@ def text_diff_of(
 def body_plan(
     tx: Tx,
     changes: list[BlockChange],
-    diff: list[dict[str, Any]],
+    diff: Sequence[Op],
     data: OutcomeData,
     body: list[Block] | None = None,
 ) -> Plan:
     return Plan(
-        diff=diff,
+        diff=list(diff),
         changed=bool(diff),
         blocks=changes,
         data=data,

@@ -22,7 +22,8 @@ from typing import Any
 
 import orjson
 
-from mnote_mcp.kernel.blocks import Block, block_not_found
+from mnote_mcp.kernel.blocks import Block, Props, block_not_found
+from mnote_mcp.kernel.diff import BlockOp
 from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.store.encoding import dumps
 from mnote_mcp.kernel.store.orderkeys import keys_between, too_long
@@ -47,7 +48,7 @@ class BlockRow:
     position: str
     type: str
     text: str
-    props: dict[str, Any]
+    props: Props
     revision: int
     seq: int = field(default=0, compare=False)  # the row's number in the table (0: not written yet)
 
@@ -424,7 +425,7 @@ def new_rows(blocks: list[Block], parent: str, keys: list[str], revision: int) -
 
 
 def replace_rows(
-    old: dict[str, BlockRow], body: list[Block], diff: list[dict[str, Any]], revision: int
+    old: dict[str, BlockRow], body: list[Block], diff: Sequence[BlockOp], revision: int
 ) -> list[BlockChange]:
     """The row changes that turn `old` into `body` (`diff`: `replace_diff` of the two). Blocks the diff
     keeps in place keep their order keys (increasing, as the diff's in-order core); the others get

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH, assign_ids, normalize_blocks, walk
+from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH, Block, assign_ids, normalize_blocks, walk
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.markdown import parse_markdown, render_markdown
 from tests.support.helpers import MODES, call, connect, page_args, write_args
@@ -103,7 +103,7 @@ def block(depth: int) -> st.SearchStrategy[dict[str, Any]]:
     return st.one_of(leaves, lists)
 
 
-def canonical(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def canonical(raw: list[dict[str, Any]]) -> list[Block]:
     return assign_ids(normalize_blocks(raw), "markdown-test", set())
 
 

@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
+from mnote_mcp.kernel.diff import Op
 from mnote_mcp.kernel.errors import Reason
 from mnote_mcp.kernel.port import OutcomeData
 from mnote_mcp.kernel.scopes import Scope
@@ -59,7 +60,7 @@ def _plan_summary(tx: Tx, p: SummaryPayload) -> Plan:
         "kind": "summary",
         "sourceRevision": page.revision,
     }
-    diff: list[dict[str, Any]] = []
+    diff: list[Op] = []
     if row is None or row[1] != text:
         diff.append({"op": "update" if row else "create", "artifact": "summary", "artifactId": artifact_id})
     diff.append({"op": "confirm" if edge_exists else "create", "edge": "reference", "edgeId": edge_id})
@@ -101,7 +102,7 @@ def _plan_note(tx: Tx, p: NotePayload) -> Plan:
         "kind": "ai_note",
         "sourceRevision": page.revision,
     }
-    diff = [
+    diff: list[Op] = [
         {"op": "create", "artifact": "ai_note", "artifactId": artifact_id},
         {"op": "create", "edge": "reference", "edgeId": edge_id},
     ]

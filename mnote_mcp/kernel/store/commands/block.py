@@ -14,6 +14,7 @@ from typing import Any, NotRequired, TypedDict
 from mnote_mcp.kernel.blocks import (
     BLOCK_TYPES,
     Block,
+    NewBlock,
     assign_ids,
     block_id,
     block_ids,
@@ -25,7 +26,7 @@ from mnote_mcp.kernel.blocks import (
     walk,
     walk_pointers,
 )
-from mnote_mcp.kernel.diff import placed
+from mnote_mcp.kernel.diff import FIELDS, Op, PlacedOp, placed
 from mnote_mcp.kernel.errors import invalid
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.commands.placement import PageIds, Placement, keys, placement, slot
@@ -37,7 +38,7 @@ from mnote_mcp.kernel.store.rows import FEW_IDS, TOP, BlockChange, BlockRow, new
 
 
 class InsertPayload(Placement):
-    blocks: list[Block]
+    blocks: list[NewBlock]
 
 
 def _validate_insert(payload: Mapping[str, Any]) -> InsertPayload:
@@ -51,9 +52,9 @@ def _plan_insert(tx: Tx, p: InsertPayload) -> Plan:
     blocks = p["blocks"]
     given = ids_in(blocks)
     on_page = tx.blocks.get_many(given)
-    for block, pointer in walk_pointers(blocks, "/blocks"):
-        if block["id"] in on_page:
-            raise invalid(f"{pointer}/id", "block id already on the page", blockId=block["id"])
+    for new, pointer in walk_pointers(blocks, "/blocks"):
+        if new["id"] in on_page:
+            raise invalid(f"{pointer}/id", "block id already on the page", blockId=new["id"])
     at = slot(tx, p)
     at.check_fits(max(height(block) for block in blocks), "/blocks")
     page = tx.page
@@ -61,7 +62,7 @@ def _plan_insert(tx: Tx, p: InsertPayload) -> Plan:
         blocks, f"{page.workspace_id}/{page.id}@{page.revision}:block.insert", PageIds(tx.blocks, set(given))
     )
     new_keys, rekeys = keys(tx, at, len(added))
-    diff: list[dict[str, Any]] = []
+    diff: list[PlacedOp] = []
     for block, parent, _ in walk(added, at.parent_id or None):
         diff.append(placed("insert", block["id"], parent, None))
     _link_afters(diff, added, at.after_id)
@@ -69,7 +70,7 @@ def _plan_insert(tx: Tx, p: InsertPayload) -> Plan:
     return body_plan(tx, changes, diff, {"blockIds": [op["blockId"] for op in diff]})
 
 
-def _link_afters(diff: list[dict[str, Any]], added: list[Block], first_after: str | None) -> None:
+def _link_afters(diff: list[PlacedOp], added: list[Block], first_after: str | None) -> None:
     """Fill each insert op's `after` (its previous sibling), in the walk order of `diff`."""
     afters: dict[str, str | None] = {}
 
@@ -164,15 +165,7 @@ def _plan_update(tx: Tx, p: UpdatePayload) -> Plan:
     )
     if after.same_content(row):
         return Plan(diff=[], changed=False, data={"blockIds": []})
-    fields = [
-        name
-        for name, old, new in (
-            ("type", row.type, after.type),
-            ("text", row.text, after.text),
-            ("props", row.props, after.props),
-        )
-        if old != new
-    ]
+    fields = [name for name in FIELDS if getattr(row, name) != getattr(after, name)]
     changes = [BlockChange(row.id, row, after)]
     return body_plan(
         tx, changes, [{"op": "update", "blockId": row.id, "fields": fields}], {"blockIds": [row.id]}
@@ -232,7 +225,7 @@ def _deleted_rows(tx: Tx, ids: list[str]) -> list[BlockRow]:
 def _plan_delete(tx: Tx, p: DeletePayload) -> Plan:
     removed = _deleted_rows(tx, p["blockIds"])
     changes = [BlockChange(row.id, row, None) for row in removed]
-    diff = [{"op": "delete", "blockId": row.id} for row in removed]
+    diff: list[Op] = [{"op": "delete", "blockId": row.id} for row in removed]
     return body_plan(tx, changes, diff, {"blockIds": [row.id for row in removed]})
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from mnote_mcp.kernel.blocks import Block, assign_ids, ids_in, normalize_blocks
-from mnote_mcp.kernel.diff import append_diff, replace_diff
+from mnote_mcp.kernel.blocks import NewBlock, assign_ids, ids_in, normalize_blocks
+from mnote_mcp.kernel.diff import Op, append_diff, replace_diff
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.access import option_registry
@@ -24,7 +24,7 @@ MAX_TITLE_LENGTH = 500
 
 class SavePayload(TypedDict):
     mode: Literal["replace", "append"]
-    content: list[Block]
+    content: list[NewBlock]
 
 
 def _validate_save(payload: Mapping[str, Any]) -> SavePayload:
@@ -144,7 +144,7 @@ def _plan_options(tx: Tx, p: OptionsPayload) -> Plan:
         }
         for name in not_wired
     ]
-    diff = [
+    diff: list[Op] = [
         {"op": "set", "option": name, "from": current.get(name), "to": value}
         for name, value in requested.items()
         if current.get(name) != value

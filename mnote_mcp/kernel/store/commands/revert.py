@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, TypedDict
 
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH
-from mnote_mcp.kernel.diff import replace_diff
+from mnote_mcp.kernel.diff import Op, replace_diff
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store import history
@@ -179,8 +179,8 @@ def _separate(rows: dict[str, BlockRow], current: dict[str, BlockRow]) -> None:
 
 def _plan(tx: Tx, rows: dict[str, BlockRow], target: PageState, undone: list[int]) -> Plan:
     old, new = tree_of(rows.values()), tree_of(target.rows.values())
-    diff = replace_diff(old, new)
-    placed_ids = {op["blockId"] for op in diff if op["op"] in ("insert", "move")}
+    ops = replace_diff(old, new)
+    placed_ids = {op["blockId"] for op in ops if op["op"] in ("insert", "move")}
     revision = tx.next_revision
     changes: list[BlockChange] = []
     for block_id in [*rows, *(bid for bid in target.rows if bid not in rows)]:
@@ -200,7 +200,8 @@ def _plan(tx: Tx, rows: dict[str, BlockRow], target: PageState, undone: list[int
         title=(page.title, target.title) if target.title != page.title else None,
         options=(dict(page.options), dict(target.options)) if target.options != page.options else None,
     )
-    block_ids = [op["blockId"] for op in diff]
+    block_ids = [op["blockId"] for op in ops]
+    diff: list[Op] = [*ops]
     if head.title is not None:
         diff.append({"op": "set", "field": "title", "from": head.title[0], "to": head.title[1]})
     if head.options is not None:

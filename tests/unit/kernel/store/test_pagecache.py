@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mnote_mcp.kernel.blocks import Block, Props
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Command, Correlation, PageQuery, PageView
 from mnote_mcp.kernel.store import rows
@@ -202,7 +203,7 @@ def test_a_caller_changing_its_answer_changes_no_later_answer(db: Path | str) ->
 
 def test_the_cache_is_bounded_and_keeps_one_revision_per_page() -> None:
     cache = PageCache(4_000)
-    tree = [{"id": "b", "type": "paragraph", "text": "x" * 200}]
+    tree: list[Block] = [{"id": "b", "type": "paragraph", "text": "x" * 200}]
     for n in range(40):
         cache.put("ws", f"p{n}", (1, 1, 200), tree, "x")
         assert cache.used <= cache.max_bytes
@@ -211,7 +212,7 @@ def test_the_cache_is_bounded_and_keeps_one_revision_per_page() -> None:
     assert cache.get("ws", "p0", (1, 1, 200)) is None, "the oldest went first"
     cache.put("ws", "p39", (2, 1, 200), tree, "x")
     assert cache.get("ws", "p39", (1, 1, 200)) is None, "a new revision replaces the old"
-    big = [{"id": "b", "type": "paragraph", "text": "x" * 1_500}]
+    big: list[Block] = [{"id": "b", "type": "paragraph", "text": "x" * 1_500}]
     cache.put("ws", "big", (1, 1, 1_500), big, "")
     assert cache.get("ws", "big", (1, 1, 1_500)) is None, "a page over a quarter of the cache is not kept"
     off = PageCache(0)
@@ -222,7 +223,8 @@ def test_the_cache_is_bounded_and_keeps_one_revision_per_page() -> None:
 def test_a_tree_that_does_not_come_back_from_its_json_is_not_kept() -> None:
     cache = PageCache()
     for odd in ({"n": float("nan")}, {"n": float("inf")}, {"n": 2**70}, {1: "not a string key"}):
-        cache.put("ws", "p", (1, 1, 1), [{"id": "b", "type": "paragraph", "text": "", "props": odd}], "")
+        props = cast(Props, odd)  # not what a block holds: what the cache must refuse to keep
+        cache.put("ws", "p", (1, 1, 1), [{"id": "b", "type": "paragraph", "text": "", "props": props}], "")
         assert cache.get("ws", "p", (1, 1, 1)) is None, odd
 
 
