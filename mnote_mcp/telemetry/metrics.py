@@ -2,8 +2,8 @@
 
 Counted as they happen: tool calls by tool, outcome, error code and reason, with their latency; HTTP
 requests and connections refused, by status and reason. Read when scraped (`sampled`): calls in
-flight, sessions, listen streams, watches, readiness (the store's pool and checkpoint figures are
-not served yet). The
+flight, sessions, listen streams, watches, readiness, and the store's pool and checkpoint figures
+(`transports/storemetrics.py`, a collector of its own: one reading of the store per scrape). The
 process's own (CPU, memory, file descriptors, garbage collection) come from prometheus_client's
 collectors. Made only when `--metrics-listen` serves them: without it the dispatcher has no observer
 and nothing is counted (docs/deploy.md, "Watching it run").

@@ -206,7 +206,10 @@ def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) ->
         stopping=lambda: inflight.closing,
     )
     if metrics is not None:
+        from mnote_mcp.transports.storemetrics import store_metrics  # (prometheus_client: see above)
+
         gauges(metrics, caps, listens, pages, inflight, readiness)
+        store_metrics(metrics, app.kernel)
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(

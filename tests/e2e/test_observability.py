@@ -18,7 +18,6 @@ from typing import Any
 import httpx2
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.helpers import RAW_INITIALIZE, call, page_args
 from tests.support.http_helpers import (
@@ -30,6 +29,7 @@ from tests.support.http_helpers import (
     wait_until,
     write_tokens,
 )
+from tests.support.metrics import samples
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -54,11 +54,7 @@ def scrape(url: str, token: str | None = None) -> dict[tuple[str, tuple[tuple[st
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     answer = httpx2.get(url, headers=headers, timeout=10)
     assert answer.status_code == 200, answer.text
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(answer.text)
-        for sample in family.samples
-    }
+    return samples(answer.text)
 
 
 def refused(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], status: int, reason: str) -> float:
@@ -72,6 +68,8 @@ async def test_metrics_count_calls_and_refusals_and_the_log_says_so(db: Path, to
         url = metrics_url(server.log)
         before = scrape(url)
         assert refused(before, 401, "unauthorized") == 0
+        assert before[("mnote_store_pool_size", ())] > 0  # the store's figures are served too
+        assert ("mnote_store_checkpoints_total", (("by", "checkpointer"),)) in before
 
         # A refused call increments its counter: a wrong token (401), an unknown session (404).
         wrong = httpx2.post(

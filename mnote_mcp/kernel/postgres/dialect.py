@@ -23,6 +23,7 @@ from mnote_mcp.kernel.postgres.notify import NotifyFeed
 from mnote_mcp.kernel.postgres.schema import Migration, check, migrate
 from mnote_mcp.kernel.postgres.search import TextIndex
 from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
+from mnote_mcp.kernel.store.figures import StoreFigures
 from mnote_mcp.kernel.store.sql import Connection
 
 logger = logging.getLogger(__name__)
@@ -101,6 +102,24 @@ class PostgresDialect:
 
     def dump(self) -> str:
         return self.database.dump()
+
+    def figures(self) -> StoreFigures:
+        """The pool's (psycopg_pool's `get_stats`), the outage's and the search gate's."""
+        stats = self.database.pool.get_stats()
+        running, waiting = self.gate.counts()
+        return StoreFigures(
+            database="postgresql",
+            pool_size=stats["pool_max"],
+            pool_idle=stats["pool_available"],
+            pool_in_use=stats["pool_size"] - stats["pool_available"],
+            pool_waiting=stats.get("requests_waiting", 0),
+            pool_timeouts=stats.get("requests_errors", 0),
+            connection_errors=stats.get("connections_errors", 0),
+            connections_lost=stats.get("connections_lost", 0),
+            unreachable=self.database.outage.down_since is not None,
+            searches_running=running,
+            searches_waiting=waiting,
+        )
 
     def close(self) -> None:
         self.database.close()

@@ -78,9 +78,15 @@ class SearchGate:
         self._limiter: CapacityLimiter | None = None  # made on the event loop (anyio needs one)
         self._in_flight: dict[str, int] = {}
         self._turns: dict[str, Lock] = {}  # an actor's, while it has a search in flight
+        self._admitted = 0  # searches in flight, running or waiting (every actor's)
 
     def in_flight(self, actor_id: str) -> int:
         return self._in_flight.get(actor_id, 0)
+
+    def counts(self) -> tuple[int, int]:
+        """(running, waiting): searches holding a place, and those waiting for their turn or one."""
+        running = 0 if self._limiter is None else int(self._limiter.borrowed_tokens)
+        return running, self._admitted - running
 
     @asynccontextmanager
     async def admit(self, actor_id: str) -> AsyncIterator[None]:
@@ -90,6 +96,7 @@ class SearchGate:
         if held >= self.bounds.per_actor:
             raise search_busy(self.bounds.per_actor)
         self._in_flight[actor_id] = held + 1
+        self._admitted += 1
         turn = self._turns.setdefault(actor_id, Lock())
         try:
             if self._limiter is None:
@@ -97,6 +104,7 @@ class SearchGate:
             async with turn, self._limiter:
                 yield
         finally:
+            self._admitted -= 1
             left = self._in_flight[actor_id] - 1
             if left:
                 self._in_flight[actor_id] = left

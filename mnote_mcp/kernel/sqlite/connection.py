@@ -21,6 +21,7 @@ committed pages.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -38,6 +39,7 @@ from mnote_mcp.kernel.sqlite.pool import (
     store_closing,
 )
 from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, MoveToThread
+from mnote_mcp.kernel.store.figures import StoreFigures
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +103,10 @@ class Checkpointer:
     def __init__(self, path: Path, busy_timeout: float) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
-        self.runs = 0  # checkpoints done (what tests look at)
+        self.runs = 0  # checkpoints done (what tests and the metrics look at)
+        self.catch_ups = 0  # checkpoints by a write on the loop after one of those
+        self.frames = 0  # log frames the last checkpoint found copied
+        self.seconds = 0.0  # how long the last checkpoint took
         self.catch_up = False  # set when a checkpoint is done: the next write on the loop catches up
         self._wake = threading.Event()
         self._closing = False
@@ -140,17 +145,20 @@ class Checkpointer:
             conn.close()
 
     def checkpoint(self, conn: sqlite3.Connection) -> None:
+        started = time.perf_counter()
         try:
             # Again while the last pass had much to copy: what was written during a long pass is
             # copied by a shorter one, so what is left for the loop's catch-up is small.
             copied = 0
             for _ in range(CHECKPOINT_PASSES):
                 _, _, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                self.frames = done
                 if done - copied < CATCH_UP_FRAMES:
                     break
                 copied = done
         except sqlite3.Error:  # the store closing: the next waking retries
             logger.debug("checkpoint of %s skipped", self.path, exc_info=True)
+        self.seconds = time.perf_counter() - started
         self.catch_up = True
         self.runs += 1  # after: who sees the run sees the catch-up due (or done by a write already)
 
@@ -162,6 +170,7 @@ class Checkpointer:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error:
             logger.debug("checkpoint of %s skipped", self.path, exc_info=True)
+        self.catch_ups += 1
 
 
 class Database:
@@ -306,6 +315,29 @@ class Database:
     def dump(self) -> str:
         with self.transaction(write=False) as conn:
             return dump(conn)
+
+    def figures(self) -> StoreFigures:
+        """The pool's counts and the checkpoints' (the automatic checkpoints of worker threads'
+        connections are SQLite's own and not counted), read without touching the store."""
+        idle, lent, waiting = self.pool.counts()
+        try:
+            wal_bytes = os.stat(f"{self.path}-wal").st_size
+        except OSError:  # no log (yet, or the store is closed)
+            wal_bytes = 0
+        checkpointer = self.checkpointer
+        return StoreFigures(
+            database="sqlite",
+            pool_size=self.pool.size,
+            pool_idle=idle,
+            pool_in_use=lent,
+            pool_waiting=waiting,
+            pool_timeouts=self.pool.timeouts,
+            checkpoints=checkpointer.runs,
+            catch_ups=checkpointer.catch_ups,
+            checkpoint_frames=checkpointer.frames,
+            checkpoint_seconds=checkpointer.seconds,
+            wal_bytes=wal_bytes,
+        )
 
     def _translate(self, exc: sqlite3.OperationalError, inline: bool) -> Exception:
         """A lock held elsewhere, the store closing, a file that cannot be opened (out of file

@@ -21,6 +21,7 @@ from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
 from mnote_mcp.kernel.sqlite.search import Fts5Index
 from mnote_mcp.kernel.store.changes import InProcessFeed
 from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT
+from mnote_mcp.kernel.store.figures import StoreFigures
 from mnote_mcp.kernel.store.sql import Connection
 
 
@@ -77,6 +78,9 @@ class SqliteDialect:
 
     def dump(self) -> str:
         return self.database.dump()
+
+    def figures(self) -> StoreFigures:
+        return self.database.figures()
 
     def close(self) -> None:
         self.database.close()

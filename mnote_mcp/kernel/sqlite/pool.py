@@ -78,6 +78,8 @@ class ConnectionPool:
         self._idle: list[sqlite3.Connection] = []
         self._lent: set[sqlite3.Connection] = set()
         self._opening = 0  # slots taken by connections being opened
+        self._waiting = 0  # callers waiting for a connection to come back
+        self.timeouts = 0  # waits that ran out (`store_busy`)
         self._changed = threading.Condition()
         self._warned = -_WARN_EVERY
 
@@ -97,6 +99,11 @@ class ConnectionPool:
         with self._changed:
             return len(self._lent)
 
+    def counts(self) -> tuple[int, int, int]:
+        """(idle, lent, waiting) at one moment, for the metrics."""
+        with self._changed:
+            return len(self._idle), len(self._lent), self._waiting
+
     def lend(self, deadline: float | None = None) -> sqlite3.Connection:
         """An idle connection, or a new one while fewer than `size` are open; else wait for one to
         come back until `deadline` (`time.monotonic()`; default: the busy timeout from now)."""
@@ -115,8 +122,13 @@ class ConnectionPool:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    self.timeouts += 1
                     raise store_busy(self.busy_timeout)
-                self._changed.wait(left)
+                self._waiting += 1
+                try:
+                    self._changed.wait(left)
+                finally:
+                    self._waiting -= 1
         try:  # (what SQLite raises goes up: `Database` says what it means, in a call or at opening)
             conn = self._connect()
         finally:

@@ -21,7 +21,8 @@ the databases really do differently:
   every replica's, by LISTEN/NOTIFY);
 - **the schema**: a dialect is opened on a created, migrated or (read-only) checked schema; `created`
   says whether this opening created it;
-- `dump` (every row as text: what tests compare to prove nothing was written) and `close`.
+- `figures` (the pool's and the database's figures for the metrics, `figures.py`), `dump` (every row
+  as text: what tests compare to prove nothing was written) and `close`.
 
 No dialect reaches into the portable kernel's private names, and the portable kernel imports no
 dialect (tests/test_architecture.py checks both).
@@ -36,6 +37,7 @@ from typing import Protocol
 from mnote_mcp.kernel.port import PageChangeListener, SearchQuery, SearchResult
 from mnote_mcp.kernel.search import Segment
 from mnote_mcp.kernel.store.changes import PageChange
+from mnote_mcp.kernel.store.figures import StoreFigures
 from mnote_mcp.kernel.store.search import Clock
 from mnote_mcp.kernel.store.sql import Connection
 
@@ -164,6 +166,11 @@ class Dialect(Protocol):
 
     def dump(self) -> str:
         """Every row of the store as text, in a stable order."""
+        ...
+
+    def figures(self) -> StoreFigures:
+        """The pool's and the database's own figures now, from counts kept anyway (`figures.py`):
+        cheap, safe from any thread, no statement run."""
         ...
 
     def close(self) -> None: ...

@@ -44,6 +44,7 @@ from mnote_mcp.kernel.port import (
 )
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.dialect import MoveToThread
+from mnote_mcp.kernel.store.figures import StoreFigures
 from mnote_mcp.kernel.store.group import GroupCommit
 from mnote_mcp.kernel.store.store import Store
 
@@ -116,6 +117,10 @@ class StoreKernel:
     def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
         """`PageChangeFeed`: hear page writes as they commit (see the module)."""
         return self.store.dialect.feed.watch(listener)
+
+    def store_figures(self) -> StoreFigures:
+        """`figures.Measured`: the dialect's figures, for the metrics."""
+        return self.store.dialect.figures()
 
     async def aclose(self) -> None:
         if self._inline:
