@@ -28,7 +28,7 @@ from mnote_mcp.tools.failures import CONSENT_ERRORS, EVERY_TOOL, ErrorCase
 from mnote_mcp.tools.permissions import Caller, Refusal
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
-from mnote_mcp.tools.sizes import HERMES_RESOURCE_TOOLS, resource_tool_bytes
+from mnote_mcp.tools.sizes import HERMES_UTILITY_TOOLS, utility_tool_bytes
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
 from mnote_mcp.vocabulary.messages import CATALOGUE_BEGIN, CATALOGUE_END, catalogue_markdown
 
@@ -112,11 +112,11 @@ def size_table(specs: Sequence[ToolSpec] = ALL_TOOLS) -> str:
         totals = [total + value for total, value in zip(totals, row, strict=True)]
         lines.append(f"| `{spec.name}` | " + " | ".join(f"{value:,}" for value in row) + " |")
     lines.append("| all | " + " | ".join(f"{value:,}" for value in totals) + " |")
-    extra = resource_tool_bytes()
-    shown = len(specs) + len(HERMES_RESOURCE_TOOLS)
+    extra = utility_tool_bytes()
+    shown = len(specs) + len(HERMES_UTILITY_TOOLS)
     contract, strict = totals[0] + extra, totals[2] + extra
     lines.append(
-        f"| with Hermes's `list_resources`, `read_resource` ({extra:,}) | {contract:,} | | {strict:,} | | |"
+        f"| with Hermes's `list_resources`, `read_resource`, `list_prompts`, `get_prompt` ({extra:,}) | {contract:,} | | {strict:,} | | |"
     )
     lines.append(f"| per tool ({shown} tools) | {contract // shown:,} | | {strict // shown:,} | | |")
     return "\n".join(lines)

@@ -92,8 +92,9 @@ def definition_bytes(definition: dict[str, Any]) -> int:
     return len(orjson.dumps(definition))
 
 
-# The two tools Hermes adds for a server that has resources (`_build_utility_schemas`), as it words them.
-HERMES_RESOURCE_TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+# The tools Hermes adds for a server that has resources and prompts (`_build_utility_schemas`), as it
+# words them: mnote has both, so its model is sent all four with every request.
+HERMES_UTILITY_TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "list_resources",
         "List available resources from MCP server '{key}'",
@@ -108,11 +109,33 @@ HERMES_RESOURCE_TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
             "required": ["uri"],
         },
     ),
+    (
+        "list_prompts",
+        "List available prompts from MCP server '{key}'",
+        {"type": "object", "properties": {}},
+    ),
+    (
+        "get_prompt",
+        "Get a prompt by name from MCP server '{key}'",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Name of the prompt to retrieve"},
+                "arguments": {
+                    "type": "object",
+                    "description": "Optional arguments to pass to the prompt",
+                    "properties": {},
+                    "additionalProperties": True,
+                },
+            },
+            "required": ["name"],
+        },
+    ),
 )
 
 
-def resource_tool_bytes(server_key: str = SERVER_KEY) -> int:
-    """The bytes of Hermes's two resource tools for this server: sent with every request too."""
+def utility_tool_bytes(server_key: str = SERVER_KEY) -> int:
+    """The bytes of Hermes's resource and prompt tools for this server: sent with every request too."""
     return sum(
         definition_bytes(
             {
@@ -124,5 +147,5 @@ def resource_tool_bytes(server_key: str = SERVER_KEY) -> int:
                 },
             }
         )
-        for name, description, parameters in HERMES_RESOURCE_TOOLS
+        for name, description, parameters in HERMES_UTILITY_TOOLS
     )

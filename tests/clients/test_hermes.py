@@ -25,7 +25,12 @@ from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.examples import Target
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
-from mnote_mcp.tools.sizes import definition_bytes, function_definition, resource_tool_bytes
+from mnote_mcp.tools.sizes import (
+    HERMES_UTILITY_TOOLS,
+    definition_bytes,
+    function_definition,
+    utility_tool_bytes,
+)
 from tests.clients.hermes.fake_model import ToolCall, Transcript, Turn, _text, scripted_model
 from tests.clients.hermes.harness import (
     ADDRESS_PLACEHOLDER,
@@ -228,7 +233,7 @@ def test_each_example_registers_mnote_once(example: str) -> None:
 def test_the_definitions_weigh_what_the_size_table_says(tmp_path: Path, form: SchemaForm) -> None:
     """The measure every size budget and the README's table use (`tools/sizes.py`) is Hermes's own:
     each tool's function definition as Hermes 0.19.0 builds it, equal to ours, byte for byte, in
-    both schema forms, and its two resource tools as `resource_tool_bytes` counts them."""
+    both schema forms, and its resource and prompt tools as `utility_tool_bytes` counts them."""
     require_hermes()
     db = demo_store(tmp_path / "mnote.db")
     args = json.dumps(["--db", str(db), "--actor", "user_1", "--schema-form", form])
@@ -242,8 +247,8 @@ def test_the_definitions_weigh_what_the_size_table_says(tmp_path: Path, form: Sc
         ours = function_definition(tool.name, tool.description or "", tool.input_schema)
         assert given.pop(ours["function"]["name"]) == ours, spec.name
         assert definition_bytes(ours) == spec.model_bytes(form)
-    assert sum(definition_bytes(d) for d in given.values()) == resource_tool_bytes()
-    assert set(given) == {model_name(STDIO, "list_resources"), model_name(STDIO, "read_resource")}
+    assert sum(definition_bytes(d) for d in given.values()) == utility_tool_bytes()
+    assert set(given) == {model_name(STDIO, name) for name, _, _ in HERMES_UTILITY_TOOLS}
 
 
 def _objects(schema: Any) -> list[dict[str, Any]]:
