@@ -146,7 +146,7 @@ async def confirmed_write(
         refusal = next((answer for answer in answers.values() if answer != "accept"), None)
         if refusal is not None:
             error = refused(refusal, settings)
-            await _audit_refusal(kernel, request, str(plan.get("commandName") or spec.name), error)
+            await _audit_refusal(kernel, request, spec, error)
             raise error
         if not plan.get("changed"):
             break
@@ -170,11 +170,12 @@ async def confirmed_write(
     return await spec.handler(request, kernel)
 
 
-async def _audit_refusal(kernel: Kernel, request: ToolRequest, command: str, error: MnoteError) -> None:
+async def _audit_refusal(kernel: Kernel, request: ToolRequest, spec: ToolSpec, error: MnoteError) -> None:
     """The kernel's audit record of the refused write (its id added to the refusal's details). The
     person's answer stands whatever happens to the record: a kernel that cannot keep it (a runtime
     without the route, one that is down) is logged, and the write is refused all the same."""
-    assert request.idempotency_key is not None  # required by every write tool's schema
+    assert request.idempotency_key is not None and spec.command is not None  # (a write tool)
+    command = spec.command.name
     refusal = Refusal(
         name=command,
         workspace_id=request.workspace_id,
