@@ -11,7 +11,9 @@ before every write that changes something, `never` asks nothing.
   after a second dry run shows the same impact as the one the person accepted (else they are asked
   again about the new one, at most `MAX_QUESTIONS` times, then `conflict`/`plan_changed`);
 - decline, cancel, or no answer within `--confirm-timeout`: `permission_denied` with reason
-  `declined`, `cancelled` or `confirm_timeout`, nothing written;
+  `declined`, `cancelled` or `confirm_timeout`, nothing written but the kernel's audit record of the
+  refusal (`Kernel.record_refusal`: effect `refused`, outcome the reason; its id in the refusal's
+  `details.auditCommandId`), kept out of the idempotency ledger so the same key may be written later;
 - a client that cannot be asked (no form elicitation, or no channel to ask on) writes as before, or
   is refused (`confirm_unavailable`) under `--confirm-fallback refuse`;
 - a replay of a key already written, a dry run, and a write that changes nothing never ask.
@@ -24,6 +26,7 @@ raises `ConfirmationPending` to end this request with the question.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import anyio
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.port import Kernel, PageQuery
+from mnote_mcp.kernel.port import Kernel, PageQuery, Refusal, Refused
 from mnote_mcp.tools.consent import Destruction, never
 from mnote_mcp.vocabulary.consent import Impact, impact_of, question_text
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
@@ -50,6 +53,7 @@ CONFIRM_FALLBACKS: tuple[ConfirmFallback, ...] = ("write", "refuse")
 DEFAULT_CONFIRM_TIMEOUT = 120.0
 # How often one call may ask: a plan that keeps changing under the person's eyes ends in a conflict.
 MAX_QUESTIONS = 3
+logger = logging.getLogger(__name__)
 # What a refusal says in `error.details.confirmation`, and the reason that picks its words.
 _REFUSALS: dict[str, tuple[str, Reason]] = {
     "decline": ("declined", Reason.DECLINED),
@@ -141,7 +145,9 @@ async def confirmed_write(
             break  # the key was written before: the call replays that write, and changes nothing
         refusal = next((answer for answer in answers.values() if answer != "accept"), None)
         if refusal is not None:
-            raise refused(refusal, settings)
+            error = refused(refusal, settings)
+            await _audit_refusal(kernel, request, spec, error)
+            raise error
         if not plan.get("changed"):
             break
         impact = impact_of(plan)
@@ -162,6 +168,35 @@ async def confirmed_write(
         with _waiting(scope, call_timeout):
             answers[question.digest] = await asker.ask(question)
     return await spec.handler(request, kernel)
+
+
+async def _audit_refusal(kernel: Kernel, request: ToolRequest, spec: ToolSpec, error: MnoteError) -> None:
+    """The kernel's audit record of the refused write (its id added to the refusal's details). The
+    person's answer stands whatever happens to the record: a kernel that cannot keep it (a runtime
+    without the route, one that is down) is logged, and the write is refused all the same."""
+    assert request.idempotency_key is not None and spec.command is not None  # (a write tool)
+    command = spec.command.name
+    refusal = Refusal(
+        name=command,
+        workspace_id=request.workspace_id,
+        document_id=request.document_id,
+        actor_id=request.actor_id,
+        correlation=request.correlation,
+        idempotency_key=request.idempotency_key,
+        outcome=Refused(error.reason.value),
+    )
+    try:
+        record = await kernel.record_refusal(refusal)
+    except MnoteError as failure:
+        logger.warning(
+            "refused %s not audited: %s/%s (trace %s)",
+            command,
+            failure.code.value,
+            failure.reason.value,
+            request.correlation.trace_id,
+        )
+        return
+    error.details["auditCommandId"] = record["commandId"]
 
 
 def _may_ask(spec: ToolSpec, request: ToolRequest, settings: Confirmation, asker: Asker | None) -> bool:

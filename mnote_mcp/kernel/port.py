@@ -324,8 +324,8 @@ class SearchQuery(Wire):
 
 
 @dataclass(frozen=True, slots=True)
-class Command(Wire):
-    """One kernel command: what a write tool asks the runtime to do (or, with dry_run, to plan)."""
+class CommandHead(Wire):
+    """What names a command and its call: a `Command`'s fields before its own, a `Refusal`'s."""
 
     __wire_names__: ClassVar[Mapping[str, str]] = {"name": "command"}
 
@@ -335,12 +335,36 @@ class Command(Wire):
     actor_id: str
     correlation: Correlation
     idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Command(CommandHead):
+    """One kernel command: what a write tool asks the runtime to do (or, with dry_run, to plan)."""
+
     dry_run: bool
     # keyword-only so that it can stand before `payload`, where the wire has it
     base_revision: Revision | None = field(default=None, kw_only=True)
     # What the command is about (`SkipValidation`: JSON checked by the schema, passed to the kernel as
     # it came, which gives it its meaning; likewise an outcome's diff, warnings and data).
     payload: SkipValidation[Mapping[str, Any]]
+
+
+class Refused(StrEnum):
+    """How the person refused a write they were asked about (`--confirm`, issue 25)."""
+
+    DECLINED = "declined"  # they said no
+    CANCELLED = "cancelled"  # they dismissed the question
+    CONFIRM_TIMEOUT = "confirm_timeout"  # no answer within --confirm-timeout
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal(CommandHead):
+    """A write the person refused when asked: what `record_refusal` audits, without running it.
+
+    The command as the write tool would have sent it, less its payload (nothing of it is applied or
+    kept), and how it was refused (`outcome`)."""
+
+    outcome: Refused
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -491,7 +515,8 @@ class SearchResult(TypedDict):
 
 
 class AuditRecord(TypedDict):
-    """One command as the audit trail keeps it (a replay is a record of its own: `effect` "replay")."""
+    """One command as the audit trail keeps it (a replay is a record of its own: `effect` "replay"; a
+    write the person refused too: `effect` "refused", `outcome` how, `Refused`)."""
 
     seq: int
     commandId: str
@@ -576,6 +601,13 @@ class Kernel(Protocol):
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
     ) -> list[AuditRecord]: ...
+
+    async def record_refusal(self, refusal: Refusal) -> AuditRecord:
+        """Audit a write the person refused (`effect` "refused", `outcome` how): nothing else is
+        written, not even the idempotency ledger, so the same key may still be written later, once.
+        Needs the command's own scope on the page, as `execute` would (an unknown command is
+        `invalid_argument`)."""
+        ...
 
     async def aclose(self) -> None: ...
 

@@ -51,6 +51,7 @@ from mnote_mcp.kernel.port import (
     PageRevision,
     PagesQuery,
     PageView,
+    Refusal,
     RevisionsQuery,
     SearchQuery,
     SearchResult,
@@ -358,6 +359,19 @@ AUDIT_TRAIL = Operation(
         trace_id=query.trace_id, command_id=query.command_id, limit=query.limit
     ),
 )
+# A write the person refused when asked (issue 25): audited, never run. A route of its own rather than
+# a marker on `execute`: a runtime that does not know the marker would ignore it and make the write.
+RECORD_REFUSAL = Operation(
+    "record_refusal",
+    "POST",
+    "/v1/refusals",
+    "record",
+    modeled(Refusal),
+    as_is(AuditRecord),
+    lambda kernel, refusal: kernel.record_refusal(refusal),
+    carrier="refusal",
+    trace=trace_of,
+)
 OPERATIONS: dict[str, Operation[Any, Any]] = {
     op.name: op
     for op in (
@@ -369,6 +383,7 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
         PAGE_HISTORY,
         SEARCH_PAGES,
         AUDIT_TRAIL,
+        RECORD_REFUSAL,
     )
 }
 HEALTH_PATH = "/v1/health"

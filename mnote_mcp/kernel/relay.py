@@ -23,6 +23,7 @@ from mnote_mcp.kernel.port import (
     PageRef,
     PagesQuery,
     PageView,
+    Refusal,
     RevisionsQuery,
     SearchQuery,
     SearchResult,
@@ -35,6 +36,7 @@ from mnote_mcp.kernel.protocol import (
     LIST_PAGES,
     PAGE_HISTORY,
     PAGE_REVISIONS,
+    RECORD_REFUSAL,
     SEARCH_PAGES,
     Ans,
     Operation,
@@ -76,3 +78,6 @@ class Relay(ABC):
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
     ) -> list[AuditRecord]:
         return await self.call(AUDIT_TRAIL, AuditQuery(trace_id, command_id, limit))
+
+    async def record_refusal(self, refusal: Refusal) -> AuditRecord:
+        return await self.call(RECORD_REFUSAL, refusal)

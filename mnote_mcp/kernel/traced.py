@@ -29,6 +29,7 @@ from mnote_mcp.kernel.port import (
     PageQuery,
     PageRef,
     PageView,
+    Refusal,
     SearchQuery,
     SearchResult,
 )
@@ -135,6 +136,19 @@ class TracedKernel:
     ) -> list[AuditRecord]:
         with kernel_span("audit_trail"):
             return await self.inner.audit_trail(trace_id=trace_id, command_id=command_id, limit=limit)
+
+    async def record_refusal(self, refusal: Refusal) -> AuditRecord:
+        with kernel_span(
+            f"record_refusal {refusal.name}",
+            command=refusal.name,
+            workspace_id=refusal.workspace_id,
+            document_id=refusal.document_id,
+            outcome=refusal.outcome.value,
+            **_ids(refusal.correlation),
+        ) as span:
+            record = await self.inner.record_refusal(refusal)
+            span.set_attribute("mnote.command_id", record["commandId"])
+            return record
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -343,7 +343,8 @@ def test_a_destructive_delete_asks_at_hermes_approval_prompt(hermes: tuple[Conne
     declined, asked = delete("kept", "d")
     assert declined["ok"] is False, declined
     assert declined["error"]["code"] == "mnote_tool_permission_denied"
-    assert declined["error"]["details"] == {"confirmation": "declined"}
+    assert declined["error"]["details"]["confirmation"] == "declined"
+    assert declined["error"]["details"]["auditCommandId"], "the refusal is audited"
     # The question in the server's locale: the stdio example's zh-CN, the test's HTTP server's en.
     question = (
         f"确认写入页面《Consent ({key})》（mnote.block.delete）？\n删除 3 个块。"
@@ -541,7 +542,7 @@ def test_the_agent_loop_asks_the_person_before_deleting_a_list(
         assert envelope["ok"] is True and envelope["audit"]["effect"] == "write"
         assert texts == ["The kept list"]
     else:
-        assert envelope["ok"] is False and envelope["error"]["details"] == {"confirmation": "declined"}
+        assert envelope["ok"] is False and envelope["error"]["details"]["confirmation"] == "declined"
         assert envelope["error"]["message"] == "用户拒绝了这次写入，未写入任何内容"
         assert texts == ["The kept list", "The deleted list"]
 

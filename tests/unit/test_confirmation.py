@@ -2,7 +2,8 @@
 
 `legacy` asks with `elicitation/create` while the call waits; `auto` (2026-07-28) answers the call with
 an `input_required` result and the SDK client retries it with the answer. Each case checks the store:
-an accepted write lands once, a refused one leaves every row as it was.
+an accepted write lands once, a refused one leaves every row as it was but the audit record of the
+refusal (effect `refused`, the call's ids, outcome `declined`, `cancelled` or `confirm_timeout`).
 """
 
 from __future__ import annotations
@@ -51,14 +52,29 @@ class Person:
         return types.ElicitResult(action=self.action, content={} if self.action == "accept" else None)  # type: ignore[arg-type]
 
 
-async def _writes(db: Path, key: str) -> list[AuditRecord]:
-    """The audit records of writes made with `key`."""
+async def _records(db: Path, key: str, effect: str = "write") -> list[AuditRecord]:
+    """The audit records of `effect` made with `key` (writes by default)."""
     kernel = open_kernel(db)
     try:
         records = await kernel.audit_trail(limit=1000)
     finally:
         await kernel.aclose()
-    return [r for r in records if r["idempotencyKey"] == key and r["effect"] == "write"]
+    return [r for r in records if r["idempotencyKey"] == key and r["effect"] == effect]
+
+
+async def _writes(db: Path, key: str) -> list[AuditRecord]:
+    return await _records(db, key)
+
+
+async def _refusal(db: Path, key: str, refused: dict[str, Any], outcome: str) -> None:
+    """The one audit record of the refused write: the call's ids, how it was refused, the page's
+    revision unchanged, and its id in the refusal's details."""
+    (record,) = await _records(db, key, "refused")
+    assert record["outcome"] == outcome and record["commandName"] == "page.body.save"
+    assert record["commandId"] == refused["error"]["details"]["auditCommandId"]
+    assert (record["traceId"], record["toolCallId"]) == (refused["traceId"], refused["toolCallId"])
+    assert record["actorId"] == "user_editor" and record["revisionBefore"] == record["revisionAfter"]
+    assert (record["workspaceId"], record["documentId"]) == ("ws_1", "doc_1")
 
 
 async def _blocks(db: Path) -> list[str]:
@@ -93,10 +109,10 @@ async def test_an_accepted_destructive_save_is_written_once_and_its_replay_asks_
         ("cancel", "cancelled", "the person dismissed the confirmation; nothing was written"),
     ],
 )
-async def test_a_declined_or_cancelled_write_writes_nothing(
+async def test_a_declined_or_cancelled_write_writes_nothing_but_its_audit_record(
     db: Path, mode: str, action: str, reason: str, words: str
 ) -> None:
-    before = dump(db)
+    before = dump(db, audit=False)
     person = Person(action)
     async with connect(db, mode, elicitation_callback=person) as client:
         refused = await call(client, "mnote.page.save", **write_args("replace-2", **REPLACE))
@@ -109,24 +125,54 @@ async def test_a_declined_or_cancelled_write_writes_nothing(
     error = refused["error"]
     assert error["code"] == "mnote_tool_permission_denied" and error["message"] == words
     assert error["retryable"] is False and "hint" in error
-    assert error["details"] == {"confirmation": reason}
-    assert dump(db) == before, "nothing written"
+    assert error["details"] == {"confirmation": reason, "auditCommandId": error["details"]["auditCommandId"]}
+    assert dump(db, audit=False) == before, "nothing written"
+    await _refusal(db, "replace-2", refused, reason)
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_no_answer_within_the_timeout_writes_nothing(db: Path, mode: str) -> None:
     """legacy: the server stops waiting after --confirm-timeout; auto: an answer that comes later than
     that (the retry carries when it was asked) is refused the same way."""
-    before = dump(db)
+    before = dump(db, audit=False)
     person = Person("accept", delay=float("inf") if mode == "legacy" else 1.5)
     started = anyio.current_time()
     async with connect(db, mode, elicitation_callback=person, confirm_timeout=0.5) as client:
         refused = await call(client, "mnote.page.save", **write_args("replace-3", **REPLACE))
     assert anyio.current_time() - started < 30, "bounded by the timeout, not by the person"
     assert refused["error"]["code"] == "mnote_tool_permission_denied"
-    assert refused["error"]["details"] == {"confirmation": "timeout", "timeoutSeconds": 0.5}
+    details = refused["error"]["details"]
+    assert details == {
+        "confirmation": "timeout",
+        "timeoutSeconds": 0.5,
+        "auditCommandId": details["auditCommandId"],
+    }
     assert refused["error"]["message"] == "the person did not confirm within 0.5 s; nothing was written"
-    assert dump(db) == before
+    assert dump(db, audit=False) == before
+    await _refusal(db, "replace-3", refused, "confirm_timeout")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_key_declined_then_declined_again_then_accepted_writes_once(db: Path, mode: str) -> None:
+    """A refusal is not a write under its key: the same key asked again is asked again (a second
+    refusal record, nothing written), and accepted later it is written once, then replays."""
+    before = dump(db, audit=False)
+    async with connect(db, mode, elicitation_callback=Person("decline")) as client:
+        first = await call(client, "mnote.page.save", **write_args("replace-5", **REPLACE))
+        again = await call(client, "mnote.page.save", **write_args("replace-5", **REPLACE))
+    assert first["ok"] is False and again["ok"] is False
+    assert "idempotentReplay" not in str(again), "a refusal is not replayed as a write"
+    assert dump(db, audit=False) == before and await _writes(db, "replace-5") == []
+    assert len(await _records(db, "replace-5", "refused")) == 2
+    person = Person("accept")
+    async with connect(db, mode, elicitation_callback=person) as client:
+        written = await call(client, "mnote.page.save", **write_args("replace-5", **REPLACE))
+        replay = await call(client, "mnote.page.save", **write_args("replace-5", **REPLACE))
+    assert written["ok"] and "idempotentReplay" not in written["result"]
+    assert replay["ok"] and replay["result"]["idempotentReplay"] is True
+    assert len(person.questions) == 1, "asked once; the replay of the written key asks nothing"
+    assert await _blocks(db) == ["Only this is left."]
+    assert len(await _writes(db, "replace-5")) == 1
 
 
 @pytest.mark.parametrize("mode", MODES)

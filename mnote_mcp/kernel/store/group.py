@@ -29,11 +29,10 @@ from typing import Any, Protocol
 import anyio
 import anyio.lowlevel
 
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.kernel.store import ledger
 from mnote_mcp.kernel.store.changes import Writes
-from mnote_mcp.kernel.store.commands import COMMANDS, CommandSpec
+from mnote_mcp.kernel.store.commands import CommandSpec, command_spec
 from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, MoveToThread
 from mnote_mcp.kernel.store.plan import payload_blocks
 from mnote_mcp.kernel.store.sql import Connection
@@ -75,11 +74,7 @@ def run_group(store: GroupStore, commands: Sequence[Command], *, inline: bool) -
         try:
             if command.dry_run:
                 raise ValueError("a dry run only reads: it is not run in a group")
-            spec = COMMANDS.get(command.name)
-            if spec is None:
-                raise MnoteError(
-                    ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name}
-                )
+            spec = command_spec(command.name)
             if inline and payload_blocks(command.payload) > INLINE_BLOCKS:
                 raise MoveToThread  # validating, planning and writing that many blocks is heavy
             todo.append((index, command, spec, spec.validate(command.payload), ledger.fingerprint(command)))

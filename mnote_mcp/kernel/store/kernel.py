@@ -39,6 +39,7 @@ from mnote_mcp.kernel.port import (
     PageQuery,
     PageRef,
     PageView,
+    Refusal,
     SearchQuery,
     SearchResult,
 )
@@ -113,6 +114,10 @@ class StoreKernel:
         return await self._run(
             partial(self.store.audit_trail, trace_id=trace_id, command_id=command_id, limit=limit)
         )
+
+    async def record_refusal(self, refusal: Refusal) -> AuditRecord:
+        """One audit record (a write transaction of its own, outside the group commit: it is rare)."""
+        return await self._run(partial(self.store.record_refusal, refusal))
 
     def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
         """`PageChangeFeed`: hear page writes as they commit (see the module)."""

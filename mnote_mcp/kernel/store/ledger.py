@@ -4,7 +4,10 @@ One idempotency key is one operation for its actor in a workspace, whichever too
 key with the same command and arguments replays the first outcome, anything else is
 `mnote_tool_idempotency_conflict`. A replay is itself audited (effect `replay`): its own correlation
 ids and a link to the original (`replay_of`), so a retry is found by its own trace and by the
-original's. The audit log is append-only (database triggers refuse updates and deletes).
+original's. A write the person refused when asked (`--confirm`, issue 25) is audited too (effect
+`refused`, outcome `declined`, `cancelled` or `confirm_timeout`), and kept out of the ledger: nothing
+was done under its key, so the same key accepted later is written once, not replayed as a refusal.
+The audit log is append-only (database triggers refuse updates and deletes).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.port import AuditRecord, Command, CommandOutcome
+from mnote_mcp.kernel.port import AuditRecord, Command, CommandOutcome, Refusal
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.sql import Connection
 
@@ -136,9 +139,17 @@ def record_replay(conn: Connection, command: Command, replay: CommandOutcome) ->
     )
 
 
+def record_refusal(conn: Connection, refusal: Refusal, revision: int) -> AuditRecord:
+    """The audit record of a refused write (the page at `revision`, unchanged); no ledger entry."""
+    command_id_ = command_id(refusal.name, refusal.correlation.trace_id)
+    _audit(conn, refusal, command_id_, revision, revision, "refused", refusal.outcome.value, {}, None, now())
+    (record,) = audit_trail(conn, trace_id=None, command_id=command_id_, limit=1)
+    return record
+
+
 def _audit(
     conn: Connection,
-    command: Command,
+    command: Command | Refusal,
     command_id_: str,
     revision_before: int,
     revision_after: int,

@@ -16,7 +16,6 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block, block_ids, summary_of
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.policy import Scope
 from mnote_mcp.kernel.port import (
@@ -29,12 +28,13 @@ from mnote_mcp.kernel.port import (
     PageQuery,
     PageRef,
     PageView,
+    Refusal,
     SearchQuery,
     SearchResult,
 )
 from mnote_mcp.kernel.store import access, history, ledger, rows, search
 from mnote_mcp.kernel.store.changes import PageChange, WriteHook, Writes
-from mnote_mcp.kernel.store.commands import COMMANDS, CommandSpec
+from mnote_mcp.kernel.store.commands import CommandSpec, command_spec
 from mnote_mcp.kernel.store.concurrency import check_base
 from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, WRITE_ATTEMPTS, Dialect, MoveToThread
 from mnote_mcp.kernel.store.encoding import dumps, now
@@ -189,6 +189,13 @@ class Store:
         with self.transaction(write=False, inline=inline) as conn:
             return ledger.audit_trail(conn, trace_id=trace_id, command_id=command_id, limit=limit)
 
+    def record_refusal(self, refusal: Refusal, *, inline: bool = False) -> AuditRecord:
+        """Audit a write the person refused (`ledger.record_refusal`), authorised as the command itself."""
+        scope = command_spec(refusal.name).scope
+        with self.transaction(write=True, inline=inline) as conn:
+            page = access.authorize(conn, refusal.workspace_id, refusal.document_id, refusal.actor_id, scope)
+            return ledger.record_refusal(conn, refusal, page.revision)
+
     def check_access(
         self, workspace_id: str, document_id: str, actor_id: str, need: Scope, *, inline: bool = False
     ) -> None:
@@ -199,9 +206,7 @@ class Store:
     # -- commands -----------------------------------------------------------------------------
 
     def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome:
-        spec = COMMANDS.get(command.name)
-        if spec is None:
-            raise MnoteError(ErrorCode.INVALID_ARGUMENT, Reason.UNKNOWN_COMMAND, {"command": command.name})
+        spec = command_spec(command.name)
         if payload_blocks(command.payload) > INLINE_BLOCKS:
             if inline:
                 raise MoveToThread  # validating, planning and writing that many blocks is heavy

@@ -39,6 +39,8 @@ from mnote_mcp.kernel.port import (
     PageKey,
     PageQuery,
     PageRef,
+    Refusal,
+    Refused,
     SearchQuery,
 )
 from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
@@ -46,7 +48,7 @@ from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import StoreLocation, open_store
-from tests.support.helpers import FIXTURE, seeded_store
+from tests.support.helpers import FIXTURE, dump, seeded_store
 from tests.support.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
 from tests.support.writer import Writer
 
@@ -203,6 +205,27 @@ class Kit:
         if outcome.command_id is not None and mirrored[0].command_id is not None:
             self._mirror_ids[outcome.command_id] = mirrored[0].command_id
         return outcome
+
+    async def record_refusal(self, refusal: Refusal) -> dict[str, Any]:
+        mirrored: list[dict[str, Any]] = []
+
+        async def on_reference(kernel: Kernel) -> dict[str, Any]:
+            mirrored.append(dict(await kernel.record_refusal(refusal)))
+            return mirrored[0]
+
+        record: dict[str, Any] = await self._both(lambda k: k.record_refusal(refusal), on_reference)
+        self._mirror_ids[record["commandId"]] = mirrored[0]["commandId"]
+        return record
+
+    def refusal(
+        self,
+        key: str,
+        outcome: Refused = Refused.DECLINED,
+        *,
+        actor: str = "user_editor",
+        name: str = "page.body.save",
+    ) -> Refusal:
+        return Refusal(name, self.ws, "doc_1", actor, self.correlation(f"call_{key}"), key, outcome)
 
     async def get_page(self, query: PageQuery) -> dict[str, Any]:
         page: dict[str, Any] = await self._both(lambda k: k.get_page(query))
@@ -605,6 +628,47 @@ async def test_audit_records_are_found_by_trace_and_by_command_id(kit: Kit) -> N
     assert await kit.audit_trail(command_id=second.command_id) == [trail[1]]
     assert await kit.audit_trail(trace_id=kit.trace, limit=1) == [trail[1]]
     assert await kit.audit_trail(trace_id=f"no_such_{kit.trace}") == []
+
+
+async def test_a_refused_write_is_audited_and_its_key_still_writes_once(kit: Kit, adapter: Adapter) -> None:
+    """`record_refusal` (issue 25: a write the person declined, dismissed or left unanswered): one
+    audit record with the call's ids and how it was refused, nothing else written (no ledger entry:
+    the same key is still a new write, made once, then replayed); refused like the command itself."""
+    before = dump(adapter.store, audit=False)
+    records = [await kit.record_refusal(kit.refusal("k_no", outcome)) for outcome in Refused]
+    assert [(r["effect"], r["outcome"]) for r in records] == [
+        ("refused", "declined"),
+        ("refused", "cancelled"),
+        ("refused", "confirm_timeout"),
+    ]
+    record = records[0]
+    assert {k: record[k] for k in ("sessionId", "runId", "toolCallId", "traceId")} == kit.correlation(
+        "call_k_no"
+    ).to_wire()
+    assert (record["commandName"], record["actorId"], record["idempotencyKey"]) == (
+        "page.body.save",
+        "user_editor",
+        "k_no",
+    )
+    assert (record["revisionBefore"], record["revisionAfter"], record["replayOf"]) == (1, 1, None)
+    assert dump(adapter.store, audit=False) == before, "nothing but the audit records"
+    assert await kit.audit_trail(trace_id=kit.trace) == records
+    assert await kit.audit_trail(command_id=record["commandId"]) == [record]
+
+    command = kit.command(CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": PARA}, "k_no")
+    written = await kit.execute(command)
+    replay = await kit.execute(command)
+    assert not written.replayed and written.revision == 2 and replay.replayed
+    effects = [r["effect"] for r in await kit.audit_trail(trace_id=kit.trace)]
+    assert effects == ["refused", "refused", "refused", "write", "replay"]
+
+    viewer = await _refused(kit.record_refusal(kit.refusal("k_v", actor="user_viewer")))
+    assert (viewer.code, viewer.reason) == (ErrorCode.PERMISSION_DENIED, "page_write")
+    stranger = await _refused(kit.record_refusal(kit.refusal("k_s", actor="user_stranger")))
+    assert stranger.code is ErrorCode.PERMISSION_DENIED
+    unknown = await _refused(kit.record_refusal(kit.refusal("k_u", name="page.nuke")))
+    assert (unknown.code, unknown.reason) == (ErrorCode.INVALID_ARGUMENT, "unknown_command")
+    assert len(await kit.audit_trail(trace_id=kit.trace)) == 5, "a refused refusal records nothing"
 
 
 # -- what the block tools and page resources added to the port ----------------------------------

@@ -46,7 +46,7 @@ def note(trace: str, key: str) -> Command:
 
 def test_the_protocol_schemas_are_valid_json_schemas() -> None:
     forms = [form for op in OPERATIONS.values() for form in (op.request, op.answer)]
-    assert len(forms) == 16
+    assert len(forms) == 18
     for form in (*forms, ERROR, CLI_REQUEST):
         Draft202012Validator.check_schema(form.schema)
 
