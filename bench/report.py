@@ -88,13 +88,21 @@ def table(results: dict[str, Any]) -> str:
 def search_lines(s: dict[str, Any]) -> list[str]:
     """The search suite: latency per query (raw client, stdio), writes with and without the index, size."""
     lines = [f"search, {s['pages']:,} pages x 50 blocks ({s['blocks']:,} blocks), raw client over stdio:"]
-    for name, figures in s["search"].items():
-        rows = s["matching_rows"].get(name)
+    for name, query in s["queries"].items():
+        figures, rows = s["search"][name], s["matching_rows"].get(name)
         lines.append(
-            f"  {name:26} {s['queries'][name] or '(no query)':16} p50 {figures['p50'] / 1e3:7.2f} ms"
+            f"  {name:26} {query or '(no query)':16} p50 {figures['p50'] / 1e3:7.2f} ms"
             f"  p99 {figures['p99'] / 1e3:7.2f} ms  server CPU {s['cpu_ms'][name]:6.2f} ms"
             + (f"  ({rows:,} matching blocks)" if rows is not None else "")
         )
+        earlier = s["search"].get(f"baseline {name}")
+        if earlier is not None:  # `--baseline`: the same query on the earlier code, side by side
+            cpu = s["cpu_ms"][f"baseline {name}"]
+            lines.append(
+                f"    {'baseline':42} p50 {earlier['p50'] / 1e3:7.2f} ms  p99 {earlier['p99'] / 1e3:7.2f} ms"
+                f"  server CPU {cpu:6.2f} ms  (now/then p50 {figures['p50'] / earlier['p50']:.2f}x,"
+                f" CPU {s['cpu_ms'][name] / cpu if cpu else float('nan'):.2f}x)"
+            )
     w = s["write"]
     lines.append(
         f"  one-block write p50: {w['with index']['p50'] / 1e3:.2f} ms with the index,"

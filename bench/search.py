@@ -1,8 +1,10 @@
 """`mnote.page.search` at the issue's scale: 10,000 pages x 50 blocks, half Chinese, half English.
 
-`python -m bench.search [--quick]` (also part of `python -m bench`). Over stdio with the raw client:
-search latency (p50/p99) for a word, a prefix, a 2-character and a 4-character Chinese query (and, as
-information, a common word and the listing); a one-block write's p50 on a store with the index against
+`python -m bench.search [--quick] [--baseline DIR]` (also part of `python -m bench`). Over stdio with
+the raw client: search latency (p50/p99) for a word, a prefix (with `*`, and bare: forgiven since issue
+22), a 2-character and a 4-character Chinese query (and, as information, a common word and the
+listing), with `--baseline` also on a server running an earlier source tree (a copy of the store),
+interleaved call batch by call batch; a one-block write's p50 on a store with the index against
 the same store without it (its tables dropped, served by a server whose index follows no write:
 `Fts5Index.apply` a no-op), interleaved; the index's size on disk against the text's.
 
@@ -236,6 +238,7 @@ def queries() -> dict[str, str]:
     return {
         "word": english[300],
         "prefix": english[120][:3] + "*",
+        "bare prefix": english[120][:3],  # forgiven: a prefix since issue 22, exact matches first
         "2-char CJK": next(word for word in chinese[200:] if len(word) == 2),
         "4-char CJK": four,
         "common word (info)": english[40],
@@ -287,13 +290,6 @@ def make_store(path: Path, pages: int, blocks_per_page: int = 50) -> dict[str, A
     build(conn, lambda change: publish(conn, change, (index.apply,)))
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    counts = {
-        name: conn.execute(
-            "SELECT count(*) FROM search_index WHERE search_index MATCH ?", (_match(q),)
-        ).fetchone()[0]
-        for name, q in queries().items()
-        if q
-    }
     index_bytes = conn.execute(
         "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search%' OR name LIKE 'sqlite_autoindex_search%'"
         " OR name IN ('pages_by_change', 'pages_restricted')"
@@ -306,8 +302,22 @@ def make_store(path: Path, pages: int, blocks_per_page: int = 50) -> dict[str, A
         "index_bytes": index_bytes,
         "generate_s": generated,
         "build_s": time.perf_counter() - started - generated,
-        "matching_rows": counts,
     }
+
+
+def matching_rows(path: Path) -> dict[str, int]:
+    """The block rows each query matches, by this code's matching rule (not cached with the data)."""
+    conn = sqlite3.connect(path)
+    try:
+        return {
+            name: conn.execute(
+                "SELECT count(*) FROM search_index WHERE search_index MATCH ?", (_match(q),)
+            ).fetchone()[0]
+            for name, q in queries().items()
+            if q
+        }
+    finally:
+        conn.close()
 
 
 def _match(query: str) -> str:
@@ -337,8 +347,8 @@ _NO_INDEX = (
 )
 
 
-async def _peer(db: Path, *, index: bool = True) -> StdioPeer:
-    target = mnote(db)
+async def _peer(db: Path, *, index: bool = True, baseline: Path | None = None) -> StdioPeer:
+    target = mnote(db, baseline)
     argv = target.argv if index else [target.argv[0], "-c", _NO_INDEX, *target.argv[3:]]
     peer = await StdioPeer.spawn(argv, target.env, str(target.cwd))
     await peer.initialize()
@@ -346,8 +356,15 @@ async def _peer(db: Path, *, index: bool = True) -> StdioPeer:
     return peer
 
 
-async def measure(db: Path, plain: Path, pages: int, rounds: int, calls: int) -> dict[str, Any]:
+async def measure(
+    db: Path, plain: Path, pages: int, rounds: int, calls: int, baseline: tuple[Path, Path] | None = None
+) -> dict[str, Any]:
+    """The figures; with `baseline` (a copy of the store, a source tree of earlier code) every search
+    is also timed on the earlier code's server, interleaved with this one's round by round."""
     searched, other = await _peer(db), await _peer(plain, index=False)
+    servers = {"": searched}
+    if baseline is not None:
+        servers["baseline "] = await _peer(baseline[0], baseline=baseline[1])
     keys = itertools.count()
     asked = queries()
 
@@ -368,10 +385,11 @@ async def measure(db: Path, plain: Path, pages: int, rounds: int, calls: int) ->
 
     hits: dict[str, int] = {}
 
-    def searching(name: str) -> Callable[[int], Awaitable[None]]:
+    def searching(name: str, label: str = "") -> Callable[[int], Awaitable[None]]:
         async def one(n: int) -> None:
-            result = await checked(searched.call("mnote.page.search", search_args(asked[name])))
-            hits[name] = len(result["structuredContent"]["result"]["hits"])
+            peer = servers[label]
+            result = await checked(peer.call("mnote.page.search", search_args(asked[name])))
+            hits[label + name] = len(result["structuredContent"]["result"]["hits"])
 
         return one
 
@@ -379,26 +397,29 @@ async def measure(db: Path, plain: Path, pages: int, rounds: int, calls: int) ->
         return lambda n: checked(peer.call("mnote.block.update", write_args(n)))
 
     try:
-        for name in asked:  # warm up: page cache, statements
-            await sequential(searching(name), 5)
+        for label in servers:  # warm up: page cache, statements
+            for name in asked:
+                await sequential(searching(name, label), 5)
         for peer in (searched, other):
             await sequential(writing(peer), 10)
-        samples: dict[str, list[float]] = {name: [] for name in asked}
+        timed = [label + name for name in asked for label in servers]
+        samples: dict[str, list[float]] = {name: [] for name in timed}
         writes: dict[str, list[float]] = {"with index": [], "without index": []}
-        cpu: dict[str, list[float]] = {name: [] for name in asked}
+        cpu: dict[str, list[float]] = {name: [] for name in timed}
         write_cpu: dict[str, list[float]] = {"with index": [], "without index": []}
         for _ in range(rounds):
             for name in asked:
-                before = cpu_seconds(searched.process.pid)
-                samples[name] += await sequential(searching(name), calls)
-                cpu[name].append((cpu_seconds(searched.process.pid) - before) / calls)
+                for label, peer in servers.items():
+                    before = cpu_seconds(peer.process.pid)
+                    samples[label + name] += await sequential(searching(name, label), calls)
+                    cpu[label + name].append((cpu_seconds(peer.process.pid) - before) / calls)
             for label, peer in (("with index", searched), ("without index", other)):
                 before = cpu_seconds(peer.process.pid)
                 writes[label] += await sequential(writing(peer), calls)
                 write_cpu[label].append((cpu_seconds(peer.process.pid) - before) / calls)
     finally:
-        await searched.close()
-        await other.close()
+        for peer in (*servers.values(), other):
+            await peer.close()
     return {
         "queries": asked,
         "search": {name: percentiles(values) for name, values in samples.items()},
@@ -433,15 +454,22 @@ def cached_store(db: Path, pages: int) -> dict[str, Any]:
     return {**facts, "cached": str(cache)}
 
 
-async def search_suite(quick: bool) -> dict[str, Any]:
+async def search_suite(quick: bool, baseline: Path | None = None) -> dict[str, Any]:
     pages = 400 if quick else 10_000
     with tempfile.TemporaryDirectory(prefix="mnote-bench-search-") as tmp:
         db, plain = Path(tmp) / "search.db", Path(tmp) / "plain.db"
         facts = make_store(db, pages) if quick else cached_store(db, pages)
+        facts["matching_rows"] = matching_rows(db)
         without_index(db, plain)
         facts["plain_bytes"] = plain.stat().st_size
         facts["db_bytes"] = db.stat().st_size
-        figures = await measure(db, plain, pages, rounds=2 if quick else 5, calls=10 if quick else 40)
+        earlier = None
+        if baseline is not None:
+            earlier = (Path(tmp) / "baseline.db", baseline)
+            shutil.copyfile(db, earlier[0])
+        figures = await measure(
+            db, plain, pages, rounds=2 if quick else 5, calls=10 if quick else 40, baseline=earlier
+        )
     write = figures["write"]
     figures["write_ratio"] = write["with index"]["p50"] / write["without index"]["p50"]
     cpu = figures["write_cpu_ms"]
@@ -476,9 +504,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="400 pages instead of 10,000")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a source tree of earlier code: every search is timed on its server too, side by side",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
-    result = asyncio.run(search_suite(args.quick))
+    result = asyncio.run(search_suite(args.quick, args.baseline))
     text = json.dumps(result, indent=2, ensure_ascii=False)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")

@@ -6,8 +6,11 @@ its last character alone ("项目计划" → 项目 目计 计划 划), anything
 digits) becomes one token. So a CJK query of two or more characters is the phrase of its bigrams (a
 substring match, wherever it sits in a sentence), a single CJK character is a prefix of a token (every
 occurrence of a character starts a bigram or is a run's last character), and a Latin word matches
-whole, or as a prefix when written with a trailing `*`. The embedded kernel indexes these tokens with
-SQLite FTS5 (`kernel/sqlite/search.py`); another store can index the same tokens (docs/search.md).
+whole, or as a prefix when written with a trailing `*`. A bare word of `MIN_PREFIX_CHARS` or more
+characters (with a letter in it) forgives: it also matches the words it begins (`plan` finds
+"planning"), and pages where it matches whole rank first (`strict`: the query as it was written).
+The embedded kernel indexes these tokens with SQLite FTS5 (`kernel/sqlite/search.py`); another store
+can index the same tokens (docs/search.md).
 
 `SearchQuery` (`kernel/port.py`) is the kernel port's question (`Kernel.search_pages`); the answer is
 `{"hits": [...], "nextCursor"?}` (docs/search.md states both).
@@ -33,8 +36,10 @@ MAX_LIMIT = 50
 MAX_QUERY_CHARS = 200
 MAX_TERMS = 16  # segments (words, CJK runs) in one query
 SNIPPETS_PER_HIT = 2
-SNIPPET_CHARS = 120  # the longest snippet, markers and ellipses aside
-SNIPPET_LEAD = 30  # characters kept before the first match
+SNIPPET_CHARS = 240  # the longest snippet, markers and ellipses aside: enough to edit from
+# A bare word this long (or longer) also matches the words it begins; a shorter one matches whole only
+# (a one- or two-letter prefix would match most of the index: broad and slow, docs/search.md).
+MIN_PREFIX_CHARS = 3
 MARK = "**"  # around each match in a snippet
 # Pages changed since a cursor's first page that the next page ranks as they were then (each is read
 # back through its history); past this the cursor is refused and the search must start again.
@@ -76,11 +81,13 @@ def index_tokens(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One piece of a query: a Latin word (`prefix` with a trailing `*`) or a run of CJK characters."""
+    """One piece of a query: a Latin word (`prefix` with a trailing `*`, or `loose`: a bare word long
+    enough to match as a prefix too, ranked below its whole-word matches) or a run of CJK characters."""
 
     text: str  # folded
     cjk: bool
-    prefix: bool = False
+    prefix: bool = False  # matches the words it begins (a `loose` one too)
+    loose: bool = False  # a bare word that matches as a prefix: `strict` is its whole-word form
 
     def fts(self) -> str:
         """This segment as an FTS5 expression over `index_tokens`."""
@@ -95,7 +102,8 @@ def parse_query(query: str) -> list[Segment]:
     """The segments of a query; every one must match in the same block (or the title).
 
     Words are separated by anything that is not a letter, digit or CJK character; a `*` right after a
-    word makes it a prefix. Repeated segments count once.
+    word makes it a prefix, and so does a bare word of `MIN_PREFIX_CHARS` or more with a letter in it
+    (`loose`: its whole-word matches rank first). Repeated segments count once.
     """
     if len(query) > MAX_QUERY_CHARS:
         raise invalid("/query", f"longer than {MAX_QUERY_CHARS} characters")
@@ -104,7 +112,9 @@ def parse_query(query: str) -> list[Segment]:
     for match in _TOKEN.finditer(folded):
         cjk, word = match.groups()
         if word is not None:
-            segment = Segment(word, cjk=False, prefix=folded[match.end() : match.end() + 1] == "*")
+            star = folded[match.end() : match.end() + 1] == "*"
+            loose = not star and len(word) >= MIN_PREFIX_CHARS and any(c.isalpha() for c in word)
+            segment = Segment(word, cjk=False, prefix=star or loose, loose=loose)
         else:
             assert cjk is not None
             segment = Segment(cjk, cjk=True)
@@ -117,14 +127,23 @@ def parse_query(query: str) -> list[Segment]:
     return segments
 
 
+def strict(segments: Sequence[Segment]) -> list[Segment] | None:
+    """The query as written, every bare word whole: a page matching it ranks above pages matching
+    only by a forgiven prefix. None when no word is `loose` (every hit matches as written)."""
+    if not any(segment.loose for segment in segments):
+        return None
+    return [Segment(s.text, s.cjk) if s.loose else s for s in segments]
+
+
 def match_expression(segments: Sequence[Segment]) -> str:
     """The FTS5 query: every segment, in either column (title or body)."""
     return " AND ".join(segment.fts() for segment in segments)
 
 
 def snippet(text: str, segments: Sequence[Segment]) -> str | None:
-    """A short excerpt of `text` around its first match, every match in it marked `**…**`; None if
-    none of the segments occurs (a block matched by another segment of the same query)."""
+    """An excerpt of `text` (at most `SNIPPET_CHARS`) centred on its first match, every match in it
+    marked `**…**`; None if none of the segments occurs (a block matched by another segment of the
+    same query)."""
     folded, origin = _folded_with_origin(text)
     spans: list[tuple[int, int]] = []
     for segment in segments:
@@ -138,8 +157,8 @@ def snippet(text: str, segments: Sequence[Segment]) -> str | None:
             marks[-1] = (marks[-1][0], max(marks[-1][1], end))
         else:
             marks.append((start, end))
-    first = marks[0][0]
-    begin = max(0, first - SNIPPET_LEAD)
+    first, first_end = marks[0]
+    begin = max(0, first - max(0, SNIPPET_CHARS - (first_end - first)) // 2)
     finish = min(len(text), begin + SNIPPET_CHARS)
     begin = max(0, min(begin, finish - SNIPPET_CHARS))
     out: list[str] = ["…" if begin > 0 else ""]
@@ -218,7 +237,11 @@ def segments_of(query: SearchQuery) -> list[Segment] | None:
 def matches(text: str, segments: Sequence[Segment]) -> bool:
     """Whether a title or block text holds every segment: the index's matching rule, on a text the
     index no longer holds (a page as it was at a cursor's moment)."""
-    folded = fold(text)
+    return holds(fold(text), segments)
+
+
+def holds(folded: str, segments: Sequence[Segment]) -> bool:
+    """Whether a folded text holds every segment (`matches` on a text folded already)."""
     return all(find(folded, segment) for segment in segments)
 
 

@@ -38,12 +38,14 @@ PAGE_SEARCH = ToolSpec(
     name="mnote.page.search",
     title="Find pages",
     description=(
-        "Find pages by words in titles and text (word* for a prefix; Chinese/Japanese: any part). Hits: "
-        "ids, title, revision, snippets with blockId. No query: your latest pages. More: cursor=nextCursor."
+        "Find pages by words in titles and text (plan also finds planning; Chinese/Japanese: any part). "
+        "Hits: ids, title, revision, snippets with blockId. No query: your latest pages. More: "
+        "cursor=nextCursor."
     ),
     summary=(
         "find readable pages by title and block text (Chinese and Japanese by substring, words by word or "
-        "prefix), title matches first, with marked snippets; no query: most recently changed; paged"
+        "prefix, whole words first), title matches first, with marked snippets; no query: most recently"
+        " changed; paged"
     ),
     returns="`hits`: `workspaceId`, `documentId`, `title`, `revision`, `updatedAt`, `snippets`; `nextCursor`",
     toolset=Toolset.PAGE,

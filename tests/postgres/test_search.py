@@ -24,6 +24,7 @@ import statistics
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -35,7 +36,7 @@ from mnote_mcp.kernel.port import Correlation, PageQuery, SearchQuery, SearchRes
 from mnote_mcp.kernel.postgres import search as pg_search
 from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate
 from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
-from mnote_mcp.kernel.search import matches, parse_query, snippet
+from mnote_mcp.kernel.search import matches, parse_query, snippet, strict
 from mnote_mcp.kernel.store.fixtures import load_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
@@ -51,7 +52,7 @@ BIG_PAGES = 400  # x 50 blocks: 20,000 rows that all match `w*`
 # LIKE metacharacters among them), letters and digits outside ASCII, CJK, forms NFKC and case folding
 # change, an astral Han character, a combining accent.
 _WORDS = [
-    "w", "we", "with", "wé", "way", "straße", "strasse", "café", "cafe", "naïve", "ﬁle", "file",
+    "w", "we", "with", "wé", "way", "wayé", "waymark", "straße", "strasse", "café", "cafe", "naïve", "ﬁle", "file",
     "Ｗｉｄｅ", "wide", "WIDE", "x2", "²", "٣", "αβ", "ωmega", "中文", "项目", "计划", "プロ",
     "한국", "𠀀", "e\u0301", "budget", "a_b", "c++", "50%", "[x]", "^w", "$w", "w\\", "(w)", "w.*",
 ]  # fmt: skip
@@ -79,26 +80,37 @@ def _queries(rng: random.Random, count: int) -> list[str]:
 
 
 def _expected(pages: list[dict[str, Any]], query: str) -> list[tuple[str, list[dict[str, str]]]]:
-    """The rule's answer: pages ranked by (title matched, matching rows, creation order), best
-    first, each with the snippets of its first and last matching blocks."""
+    """The rule's answer: pages ranked by (matched as written, title matched, matching rows, creation
+    order), best first, each with the snippets of its first and last matching blocks."""
     segments = parse_query(query)
+    written = strict(segments) or segments
     ranked = []
     for order, page in enumerate(pages):
         title = matches(page["title"], segments)
         hits = [block for block in page["blocks"] if matches(block["text"], segments)]
         if title or hits:
+            texts = [page["title"]] * title + [block["text"] for block in hits]
+            exact = any(matches(text, written) for text in texts)
             ends = hits[:1] + hits[1:][-1:]
             snippets = [
                 {"blockId": block["id"], "text": text}
                 for block in ends
                 if (text := snippet(block["text"], segments)) is not None
             ]
-            ranked.append(((int(title), int(title) + len(hits), order), page["id"], snippets))
+            ranked.append(((int(exact), int(title), int(title) + len(hits), order), page["id"], snippets))
     ranked.sort(reverse=True)
     return [(page_id, snippets) for _, page_id, snippets in ranked]
 
 
-def test_the_matching_done_in_sql_answers_exactly_what_the_rule_says(pg_server: PgServer) -> None:
+def _texts(page: dict[str, Any]) -> list[str]:
+    return [page["title"], *(block["text"] for block in page["blocks"])]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_the_matching_done_in_sql_answers_exactly_what_the_rule_says(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Both stores against the rule, forgiven prefixes (`way` in "waymark") and their tier included."""
     rng = random.Random(26)
     pages = [
         {
@@ -108,19 +120,25 @@ def test_the_matching_done_in_sql_answers_exactly_what_the_rule_says(pg_server: 
         }
         for n in range(40)
     ]
-    store = open_store(pg_server.database())
+    pg_server: PgServer | None = request.getfixturevalue("pg_server") if kind == "postgres" else None
+    store = open_store(pg_server.database() if pg_server is not None else tmp_path / "rule.db")
     try:
         load_fixture(
             store,
             {"workspaces": [{"id": "ws", "members": [{"actorId": "u", "role": "viewer"}], "pages": pages}]},
         )
-        checked = found = 0
+        checked = found = tiered = 0
         for query in _queries(rng, 250):
             answer = store.search_pages(SearchQuery("u", CORRELATION, query=query, limit=50))
             got = [(hit["documentId"], hit.get("snippets", [])) for hit in answer["hits"]]
             assert got == _expected(pages, query), query
             checked, found = checked + 1, found + bool(got)
+            written = strict(parse_query(query))
+            if written is not None and got:
+                exact = {p["id"] for p in pages if any(matches(t, written) for t in _texts(p))}
+                tiered += bool({page for page, _ in got} - exact) and bool(exact)
         assert checked == 250 and found > 100, "queries that find pages, and many that do not"
+        assert tiered >= 5, "queries whose hits are ranked by the exact tier, both tiers present"
     finally:
         store.close()
 

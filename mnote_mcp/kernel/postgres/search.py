@@ -7,11 +7,11 @@ candidate rows of the pages the actor may read with one `LIKE '%segment%'` per s
 (a `pg_trgm` GIN index serves them where the extension can be created, for CJK and Latin text alike;
 without it they scan the rows of the workspaces searched), then keeps the rows where every segment
 really matches, with the matching rule the embedded index implements (`kernel/search.py`: a CJK run
-anywhere, a word whole or as a prefix with `*`): decided and counted in SQL where PostgreSQL can
-(`_found`), in Python for the few rows it cannot. So both stores answer the same pages, in the same
-order, with the same snippets: pages ranked by (title match, matching rows, creation order: the
-workspace's first page, then the page), snippets from the first and last matching blocks in the
-order they were written.
+anywhere, a word whole or as a prefix, with `*` or forgiven): decided and counted in SQL where
+PostgreSQL can (`_found`), in Python for the few rows it cannot. So both stores answer the same pages,
+in the same order, with the same snippets: pages ranked by (matched as written, title match, matching
+rows, creation order: the workspace's first page, then the page), snippets from the first and last
+matching blocks in the order they were written.
 
 Not PostgreSQL's `to_tsvector`: its parser and stemming would decide matches differently from the
 embedded kernel, and the contract says every adapter answers alike (docs/decisions.md).
@@ -39,9 +39,10 @@ from mnote_mcp.kernel.search import (
     Watermark,
     decode_cursor,
     encode_cursor,
-    find,
     fold,
+    holds,
     snippets,
+    strict,
     too_many_changes,
 )
 from mnote_mcp.kernel.store import search as portable
@@ -238,12 +239,14 @@ class _Page:
     rows: int = 0
     low: int | None = None  # the first and last matching blocks, in the order they were written
     high: int | None = None
+    exact: bool = False  # a row matches the query as written (no bare word forgiven as a prefix)
 
-    def key(self) -> tuple[int, int, int, int]:
-        return (int(self.title), self.rows, self.first, self.seq)
+    def key(self) -> tuple[int, int, int, int, int]:
+        return (int(self.exact), int(self.title), self.rows, self.first, self.seq)
 
-    def add(self, title: bool, rows: int, low: int | None, high: int | None) -> None:
+    def add(self, title: bool, rows: int, low: int | None, high: int | None, exact: bool) -> None:
         self.title = self.title or title
+        self.exact = self.exact or exact
         self.rows += rows
         if low is not None and high is not None:
             self.low = low if self.low is None else min(self.low, low)
@@ -271,6 +274,16 @@ def _like(segment: Segment) -> str:
     return f"%{escaped}%"
 
 
+def _words(segments: Sequence[Segment], params: dict[str, Any], name: str) -> str:
+    """The SQL condition that every word segment surely matches (`_word`, parameters `name0`...)."""
+    sure: list[str] = []
+    for n, segment in enumerate(segments):
+        if not segment.cjk:
+            params[f"{name}{n}"] = _word(segment)
+            sure.append(f"s.folded ~ :{name}{n}")
+    return " AND ".join(sure) or "true"
+
+
 def _word(segment: Segment) -> str:
     """The regular expression of a word segment between two `_EDGE` characters (or the text's ends);
     a prefix needs no edge after it."""
@@ -285,24 +298,24 @@ def _found(
     hidden: set[tuple[str, str]],
 ) -> list[tuple[Any, ...]]:
     """The matching rows of the pages the actor may read, as (workspace, page, title matched, matching
-    rows, first and last matching block, folded text, page's creation order): one row per page for
-    the rows that surely match (counted in SQL), one per row PostgreSQL cannot decide (with its folded
-    text, for `_matches` to check).
+    rows, first and last matching block, matched as written, folded text, page's creation order): one
+    row per page for the rows PostgreSQL decides (counted in SQL), one per row it cannot (with its
+    folded text, for `_matches` to check).
 
     Each row is read once: `LIKE` (what the trigram index finds) keeps the rows holding every
-    segment, one regular expression per word segment says whether it surely matches (`_EDGE`), and
-    the rest of its text is looked at only where it does not (a text all ASCII cannot match then).
+    segment, one regular expression per word segment says whether it surely matches (`_EDGE`; and
+    another, where a bare word is forgiven as a prefix, whether it surely matches as written), and
+    the rest of its text is looked at only where they do not (a text all ASCII cannot match then).
     Restricted pages the actor may not read are left out in the query, so their rows are neither
     sent nor checked (docs/search.md, "What timing tells")."""
     params: dict[str, Any] = {"ws": workspaces}
     where = ["s.workspace_id = ANY(:ws)"]
-    sure: list[str] = []
     for n, segment in enumerate(segments):
         params[f"l{n}"] = _like(segment)
         where.append(f"s.folded LIKE :l{n}")
-        if not segment.cjk:
-            params[f"w{n}"] = _word(segment)
-            sure.append(f"s.folded ~ :w{n}")
+    sure = _words(segments, params, "w")
+    written_as = strict(segments)
+    exact = sure if written_as is None else _words(written_as, params, "x")
     if hidden:
         params["hw"], params["hp"] = [ws for ws, _ in hidden], [page for _, page in hidden]
         where.append(
@@ -310,14 +323,18 @@ def _found(
             " (SELECT * FROM unnest(CAST(:hw AS text[]), CAST(:hp AS text[])))"
         )
     block = "CASE WHEN f.block_id <> '' THEN f.block_seq END"
+    # decided: it surely matches, and surely matches as written or surely not (all ASCII)
+    decided = "(f.sure AND (f.exact OR f.ascii))"
     grouped = (
         f"SELECT f.workspace_id, f.page_id, bool_or(f.block_id = '') AS title, count(*) AS rows,"
-        f" min({block}) AS low, max({block}) AS high, max(f.folded) FILTER (WHERE NOT f.sure) AS folded"
+        f" min({block}) AS low, max({block}) AS high, bool_or(f.exact) AS exact,"
+        f" max(f.folded) FILTER (WHERE NOT {decided}) AS folded"
         " FROM (SELECT s.workspace_id, s.page_id, s.block_id, s.block_seq, s.folded,"
-        f" {' AND '.join(sure) or 'true'} AS sure FROM search_text s WHERE {' AND '.join(where)}"
+        f" {sure} AS sure, {exact} AS exact, octet_length(s.folded) = char_length(s.folded) AS ascii"
+        f" FROM search_text s WHERE {' AND '.join(where)}"
         " OFFSET 0) f"  # (a subquery of its own: each row's expression is evaluated once)
-        " WHERE f.sure OR octet_length(f.folded) <> char_length(f.folded)"
-        " GROUP BY f.workspace_id, f.page_id, CASE WHEN f.sure THEN NULL ELSE f.block_id END"
+        " WHERE f.sure OR NOT f.ascii"
+        f" GROUP BY f.workspace_id, f.page_id, CASE WHEN {decided} THEN NULL ELSE f.block_id END"
     )
     return conn.execute(
         f"SELECT g.*, p.seq FROM ({grouped}) g"
@@ -329,7 +346,7 @@ def _found(
 def _matches(
     conn: Connection, query: SearchQuery, segments: Sequence[Segment], workspaces: list[str]
 ) -> SearchResult:
-    cursor = decode_cursor(query, (int, int, int, int))
+    cursor = decode_cursor(query, (int, int, int, int, int))
     if not workspaces:
         return {"hits": []}
     when = portable.moment(conn, cursor, workspaces, PG_CLOCK)
@@ -340,14 +357,17 @@ def _matches(
             (workspaces,),
         ).fetchall()
     )
+    written_as = strict(segments)
     pages: dict[tuple[str, str], _Page] = {}
-    for ws, page_id, title, rows, low, high, folded, seq in _found(conn, segments, workspaces, hidden):
-        if folded is not None and not all(find(folded, segment) for segment in segments):
-            continue
+    for ws, page_id, title, rows, low, high, exact, folded, seq in _found(conn, segments, workspaces, hidden):
+        if folded is not None:  # a row PostgreSQL could not decide
+            if not holds(folded, segments):
+                continue
+            exact = written_as is None or holds(folded, written_as)
         page = pages.get((ws, page_id))
         if page is None:
             page = pages[(ws, page_id)] = _Page(firsts[ws], seq)
-        page.add(title, rows, low, high)
+        page.add(title, rows, low, high, exact)
     ranked_pages: dict[tuple[str, str], _Page] = {
         key: page for key, page in pages.items() if key not in when.changed
     }
@@ -366,7 +386,12 @@ def _matches(
             continue
         now = pages.get((ws, page_id))
         ranked_pages[(ws, page_id)] = _Page(
-            order[1], order[0], bool(then[0]), then[1], *((now.low, now.high) if now else (None, None))
+            order[1],
+            order[0],
+            bool(then[1]),
+            then[2],
+            *((now.low, now.high) if now else (None, None)),
+            exact=bool(then[0]),
         )
     bound = tuple(cursor.after) if cursor is not None else None
     ranked = heapq.nlargest(

@@ -44,6 +44,7 @@ from mnote_mcp.kernel.search import (
     index_tokens,
     match_expression,
     snippets,
+    strict,
     too_many_changes,
 )
 from mnote_mcp.kernel.store.changes import PageChange
@@ -176,8 +177,8 @@ class Fts5Index:
     def search(
         self, conn: Connection, query: SearchQuery, segments: Sequence[Segment] | None
     ) -> SearchResult:
-        """The listing, or the pages that match ranked by (title matched, number of matching rows,
-        page number), best first."""
+        """The listing, or the pages that match ranked by (matched as written, title matched, number
+        of matching rows, page number), best first."""
         workspaces = readable_workspaces(conn, query)
         if segments is None:
             return listing(conn, query, workspaces, SQLITE_CLOCK)
@@ -317,7 +318,9 @@ def _matches(
     workspaces: dict[str, int | None],
     chunk_pages: dict[int, int],
 ) -> SearchResult:
-    """Pages ranked by (title matched, number of matching rows, page number), best first.
+    """Pages ranked by (matched as written, title matched, number of matching rows, page number),
+    best first: a page matching only where a bare word was forgiven as a prefix ranks below every
+    page where it matched whole (`kernel/search.strict`, a second pass over the index).
 
     The index answers the matching rowids of each readable workspace's range (one pass over all of
     them when the actor reads every indexed workspace: nothing to leave out) as one string
@@ -327,18 +330,82 @@ def _matches(
     chunk never changes page), the title matches added, and the best `limit + 1` kept. A returned
     hit's first and last matching blocks (its snippets) are found in the sorted rowids by bisection."""
     nums = sorted(num for num in workspaces.values() if num is not None)
-    cursor = decode_cursor(query, (int, int, int))
+    cursor = decode_cursor(query, (int, int, int, int))
     if not nums:
         return {"hits": []}
     when = moment(conn, cursor, list(workspaces), SQLITE_CLOCK)
-    expression = match_expression(segments)
     indexed = conn.execute("SELECT count(*) FROM search_workspaces").fetchone()[0]
     ranges: list[tuple[int, int] | None] = (
         [None]
         if len(nums) == indexed
         else [(n << WORKSPACE_SHIFT, ((n + 1) << WORKSPACE_SHIFT) - 1) for n in nums]
     )
-    keys: list[int] = []  # every matching block row, ascending
+    keys, titles = _rows(conn, match_expression(segments), ranges)
+    counts = Counter(map(operator.rshift, keys, itertools.repeat(SLOT_BITS)))
+    _learn_chunks(conn, chunk_pages, [chunk for chunk in counts if chunk not in chunk_pages])
+    written_as = strict(segments)
+    exact: set[int] | None = None  # the pages matching the query as written (None: every page)
+    if written_as is not None:  # a second pass over the index, for the whole words alone
+        exact_keys, exact = _rows(conn, match_expression(written_as), ranges)
+        exact.update(chunk_pages.get(chunk, -1) for chunk in {key >> SLOT_BITS for key in exact_keys})
+    pages: dict[int, list[int]] = {}  # page -> [matching rows, first chunk, last chunk]
+    for chunk, count in counts.items():
+        page = chunk_pages.get(chunk)
+        if page is None:  # cannot happen while the triggers keep both tables; never fail a read on it
+            continue
+        entry = pages.get(page)
+        if entry is None:
+            pages[page] = [count, chunk, chunk]
+        else:
+            entry[0] += count
+            entry[1] = min(entry[1], chunk)
+            entry[2] = max(entry[2], chunk)
+    for page in titles:
+        pages.setdefault(page, [0, 0, -1])[0] += 1  # a title-only entry has no chunk (last < first)
+    hidden = _hidden_pages(conn, query.actor_id, workspaces)
+    keyed = [
+        (int(exact is None or page in exact), int(page in titles), entry[0], page)
+        for page, entry in pages.items()
+    ]
+    if when.changed:
+        # a page written since the first page is ranked as it was then (its key then, the one any
+        # earlier page of results saw): its current key is left out, whether it matches now or not
+        written = _page_nums(conn, when.changed)
+        moved = set(written.values())
+        keyed = [key for key in keyed if key[-1] not in moved]
+        readable = [(ws_page, num) for ws_page, num in written.items() if num not in hidden]
+        if len(readable) > MAX_CHANGED_PAGES:
+            raise too_many_changes(MAX_CHANGED_PAGES)
+        for (ws, page_id), num in readable:
+            then = as_it_was(conn, ws, page_id, when.changed[(ws, page_id)], segments)
+            if then is not None:
+                keyed.append((*then, num))
+    if hidden or cursor is not None:
+        bound = tuple(cursor.after) if cursor is not None else (2, 0, 0, 0)
+        keyed = [key for key in keyed if key[-1] not in hidden and key < bound]
+    ranked = heapq.nlargest(query.limit + 1, keyed)
+    more = len(ranked) > query.limit
+    ranked = ranked[: query.limit]
+    hits = []
+    for *_tiers, page in ranked:
+        hit = _page_hit(conn, page)
+        entry = pages.get(page)
+        snippets = _snippets(conn, segments, _ends(keys, entry)) if entry is not None else []
+        if snippets:
+            hit["snippets"] = snippets
+        hits.append(hit)
+    view: SearchResult = {"hits": hits}
+    if more:
+        view["nextCursor"] = encode_cursor(query, list(ranked[-1]), when.watermark)
+    return view
+
+
+def _rows(
+    conn: Connection, expression: str, ranges: list[tuple[int, int] | None]
+) -> tuple[list[int], set[int]]:
+    """The block rows (ascending) and titles (page numbers) matching an FTS5 expression in these
+    rowid ranges (None: the whole index)."""
+    keys: list[int] = []
     titles: set[int] = set()
     for bounds in ranges:
         where, params = (
@@ -356,55 +423,7 @@ def _matches(
             )
         )
     keys.sort()  # already in order (FTS5 walks rowids upwards): linear, and bisection can rely on it
-    counts = Counter(map(operator.rshift, keys, itertools.repeat(SLOT_BITS)))
-    _learn_chunks(conn, chunk_pages, [chunk for chunk in counts if chunk not in chunk_pages])
-    pages: dict[int, list[int]] = {}  # page -> [matching rows, first chunk, last chunk]
-    for chunk, count in counts.items():
-        page = chunk_pages.get(chunk)
-        if page is None:  # cannot happen while the triggers keep both tables; never fail a read on it
-            continue
-        entry = pages.get(page)
-        if entry is None:
-            pages[page] = [count, chunk, chunk]
-        else:
-            entry[0] += count
-            entry[1] = min(entry[1], chunk)
-            entry[2] = max(entry[2], chunk)
-    for page in titles:
-        pages.setdefault(page, [0, 0, -1])[0] += 1  # a title-only entry has no chunk (last < first)
-    hidden = _hidden_pages(conn, query.actor_id, workspaces)
-    keyed = [(1 if page in titles else 0, entry[0], page) for page, entry in pages.items()]
-    if when.changed:
-        # a page written since the first page is ranked as it was then (its key then, the one any
-        # earlier page of results saw): its current key is left out, whether it matches now or not
-        written = _page_nums(conn, when.changed)
-        moved = set(written.values())
-        keyed = [key for key in keyed if key[2] not in moved]
-        readable = [(ws_page, num) for ws_page, num in written.items() if num not in hidden]
-        if len(readable) > MAX_CHANGED_PAGES:
-            raise too_many_changes(MAX_CHANGED_PAGES)
-        for (ws, page_id), num in readable:
-            then = as_it_was(conn, ws, page_id, when.changed[(ws, page_id)], segments)
-            if then is not None:
-                keyed.append((*then, num))
-    if hidden or cursor is not None:
-        bound = tuple(cursor.after) if cursor is not None else (2, 0, 0)
-        keyed = [key for key in keyed if key[2] not in hidden and key < bound]
-    ranked = heapq.nlargest(query.limit + 1, keyed)
-    more = len(ranked) > query.limit
-    ranked = ranked[: query.limit]
-    hits = []
-    for _title, _rows, page in ranked:
-        hit = _page_hit(conn, page)
-        entry = pages.get(page)
-        snippets = _snippets(conn, segments, _ends(keys, entry)) if entry is not None else []
-        if snippets:
-            hit["snippets"] = snippets
-        hits.append(hit)
-    view: SearchResult = {"hits": hits}
-    if more:
-        view["nextCursor"] = encode_cursor(query, list(ranked[-1]), when.watermark)
-    return view
+    return keys, titles
 
 
 def _page_nums(conn: Connection, pages: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:

@@ -29,6 +29,7 @@ from mnote_mcp.kernel.search import (
     matches,
     not_a_cursor,
     segments_of,
+    strict,
     too_many_changes,
 )
 from mnote_mcp.kernel.store import history
@@ -111,15 +112,21 @@ def moment(conn: Connection, cursor: Cursor | None, workspaces: Sequence[str], c
 
 def as_it_was(
     conn: Connection, ws: str, page: str, revision: int, segments: Sequence[Segment]
-) -> tuple[int, int] | None:
-    """(title matched, matching rows) of a page as it was before `revision`, or None if it did not
-    match then (or did not exist)."""
+) -> tuple[int, int, int] | None:
+    """(matched as written, title matched, matching rows) of a page as it was before `revision` (the
+    first three parts of its sort key), or None if it did not match then (or did not
+    exist)."""
     before = history.page_before(conn, ws, page, revision)
     if before is None:
         return None
     title = int(matches(before.title, segments))
-    rows = title + sum(1 for text in before.texts if matches(text, segments))
-    return (title, rows) if rows else None
+    texts = [text for text in before.texts if matches(text, segments)]
+    rows = title + len(texts)
+    if not rows:
+        return None
+    written = strict(segments)
+    exact = written is None or any(matches(text, written) for text in [before.title, *texts])
+    return (int(exact), title, rows)
 
 
 def hit(workspace_id: str, page_id: str, title: str, revision: int, updated_at: str) -> SearchHit:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
-from mnote_mcp.kernel.search import fold, index_tokens, parse_query, query_tag, snippet
+from mnote_mcp.kernel.search import SNIPPET_CHARS, fold, index_tokens, parse_query, query_tag, snippet
 from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import open_store
@@ -103,10 +103,11 @@ async def test_chinese_japanese_mixed_and_latin_queries(store: Path, mode: str) 
         # mixed text: Chinese next to Latin words without spaces, Latin words inside Chinese text
         assert docs(await search(client, query="PDF打印")) == ["doc_mixed"]
         assert docs(await search(client, query="markdown 导出")) == ["doc_mixed"]
-        # Latin: by word, by prefix with *, case and width folded; a word is not a prefix without *
+        # Latin: by word, by prefix (with *, or a bare word of 3 letters or more), case and width folded
         assert docs(await search(client, query="EXPORTER")) == ["doc_mixed"]
         assert docs(await search(client, query="ｅｘｐｏｒｔｅｒ")) == ["doc_mixed"]
-        assert docs(await search(client, query="export")) == []
+        assert docs(await search(client, query="export")) == ["doc_mixed"]
+        assert docs(await search(client, query="ex")) == [], "two letters match a whole word only"
         prefix = await search(client, query="export*")
         assert docs(prefix) == ["doc_mixed"]
         assert prefix["hits"][0]["snippets"] == [
@@ -116,6 +117,79 @@ async def test_chinese_japanese_mixed_and_latin_queries(store: Path, mode: str) 
         assert (await search(client, query="计划书")) == {"hits": []}
         assert (await search(client, query="xylophone")) == {"hits": []}
         assert (await search(client, query="项目 延迟")) == {"hits": []}, "all words in one block"
+
+
+FORGIVING: list[dict[str, Any]] = [
+    {
+        "id": "doc_planning",  # three prefix matches: more rows than the exact page, still below it
+        "title": "Roadmap",
+        "blocks": [
+            {"id": "pl_1", "type": "paragraph", "text": "Planning starts on Monday."},
+            {"id": "pl_2", "type": "paragraph", "text": "The planner books the rooms; planning ends in May."},
+            {"id": "pl_3", "type": "paragraph", "text": "Budget 2026: planned, not spent."},
+        ],
+    },
+    {
+        "id": "doc_plan",
+        "title": "Notes",
+        "blocks": [{"id": "pn_1", "type": "paragraph", "text": "Our plan: move the database first."}],
+    },
+    {
+        "id": "doc_migration",
+        "title": "数据库迁移",
+        "blocks": [
+            {"id": "mg_1", "type": "paragraph", "text": "The migration of 项目计划 runs overnight."},
+            {"id": "mg_2", "type": "paragraph", "text": "多个项目的计划书。"},
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_bare_word_finds_the_words_it_begins_exact_matches_first(
+    tmp_path: Path, request: pytest.FixtureRequest, mode: str, kind: str
+) -> None:
+    """Search that forgives (issue 22): `plan` finds "planning", `migrat` finds "migration"; pages
+    where the word matches whole rank above pages matching only by prefix (doc_1's title is "Project
+    plan"); a word under 3 characters, a number and CJK match as before; `plan*` still works, ranked
+    by matching rows alone. Both stores give the same answers."""
+    db = _stored(kind, tmp_path, request, *FORGIVING)
+    async with connect(db, mode) as client:
+        found = await search(client, query="plan")
+        assert docs(found) == ["doc_1", "doc_plan", "doc_planning"], "exact (title first), then prefix"
+        planning = found["hits"][2]["snippets"]
+        assert planning == [
+            {"blockId": "pl_1", "text": "**Planning** starts on Monday."},
+            {"blockId": "pl_3", "text": "Budget 2026: **planned**, not spent."},
+        ]
+        assert docs(await search(client, query="plan*")) == ["doc_1", "doc_planning", "doc_plan"], "by rows"
+        migration = await search(client, query="migrat")
+        assert docs(migration) == ["doc_migration"]
+        assert migration["hits"][0]["snippets"] == [
+            {"blockId": "mg_1", "text": "The **migration** of 项目计划 runs overnight."}
+        ]
+        assert docs(await search(client, query="MIGRAT 项目")) == ["doc_migration"], "all in one block"
+        assert docs(await search(client, query="planner rooms")) == ["doc_planning"]
+        # under 3 characters: the whole word only; with a star, a prefix as before
+        assert docs(await search(client, query="pl")) == []
+        assert set(docs(await search(client, query="pl*"))) == {"doc_1", "doc_plan", "doc_planning"}
+        # numbers match whole: 202 is not 2026
+        assert docs(await search(client, query="202")) == []
+        assert docs(await search(client, query="2026")) == ["doc_planning"]
+        # CJK unchanged: a substring, never more
+        assert docs(await search(client, query="项目计划")) == ["doc_migration"]
+        assert docs(await search(client, query="计划书")) == ["doc_migration"]
+        assert docs(await search(client, query="项目计划书")) == []
+        # paging through a forgiving search keeps its order (the cursor carries the exact tier)
+        seen: list[str] = []
+        page = await search(client, query="plan", limit=1)
+        while True:
+            seen += docs(page)
+            if "nextCursor" not in page:
+                break
+            page = await search(client, query="plan", limit=1, cursor=page["nextCursor"])
+        assert seen == ["doc_1", "doc_plan", "doc_planning"]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -668,9 +742,21 @@ def test_tokens_fold_case_and_width_and_cut_cjk_into_bigrams() -> None:
     assert index_tokens("a_b, c-d") == "a b c d"
     assert [s.fts() for s in parse_query("proj* 项目 计 ＡＢ")] == ['"proj"*', '"项目"', '"计"*', '"ab"']
     assert snippet("Hello World", parse_query("world")) == "Hello **World**"
-    long = "前" * 100 + "目标" + "后" * 100
+    long = "前" * 300 + "目标" + "后" * 300
     cut = snippet(long, parse_query("目标"))
     assert cut is not None and cut.startswith("…") and cut.endswith("…") and "**目标**" in cut
+    before, after = cut.strip("…").split("**目标**")
+    assert len(before) + len(after) + 2 == SNIPPET_CHARS, "as long as allowed"
+    assert abs(len(before) - len(after)) <= 1, "centred on the match"
+    assert snippet("word " * 20 + "target", parse_query("target")) == ("word " * 20).strip() + " **target**"
+    words = parse_query("plan pl 2026 plan*")
+    assert [(s.text, s.prefix, s.loose) for s in words] == [
+        ("plan", True, True),
+        ("pl", False, False),
+        ("2026", False, False),
+        ("plan", True, False),
+    ]
+    assert [s.fts() for s in words] == ['"plan"*', '"pl"', '"2026"', '"plan"*']
 
 
 CJK_ALPHABET = "项目计划风险预算会议ミーティングかな한국"
