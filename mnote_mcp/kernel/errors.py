@@ -55,6 +55,8 @@ class Reason(StrEnum):
     UNKNOWN_COMMAND = "unknown_command"
     ENVELOPE = "envelope"
     PAGE_TOO_LARGE = "page_too_large"  # the write would take the page past --max-page-blocks/bytes
+    TEXT_MISSING = "text_missing"  # a text edit's oldText is not on the page (or in the block)
+    TEXT_AMBIGUOUS = "text_ambiguous"  # it is there more than once, and replaceAll is not set
     # conflict
     REVISION = "revision"
     CURSOR = "cursor"

@@ -18,11 +18,8 @@ from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import (
     BLOCK_NOT_FOUND,
     BLOCK_TYPE,
-    KEY_OF_ANOTHER_TOOL,
-    KEY_REUSED,
+    BLOCK_WRITE_ERRORS,
     PAGE_TOO_LARGE,
-    STALE_BLOCKS,
-    STALE_REVISION,
     ErrorCase,
 )
 from mnote_mcp.tools.permissions import WRITE_PAGE
@@ -44,14 +41,6 @@ _PLACED = "after afterBlockId, or at position start (default) or end of the page
 
 _PLACEMENT_EMPTY = frozenset({"afterBlockId", "parentId", "position"})
 
-# A block edit's stale baseRevision is a conflict only where its blocks changed since (every seeded
-# block changed at revision 1, after 0); a baseRevision the page has not reached is always one.
-_BLOCK_WRITE_ERRORS = (
-    STALE_BLOCKS.given({"baseRevision": 0}),
-    STALE_REVISION.given({"baseRevision": 1_000_000}),
-    KEY_REUSED,
-    KEY_OF_ANOTHER_TOOL,
-)
 _NO_SUCH_BLOCK = BLOCK_NOT_FOUND.given({"blockId": "no_such_block"})  # the tools that take one blockId
 _RETURNS = "`commandName`, `revision`, `changed`, `diff`, `blockIds` of every block {}"
 
@@ -88,7 +77,7 @@ BLOCK_INSERT = ToolSpec(
     payload=_placed("blocks", "afterBlockId", "parentId", "position"),
     permissions=WRITE_PAGE,
     errors=(
-        *_BLOCK_WRITE_ERRORS,
+        *BLOCK_WRITE_ERRORS,
         BLOCK_NOT_FOUND.given({"afterBlockId": "no_such_block"}),
         BLOCK_TYPE.given({"blocks": [{"type": "video", "text": "x"}]}),
         PAGE_TOO_LARGE,
@@ -129,7 +118,7 @@ BLOCK_UPDATE = ToolSpec(
     payload=fields("blockId", "type", "text", "props"),
     permissions=WRITE_PAGE,
     errors=(
-        *_BLOCK_WRITE_ERRORS,
+        *BLOCK_WRITE_ERRORS,
         _NO_SUCH_BLOCK,
         ErrorCase(
             ErrorCode.INVALID_ARGUMENT,
@@ -157,7 +146,7 @@ BLOCK_DELETE = ToolSpec(
     payload=fields("blockIds"),
     consent=deletes_subtrees_or_many,
     permissions=WRITE_PAGE,
-    errors=(*_BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
+    errors=(*BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
     examples=(Example({"blockIds": [Ref.BLOCK_3]}),),
     budget=SizeBudget(contract=590, strict=670),
 )
@@ -176,7 +165,7 @@ BLOCK_MOVE = ToolSpec(
     payload=_placed("blockId", "afterBlockId", "parentId", "position"),
     permissions=WRITE_PAGE,
     errors=(
-        *_BLOCK_WRITE_ERRORS,
+        *BLOCK_WRITE_ERRORS,
         _NO_SUCH_BLOCK,
         ErrorCase(
             ErrorCode.INVALID_ARGUMENT,

@@ -170,3 +170,12 @@ BAD_CURSOR = ErrorCase(
 
 # Every write: a stale revision, a key used before.
 WRITE_ERRORS: tuple[ErrorCase, ...] = (STALE_REVISION, KEY_REUSED, KEY_OF_ANOTHER_TOOL)
+# A block edit (the block tools, the text edit): a stale baseRevision is a conflict only where its blocks
+# changed since (every seeded block changed at revision 1, after 0); a baseRevision the page has not
+# reached is always one.
+BLOCK_WRITE_ERRORS: tuple[ErrorCase, ...] = (
+    STALE_BLOCKS.given({"baseRevision": 0}),
+    STALE_REVISION.given({"baseRevision": 1_000_000}),
+    KEY_REUSED,
+    KEY_OF_ANOTHER_TOOL,
+)

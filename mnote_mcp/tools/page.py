@@ -8,12 +8,14 @@ from mnote_mcp.kernel.blocks import MAX_BLOCKS
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.store.commands import page as page_commands
+from mnote_mcp.kernel.store.commands import text as text_commands
 from mnote_mcp.tools.consent import removes_blocks, renames_shared_page
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import (
     BAD_CURSOR,
     BLOCK_NOT_FOUND,
     BLOCK_TYPE,
+    BLOCK_WRITE_ERRORS,
     PAGE_NOT_FOUND,
     PAGE_TOO_LARGE,
     STALE_CURSOR,
@@ -167,4 +169,62 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
     budget=SizeBudget(contract=790, strict=980),
 )
 
-PAGE_TOOLS = (PAGE_GET, PAGE_SAVE, PAGE_UPDATE_TITLE, PAGE_UPDATE_OPTIONS)
+_EDIT: dict[str, Any] = {
+    "type": "object",
+    "required": ["oldText", "newText"],
+    "properties": {
+        "oldText": {"type": "string"},
+        "newText": {"type": "string"},
+        "replaceAll": {"type": "boolean"},
+    },
+}
+
+PAGE_EDIT_TEXT = ToolSpec(
+    name="mnote.page.edit_text",
+    title="Edit page text",
+    description=(
+        "Replace exact text in a page or one block (blockId), e.g. to fix a typo. Edits apply in order,"
+        " all or none; oldText must be unique unless replaceAll."
+    ),
+    summary="replace exact text (several edits, in order, all or none) in a page or one block",
+    returns="`commandName`, `revision`, `changed`, `diff`, `blockIds` of the blocks whose text changed",
+    toolset=Toolset.PAGE,
+    annotations=Annotations(destructive=True, idempotent=True),
+    contract_schema=write_schema(
+        {"edits": {"type": "array", "items": _EDIT}, "blockId": {"type": "string"}}, required=["edits"]
+    ),
+    kernel_validated=frozenset({"edits"}),
+    empty_means_absent=frozenset({"blockId"}),
+    command=text_commands.REPLACE,
+    payload=fields("edits", "blockId"),
+    permissions=WRITE_PAGE,
+    errors=(
+        *BLOCK_WRITE_ERRORS,
+        BLOCK_NOT_FOUND.given({"blockId": "no_such_block"}),
+        ErrorCase(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.TEXT_MISSING,
+            "an edit's `oldText` is not on the page, or in the block (`details.pointer`; `details.candidates`:"
+            " blocks with similar text, `{blockId, text}`)",
+            "copy `oldText` exactly from the page",
+            example={"blockId": None, "edits": [{"oldText": "text on no page", "newText": "x"}]},
+        ),
+        ErrorCase(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.TEXT_AMBIGUOUS,
+            "an edit's `oldText` occurs more than once and `replaceAll` is not set (`details.matches`;"
+            " `details.candidates`: where, `{blockId, text}`)",
+            "add surrounding words, give `blockId`, or set `replaceAll`",
+        ),
+        PAGE_TOO_LARGE,
+    ),
+    examples=(
+        Example(
+            {"edits": [{"oldText": "by an example", "newText": "by a text edit"}], "blockId": Ref.BLOCK_2},
+            prior="mnote.block.update",
+        ),
+    ),
+    budget=SizeBudget(contract=840, strict=1_000),
+)
+
+PAGE_TOOLS = (PAGE_GET, PAGE_SAVE, PAGE_UPDATE_TITLE, PAGE_UPDATE_OPTIONS, PAGE_EDIT_TEXT)

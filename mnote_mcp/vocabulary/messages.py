@@ -99,6 +99,14 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "页面将超出大小限制 {limit}={maximum}，未写入任何内容",
         "en": "the page would exceed its size limit {limit}={maximum}; nothing was written",
     },
+    (_C.INVALID_ARGUMENT, _R.TEXT_MISSING): {
+        "zh-CN": "{pointer} 的文本不在页面上（须逐字一致），未写入任何内容",
+        "en": "the text at {pointer} is not on the page (it must match exactly); nothing was written",
+    },
+    (_C.INVALID_ARGUMENT, _R.TEXT_AMBIGUOUS): {
+        "zh-CN": "{pointer} 的文本在页面上出现 {matches} 次，未写入任何内容",
+        "en": "the text at {pointer} occurs {matches} times; nothing was written",
+    },
     (_C.INVALID_ARGUMENT, _R.UNKNOWN_COMMAND): {
         "zh-CN": "未知的 kernel 命令 {command}",
         "en": "unknown kernel command {command}",
@@ -232,6 +240,15 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (_C.RUNTIME_UNAVAILABLE, _R.SERVICE_TOKEN): {
         "zh-CN": "请告知运维：服务器的 MNOTE_RUNTIME_TOKEN 与运行时要求的令牌不一致",
         "en": "tell the operator: the server's MNOTE_RUNTIME_TOKEN does not match the token the runtime requires",
+    },
+    (_C.INVALID_ARGUMENT, _R.TEXT_MISSING): {
+        "zh-CN": "按页面原文逐字给出 oldText（details.candidates 列出相似文本所在的块）",
+        "en": "give oldText exactly as the page has it (details.candidates shows blocks with similar text)",
+    },
+    (_C.INVALID_ARGUMENT, _R.TEXT_AMBIGUOUS): {
+        "zh-CN": "在 oldText 中加入前后文使其唯一，或给出 blockId，或设 replaceAll=true（details.candidates 列出出现位置）",
+        "en": "add surrounding words to oldText to make it unique, give blockId, or set replaceAll=true "
+        "(details.candidates shows where it occurs)",
     },
     (_C.INVALID_ARGUMENT, _R.BLOCK_TYPE): {
         "zh-CN": "把块的 type 改为支持的类型之一",

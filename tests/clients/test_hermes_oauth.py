@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from mnote_mcp.tools.catalog import ALL_TOOLS
 from tests.clients.hermes.harness import (
     ADDRESS_PLACEHOLDER,
     demo_store,
@@ -85,12 +86,14 @@ def signed_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SignedIn]:
 
 
 def test_hermes_signs_in_once_then_calls_unattended(signed_in: SignedIn, tmp_path: Path) -> None:
-    assert "Authenticated — 13 tool(s) available" in signed_in.login_output, signed_in.login_output
+    assert f"Authenticated — {len(ALL_TOOLS)} tool(s) available" in signed_in.login_output, (
+        signed_in.login_output
+    )
     assert stat.S_IMODE(signed_in.tokens_file.stat().st_mode) == 0o600
     with hermes_driver(signed_in.home, tmp_path / "hermes.log") as driver:
         given = {d["function"]["name"] for d in driver.discover(KEY)}
         assert model_name(KEY, "mnote.page.get") in given
-        assert len([name for name in given if name.startswith(model_name(KEY, "mnote_"))]) == 13
+        assert len([name for name in given if name.startswith(model_name(KEY, "mnote_"))]) == len(ALL_TOOLS)
         page = unwrap(driver.call(model_name(KEY, "mnote.page.get"), workspaceId="ws_1", documentId="doc_1"))
         assert page["ok"], page
 

@@ -31,6 +31,7 @@ import anyio.to_thread
 import httpx2
 import pytest
 
+from mnote_mcp.tools.catalog import ALL_TOOLS
 from tests.support.helpers import RAW_INITIALIZE, call, run_cli, seeded_store, write_args
 from tests.support.http_helpers import (
     RunningServer,
@@ -311,7 +312,7 @@ async def test_scopes_decide_the_tools_listed_and_usable(oauth: Setup) -> None:
         listed = {tool.name for tool in (await writer.list_tools()).tools}
         assert listed > READ_TOOLS and not any(name.startswith("mnote.artifact.") for name in listed)
     async with mcp_http(oauth.url, oauth.token()) as everything:
-        assert len((await everything.list_tools()).tools) == 13
+        assert len((await everything.list_tools()).tools) == len(ALL_TOOLS)
 
 
 async def test_a_write_is_audited_under_the_tokens_actor(oauth: Setup) -> None:

@@ -32,6 +32,7 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
+from mnote_mcp.tools.catalog import ALL_TOOLS
 from tests.support.helpers import call, page_args, run_cli, seeded_store, write_args
 from tests.support.http_helpers import RunningServer, http_server
 from tests.support.oidc import MNOTE_SCOPES, OidcProvider, oidc_provider, require_provider, sign_in
@@ -148,7 +149,7 @@ async def test_the_sdk_client_signs_in_and_calls(servers: Servers) -> None:
     assert set(claims["scope"].split()) == set(MNOTE_SCOPES.split())
     assert len(person.reached) == 1, "signed in once"
     # Every scope granted: every tool; a read and a write, the write audited under the person.
-    assert len(listed) == 13 and page["ok"] and note["ok"], note
+    assert len(listed) == len(ALL_TOOLS) and page["ok"] and note["ok"], note
     records = [json.loads(line) for line in run_cli("audit", "--db", str(servers.db)).stdout.splitlines()]
     mine = [record for record in records if record.get("commandId") == note["audit"]["commandId"]]
     assert [record["actorId"] for record in mine] == ["user_editor"]

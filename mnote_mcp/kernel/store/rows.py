@@ -284,6 +284,13 @@ class PageBlocks:
             self._rows = {row.id: row for row in self._all}
         return self._all
 
+    def in_page_order(self) -> list[BlockRow]:
+        """Every row of the page in document order (each parent before its children)."""
+        kids: dict[str, list[BlockRow]] = {}
+        for row in self.all():  # in sibling order per parent
+            kids.setdefault(row.parent_id, []).append(row)
+        return [row for top in kids.get(TOP, []) for row in _preorder(top, kids)]
+
     def named_subtrees(self, ids: Sequence[str]) -> list[list[BlockRow]]:
         """The subtrees (rows, root first, in document order) of the named blocks, which must exist,
         in document order, each once: a block inside another named one comes with that one. Up to

@@ -705,6 +705,52 @@ async def test_block_commands_relay(kit: Kit) -> None:
     assert (missing.code, missing.reason) == (ErrorCode.NOT_FOUND, "block")
 
 
+async def test_text_replace_relays_its_edits_refusals_and_rebase(kit: Kit, adapter: Adapter) -> None:
+    name = "page.text.replace"
+    replaced = await kit.execute(
+        kit.command(
+            name,
+            {
+                "edits": [
+                    {"oldText": "First", "newText": "1st"},
+                    {"oldText": "1st paragraph", "newText": "1st para"},
+                ]
+            },
+            "t1",
+            base=1,
+        )
+    )
+    assert (replaced.revision, replaced.data["blockIds"]) == (2, ["p_1"]), (
+        "the second edit matches the first one's text"
+    )
+    before = _dump(adapter)
+    ambiguous = await _refused(
+        kit.execute(kit.command(name, {"edits": [{"oldText": "para", "newText": "x"}]}, "t2"))
+    )
+    assert (ambiguous.code, ambiguous.reason) == (ErrorCode.INVALID_ARGUMENT, "text_ambiguous")
+    assert ambiguous.details["candidates"] == [
+        {"blockId": "p_1", "text": "1st para."},
+        {"blockId": "p_2", "text": "Second paragraph."},
+    ]
+    missing = await _refused(
+        kit.execute(kit.command(name, {"edits": [{"oldText": "Third", "newText": "x"}]}, "t3"))
+    )
+    assert (missing.reason, missing.details["candidates"]) == ("text_missing", [])
+    assert _dump(adapter) == before, "refusals write nothing"
+    every = await kit.execute(
+        kit.command(name, {"edits": [{"oldText": "para", "newText": "P", "replaceAll": True}]}, "t4", base=2)
+    )
+    assert every.data["blockIds"] == ["p_1", "p_2"] and every.revision == 3
+    heading = {"blockId": "heading_1", "edits": [{"oldText": "one", "newText": "1"}]}
+    rebased = await kit.execute(kit.command(name, heading, "t6", base=1))
+    assert (rebased.revision, rebased.data["rebasedFrom"]) == (4, 1), "the heading did not change since 1"
+    conflict = await _refused(
+        kit.execute(kit.command(name, {"edits": [{"oldText": "1st", "newText": "First"}]}, "t7", base=2))
+    )
+    assert (conflict.code, conflict.reason) == (ErrorCode.CONFLICT, "blocks")
+    assert conflict.details["conflicts"] == [{"blockId": "p_1", "revision": 3}]
+
+
 async def test_page_revisions_answer_only_readable_pages(kit: Kit) -> None:
     keys = [PageKey(kit.ws, "doc_1"), PageKey(kit.ws, "doc_secret"), PageKey(kit.ws, "doc_nope")]
     revisions: dict[PageKey, int] = await kit._both(lambda k: k.page_revisions("user_editor", keys))

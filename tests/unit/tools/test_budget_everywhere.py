@@ -163,6 +163,33 @@ def _cases() -> list[Case]:
             lambda c: call(c, "mnote.page.update_options", **_write("o", options={HUGE_KEY: True})),
             oversized=False,
         ),
+        Case(
+            "mnote.page.edit_text",
+            "2,000 blocks replaced",
+            lambda c: call(
+                c,
+                "mnote.page.edit_text",
+                **_write("e", edits=[{"oldText": "plan", "newText": "p", "replaceAll": True}]),
+            ),
+        ),
+        Case(
+            "mnote.page.edit_text",
+            "2,000 matches, ambiguous",
+            lambda c: call(
+                c, "mnote.page.edit_text", **_write("e", edits=[{"oldText": "plan", "newText": "p"}])
+            ),
+            oversized=False,
+        ),
+        Case(
+            "mnote.page.edit_text",
+            "a huge text found nowhere",
+            lambda c: call(
+                c,
+                "mnote.page.edit_text",
+                **_write("e", edits=[{"oldText": "plan " * 18_000, "newText": "x"}]),
+            ),
+            oversized=False,
+        ),
         Case("mnote.page.search", "60 hits", lambda c: call(c, "mnote.page.search", query="plan", limit=50)),
         Case(
             "mnote.page.search",

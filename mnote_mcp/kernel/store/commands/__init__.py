@@ -1,5 +1,5 @@
 """The kernel's commands, one declaration each (`spec.CommandSpec`), by domain: the page's own
-(`page.py`), block edits (`block.py`), artifacts (`artifact.py`) and reverts (`revert.py`).
+(`page.py`), block edits (`block.py`), text edits (`text.py`), artifacts (`artifact.py`) and reverts (`revert.py`).
 
 `COMMANDS` finds a declaration by the name a `Command` carries (`command_spec`: or refuses it); `COMMAND_SCOPES` is the scope each
 needs (the permission checkpoint's and the write tools' one table, derived from the declarations);
@@ -12,10 +12,16 @@ from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.scopes import Scope
-from mnote_mcp.kernel.store.commands import artifact, block, page, revert
+from mnote_mcp.kernel.store.commands import artifact, block, page, revert, text
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 
-ALL: tuple[CommandSpec[Any], ...] = (*page.COMMANDS, *artifact.COMMANDS, *block.COMMANDS, *revert.COMMANDS)
+ALL: tuple[CommandSpec[Any], ...] = (
+    *page.COMMANDS,
+    *artifact.COMMANDS,
+    *block.COMMANDS,
+    *text.COMMANDS,
+    *revert.COMMANDS,
+)
 COMMANDS: dict[str, CommandSpec[Any]] = {spec.name: spec for spec in ALL}
 COMMAND_SCOPES: dict[str, Scope] = {spec.name: spec.scope for spec in ALL}
 

@@ -1,0 +1,206 @@
+"""Replacing exact text in a page or in one block (`page.text.replace`): the small fix in one call.
+
+An agent that has found a misspelt word (a search snippet, a piece of the page) names the text and what
+it becomes, as server-filesystem's `edit_file` and Notion's `replace_content_range` do, and never reads
+or rewrites the block around it. Several edits go in one call, applied in order, each to the text the
+earlier ones left; all or nothing. Text is matched within one block's text (never across blocks),
+exactly: an edit whose `oldText` is not there (`text_missing`) or is there more than once without
+`replaceAll` (`text_ambiguous`) refuses the whole call, naming where it does occur, or where similar
+text does (`details.candidates`: a few blocks, each with a short context), so the retry can be precise.
+
+Those contexts are page text in an error's details, which otherwise hold only ids and pointers: they
+are planned after the permission checkpoints, so only a caller who may write (and read) the page sees
+them, and they are bounded (`CANDIDATES` of them, `CONTEXT` characters either side of the match).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, NotRequired, TypedDict
+
+from mnote_mcp.kernel.blocks import MAX_TEXT_LENGTH, block_id, block_not_found
+from mnote_mcp.kernel.diff import UpdateOp
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
+from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.store.commands.spec import CommandSpec
+from mnote_mcp.kernel.store.plan import Plan, Tx, body_plan
+from mnote_mcp.kernel.store.rows import BlockChange, BlockRow
+
+MAX_EDITS = 50  # edits in one call
+CANDIDATES = 5  # places a refusal names
+CONTEXT = 40  # characters shown either side of a match (a long match keeps its ends)
+SIMILAR_WORDS = 20  # words of a missing oldText looked for in any case and spacing
+
+
+class TextEdit(TypedDict):
+    oldText: str
+    newText: str
+    replaceAll: bool
+
+
+class ReplacePayload(TypedDict):
+    edits: list[TextEdit]
+    blockId: NotRequired[str]
+
+
+def _text(value: object, pointer: str, *, empty: bool) -> str:
+    if not isinstance(value, str):
+        raise invalid(pointer, "must be a string")
+    if not empty and not value:
+        raise invalid(pointer, "must not be empty")
+    if len(value) > MAX_TEXT_LENGTH:
+        raise invalid(pointer, f"longer than {MAX_TEXT_LENGTH} characters")
+    return value
+
+
+def _validate(payload: Mapping[str, Any]) -> ReplacePayload:
+    raw = payload.get("edits")
+    if not isinstance(raw, list) or not raw:
+        raise invalid("/edits", "give at least one edit {oldText, newText}")
+    if len(raw) > MAX_EDITS:
+        raise invalid("/edits", f"more than {MAX_EDITS} edits in one call", maxItems=MAX_EDITS)
+    edits: list[TextEdit] = []
+    for index, item in enumerate(raw):
+        at = f"/edits/{index}"
+        if not isinstance(item, Mapping):
+            raise invalid(at, "must be an object {oldText, newText, replaceAll?}")
+        every = item.get("replaceAll")
+        if every is not None and not isinstance(every, bool):
+            raise invalid(f"{at}/replaceAll", "must be a boolean")
+        edits.append(
+            {
+                "oldText": _text(item.get("oldText"), f"{at}/oldText", empty=False),
+                "newText": _text(item.get("newText"), f"{at}/newText", empty=True),
+                "replaceAll": bool(every),
+            }
+        )
+    out: ReplacePayload = {"edits": edits}
+    if payload.get("blockId") is not None:
+        out["blockId"] = block_id(payload.get("blockId"), "/blockId")
+    return out
+
+
+def _rows(tx: Tx, p: ReplacePayload) -> list[BlockRow]:
+    """The rows the edits look in, in document order: the one block named, or the whole page."""
+    if "blockId" in p:
+        row = tx.blocks.get(p["blockId"])
+        if row is None:
+            raise block_not_found(p["blockId"], "/blockId")
+        return [row]
+    tx.whole_page()
+    return tx.blocks.in_page_order()
+
+
+def _apply(rows: list[BlockRow], edits: list[TextEdit]) -> tuple[dict[str, str], MnoteError | None]:
+    """Each block's text after the edits, in order, or after those before the first one refused and
+    that refusal. Pure: planning and `depends` share it."""
+    texts = {row.id: row.text for row in rows}
+    for index, edit in enumerate(edits):
+        old = edit["oldText"]
+        found = {bid: text.count(old) for bid, text in texts.items() if old in text}
+        matches = sum(found.values())
+        if matches == 0 or (matches > 1 and not edit["replaceAll"]):
+            return texts, _refusal(texts, index, old, matches)
+        for bid in found:
+            texts[bid] = texts[bid].replace(old, edit["newText"])
+    return texts, None
+
+
+def _refusal(texts: dict[str, str], index: int, old: str, matches: int) -> MnoteError:
+    """The edit at `index` matched `matches` times (0, or several without replaceAll): where it does
+    occur, or where similar text does (the same words in any case and spacing, else its longest word)."""
+    if matches:
+        reason, places = Reason.TEXT_AMBIGUOUS, _places(texts, re.compile(re.escape(old)))
+    else:
+        reason, places = Reason.TEXT_MISSING, []
+        for pattern in _similar(old):
+            places = _places(texts, pattern)
+            if places:
+                break
+    return MnoteError(
+        ErrorCode.INVALID_ARGUMENT,
+        reason,
+        {"pointer": f"/edits/{index}/oldText", "matches": matches, "candidates": places},
+    )
+
+
+def _similar(old: str) -> list[re.Pattern[str]]:
+    """The same words in any case and spacing (for up to `SIMILAR_WORDS` words: such a pattern can
+    backtrack over each word at each place it starts), then the longest word alone (a literal)."""
+    words = old.split()
+    if not words:
+        return []
+    longest = re.compile(re.escape(max(words, key=len)), re.IGNORECASE)
+    if len(words) > SIMILAR_WORDS:
+        return [longest]
+    spaced = re.compile(r"\s+".join(re.escape(word) for word in words), re.IGNORECASE)
+    return [spaced] if len(words) == 1 else [spaced, longest]
+
+
+def _places(texts: dict[str, str], pattern: re.Pattern[str]) -> list[dict[str, str]]:
+    """The first `CANDIDATES` matches of `pattern`, in document order: `{blockId, text}` around each."""
+    places: list[dict[str, str]] = []
+    for bid, text in texts.items():
+        for match in pattern.finditer(text):
+            places.append({"blockId": bid, "text": _around(text, match.start(), match.end())})
+            if len(places) == CANDIDATES:
+                return places
+    return places
+
+
+def _around(text: str, start: int, end: int) -> str:
+    """The match with up to `CONTEXT` characters either side; a long match keeps its ends."""
+    if end - start > 2 * CONTEXT:
+        middle = f"{text[start : start + CONTEXT]}…{text[end - CONTEXT : end]}"
+    else:
+        middle = text[start:end]
+    before = text[max(0, start - CONTEXT) : start]
+    after = text[end : end + CONTEXT]
+    opening = "…" if start > CONTEXT else ""
+    ending = "…" if end + CONTEXT < len(text) else ""
+    return f"{opening}{before}{middle}{after}{ending}"
+
+
+def _plan(tx: Tx, p: ReplacePayload) -> Plan:
+    rows = _rows(tx, p)
+    texts, refused = _apply(rows, p["edits"])
+    if refused is not None:
+        raise refused
+    changes = [
+        BlockChange(row.id, row, replace(row, text=texts[row.id], revision=tx.next_revision))
+        for row in rows
+        if texts[row.id] != row.text
+    ]
+    diff: list[UpdateOp] = [{"op": "update", "blockId": c.id, "fields": ["text"]} for c in changes]
+    return body_plan(tx, changes, diff, {"blockIds": [c.id for c in changes]})
+
+
+def _depends(tx: Tx, p: ReplacePayload) -> list[str]:
+    """The blocks whose text the edits change (on the page as it is now), or the one block named: a
+    stale baseRevision is fine if none of them changed since. A match elsewhere that appeared since is
+    still refused as ambiguous, since the edits are matched on the current page."""
+    if "blockId" in p:
+        return [p["blockId"]]
+    rows = _rows(tx, p)
+    texts, _ = _apply(rows, p["edits"])
+    return [row.id for row in rows if texts[row.id] != row.text]
+
+
+REPLACE = CommandSpec(
+    name="page.text.replace",
+    scope=Scope.PAGE_WRITE,
+    payload="{edits: [{oldText, newText, replaceAll?}], blockId?}",
+    does=(
+        f"replace exact text within blocks' text, edits in order (at most {MAX_EDITS}), all or nothing;"
+        " text found nowhere or, without `replaceAll`, more than once is refused with where it (or similar"
+        f" text) occurs (`details.candidates`, at most {CANDIDATES})"
+    ),
+    validate=_validate,
+    plan=_plan,
+    depends=_depends,
+    relies_on="the blocks whose text it changes (with `blockId`, that block)",
+)
+
+COMMANDS: tuple[CommandSpec[Any], ...] = (REPLACE,)
