@@ -1,7 +1,8 @@
 """Sections and several blocks in one call (`section` and `blockIds` on mnote.block.move and
 mnote.block.delete), through the real MCP client in both protocol eras: a chapter moved to the top,
 several blocks moved in the order given, a section deleted, nested heading levels, a heading at the
-end of the page, the dry run and a stale revision, each with the page order read back."""
+end of the page, the dry run and a stale revision, each with the page order read back; on SQLite and
+on PostgreSQL (the kernel finds the section in the transaction)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.support.helpers import MODES, call, connect, dump, page_args, write_args
+from tests.support.helpers import FIXTURE, MODES, call, connect, dump, page_args, write_args
+from tests.support.postgres import STORES, store_fixture
 from tests.unit.tools.test_block import ids
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=STORES)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """The test workspace on each store (PostgreSQL cases are marked `postgres`)."""
+    return store_fixture(request, tmp_path, FIXTURE)
 
 
 def heading(block_id: str, level: int) -> dict[str, Any]:
@@ -59,7 +67,7 @@ async def order(client: Client) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_section_moves_to_the_top_in_one_call(db: Path, mode: str) -> None:
+async def test_a_section_moves_to_the_top_in_one_call(db: Path | str, mode: str) -> None:
     async with connect(db, mode) as client:
         revision = await seed(client)
         moved = await call(client, "mnote.block.move", **write_args("k", blockId="b", section=True))
@@ -86,7 +94,7 @@ async def test_a_section_moves_to_the_top_in_one_call(db: Path, mode: str) -> No
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_nested_levels_end_at_the_same_or_a_higher_heading(db: Path, mode: str) -> None:
+async def test_nested_levels_end_at_the_same_or_a_higher_heading(db: Path | str, mode: str) -> None:
     async with connect(db, mode) as client:
         await seed(client)
         sub = await call(
@@ -130,7 +138,7 @@ async def test_nested_levels_end_at_the_same_or_a_higher_heading(db: Path, mode:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_several_blocks_move_in_the_order_given(db: Path, mode: str) -> None:
+async def test_several_blocks_move_in_the_order_given(db: Path | str, mode: str) -> None:
     async with connect(db, mode) as client:
         revision = await seed(client)
         moved = await call(
@@ -158,7 +166,7 @@ async def test_several_blocks_move_in_the_order_given(db: Path, mode: str) -> No
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_section_delete_takes_the_section(db: Path, mode: str) -> None:
+async def test_a_section_delete_takes_the_section(db: Path | str, mode: str) -> None:
     async with connect(db, mode, confirm="never") as client:
         await seed(client)
         deleted = await call(client, "mnote.block.delete", **write_args("k", blockIds=["a1"], section=True))
@@ -168,7 +176,7 @@ async def test_a_section_delete_takes_the_section(db: Path, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_heading_at_the_end_of_the_page_is_its_own_section(db: Path, mode: str) -> None:
+async def test_a_heading_at_the_end_of_the_page_is_its_own_section(db: Path | str, mode: str) -> None:
     async with connect(db, mode, confirm="never") as client:
         await seed(client)
         moved = await call(client, "mnote.block.move", **write_args("k1", blockId="last", section=True))
@@ -188,7 +196,7 @@ async def test_a_heading_at_the_end_of_the_page_is_its_own_section(db: Path, mod
     ],
 )
 async def test_a_section_dry_run_shows_the_plan_and_writes_nothing(
-    db: Path, mode: str, tool: str, args: dict[str, Any]
+    db: Path | str, mode: str, tool: str, args: dict[str, Any]
 ) -> None:
     async with connect(db, mode, confirm="never") as client:
         revision = await seed(client)
@@ -204,7 +212,7 @@ async def test_a_section_dry_run_shows_the_plan_and_writes_nothing(
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_section_changed_since_the_revision_read_is_a_conflict(db: Path, mode: str) -> None:
+async def test_a_section_changed_since_the_revision_read_is_a_conflict(db: Path | str, mode: str) -> None:
     async with connect(db, mode, confirm="never") as client:
         revision = await seed(client)
         grown = await call(
@@ -237,7 +245,9 @@ async def test_a_section_changed_since_the_revision_read_is_a_conflict(db: Path,
         ({"blockId": "a", "blockIds": ["nope"]}, "/blockIds/0"),
     ],
 )
-async def test_moves_that_cannot_be_made_are_refused(db: Path, args: dict[str, Any], pointer: str) -> None:
+async def test_moves_that_cannot_be_made_are_refused(
+    db: Path | str, args: dict[str, Any], pointer: str
+) -> None:
     async with connect(db) as client:
         await seed(client)
         before = dump(db)
