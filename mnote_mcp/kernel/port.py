@@ -415,6 +415,7 @@ class OutcomeData(TypedDict, total=False):
     blockIds: list[str]  # the blocks it wrote (block commands, a save, a revert)
     revertedRevisions: list[int]  # page.revert
     rebasedFrom: int  # a block command that went ahead on a stale baseRevision
+    runId: str  # a real write's: the run it was recorded under (what page.revert's `runId` undoes)
     textDiff: str  # a dry run's unified diff of the Markdown
     artifactId: str  # the artifact commands
     edgeId: str

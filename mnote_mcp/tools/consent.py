@@ -7,6 +7,7 @@ made (docs/decisions.md, "Which writes ask first"):
 - `removes_blocks` (mnote.page.save): the save deletes blocks. A `mode=replace` that keeps every
   block (ids kept) or an `append` never asks.
 - `deletes_subtrees_or_many` (mnote.block.delete): the delete takes children with the blocks it names,
+  or a heading's section (`section: true`: the blocks after the heading count as deleted, as they are),
   or more than `FEW_BLOCKS` blocks in all. One leaf block (or a few) does not ask: the agent saw them.
 - `reverts` (mnote.page.revert): every revert that changes the page; it can undo many writes at once.
 - `renames_shared_page` (mnote.page.update_title): a rename of a page someone else has written to (an
@@ -36,6 +37,7 @@ class Destruction(StrEnum):
 
     REMOVES_BLOCKS = "removes_blocks"
     DELETES_SUBTREES = "deletes_subtrees"
+    DELETES_SECTION = "deletes_section"
     DELETES_MANY = "deletes_many"
     REVERTS = "reverts"
     RENAMES_SHARED = "renames_shared"
@@ -56,10 +58,10 @@ async def removes_blocks(request: ToolRequest, impact: Impact, kernel: Kernel) -
 async def deletes_subtrees_or_many(
     request: ToolRequest, impact: Impact, kernel: Kernel
 ) -> Destruction | None:
-    """when it deletes children with the named blocks, or more than 3 blocks"""
+    """when it deletes children or a heading's section with the named blocks, or more than 3 blocks"""
     named = request.args.get("blockIds") or []
     if impact.deleted > len(set(named)):
-        return Destruction.DELETES_SUBTREES
+        return Destruction.DELETES_SECTION if request.args.get("section") else Destruction.DELETES_SUBTREES
     if impact.deleted > FEW_BLOCKS:
         return Destruction.DELETES_MANY
     return None

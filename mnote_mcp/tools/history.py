@@ -95,6 +95,10 @@ PAGE_HISTORY = ToolSpec(
 )
 
 
+# The kernel's `runId` target is the tool's `undoRunId`: a call's own `runId` is its correlation id.
+_REVERT_RENAMED = {"runId": "undoRunId"}
+
+
 def _revert_payload(args: Mapping[str, Any]) -> dict[str, Any]:
     payload = {name: args[name] for name in ("toRevision", "commandId") if name in args}
     if "undoRunId" in args:
@@ -106,8 +110,8 @@ PAGE_REVERT = ToolSpec(
     name="mnote.page.revert",
     title="Revert page",
     description=(
-        "Undo writes to a page as a new revision: undoRunId (your run's writes here), commandId (one "
-        "write) or toRevision. Refused, naming the blocks, where later writes changed them."
+        "Undo writes to a page as a new revision: undoRunId (the runId your writes' results name), "
+        "commandId (one write) or toRevision. Refused, naming the blocks, where later writes changed them."
     ),
     summary=(
         "undo one run's writes (`undoRunId`), one write (`commandId`) or everything since a revision "
@@ -127,6 +131,7 @@ PAGE_REVERT = ToolSpec(
     empty_means_absent=frozenset({"undoRunId", "commandId"}),
     command=revert_commands.REVERT,
     payload=_revert_payload,
+    renamed=_REVERT_RENAMED,
     consent=reverts,
     permissions=WRITE_PAGE,
     errors=(

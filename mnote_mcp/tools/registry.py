@@ -108,6 +108,9 @@ class ToolSpec:
     # When a planned write of this tool is destructive, so that `--confirm destructive` asks the person
     # first (`tools/consent.py`): read from the plan of a dry run of the same call.
     consent: Destructive = never
+    # Payload keys the tool's arguments call otherwise (payload key -> argument, as `payload` maps
+    # them): the kernel's refusals of the command are told in the argument's name, which the model gave.
+    renamed: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):
@@ -136,7 +139,7 @@ class ToolSpec:
         if self.read is not None:
             return self.read
         assert self.command is not None and self.payload is not None  # checked in __post_init__
-        return command_handler(self.command.name, self.payload)
+        return command_handler(self.command.name, self.payload, self.renamed)
 
     @property
     def all_extensions(self) -> Mapping[str, Mapping[str, Any]]:

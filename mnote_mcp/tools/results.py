@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
 
+from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import Command, CommandOutcome, Kernel
 from mnote_mcp.tools.budget import chars, fits
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
@@ -96,24 +98,52 @@ def trimmed(outcome: ToolResult, limit: int, locale: Locale, code: str = "result
     return ToolResult(result=report, effect=outcome.effect, command_id=outcome.command_id)
 
 
-def command_handler(command_name: str, payload: PayloadMap) -> Handler:
-    """The handler of every write tool: relay one kernel command, report its outcome."""
+def command_handler(
+    command_name: str, payload: PayloadMap, renamed: Mapping[str, str] | None = None
+) -> Handler:
+    """The handler of every write tool: relay one kernel command, report its outcome; a refusal
+    naming a payload key the tool calls otherwise (`renamed`) names the tool's argument instead."""
+    words = _renaming(renamed or {})
 
     async def handle(request: ToolRequest, kernel: Kernel) -> ToolResult:
         assert request.idempotency_key is not None  # required by every write tool's schema
-        outcome = await kernel.execute(
-            Command(
-                name=command_name,
-                workspace_id=request.workspace_id,
-                document_id=request.document_id,
-                actor_id=request.actor_id,
-                correlation=request.correlation,
-                idempotency_key=request.idempotency_key,
-                dry_run=request.dry_run,
-                base_revision=request.base_revision,
-                payload=payload(request.args),
+        try:
+            outcome = await kernel.execute(
+                Command(
+                    name=command_name,
+                    workspace_id=request.workspace_id,
+                    document_id=request.document_id,
+                    actor_id=request.actor_id,
+                    correlation=request.correlation,
+                    idempotency_key=request.idempotency_key,
+                    dry_run=request.dry_run,
+                    base_revision=request.base_revision,
+                    payload=payload(request.args),
+                )
             )
-        )
+        except MnoteError as error:
+            if words is not None:
+                error.details = words(error.details)
+            raise
         return write_result(outcome, request.locale)
 
     return handle
+
+
+def _renaming(renamed: Mapping[str, str]) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """Rewrites every payload key of `renamed` (a whole word: in a pointer, a list, a reason) in a
+    refusal's details to the argument's name; details hold only ids, pointers and words of ours."""
+    if not renamed:
+        return None
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, renamed)) + r")\b")
+
+    def rewrite(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(lambda match: renamed[match.group(1)], value)
+        if isinstance(value, list):
+            return [rewrite(item) for item in value]
+        if isinstance(value, dict):
+            return {key: rewrite(item) for key, item in value.items()}
+        return value
+
+    return lambda details: {key: rewrite(item) for key, item in details.items()}

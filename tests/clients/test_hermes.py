@@ -840,13 +840,14 @@ def stdio_example(
     )
 
 
-def edits(tool: str) -> Callable[[Transcript], Turn]:
-    """Twenty block edits in a row, each new (its own key), then an answer."""
+def edits(tool: str, short_ids: bool = False) -> Callable[[Transcript], Turn]:
+    """Twenty block edits in a row, each new (its own key), then an answer; `short_ids`: each call
+    names a short `traceId` and `toolCallId`, for an envelope as short as a write's can be."""
 
     def next_turn(transcript: Transcript) -> Turn:
         done = len(transcript.tool_contents())
         if done < EDITS:
-            arguments = {
+            arguments: dict[str, Any] = {
                 "workspaceId": "ws_1",
                 "documentId": "doc_1",
                 "blockId": "p_1",
@@ -854,6 +855,8 @@ def edits(tool: str) -> Callable[[Transcript], Turn]:
                 "idempotencyKey": f"edit-{done}",
                 "dryRun": False,
             }
+            if short_ids:
+                arguments |= {"traceId": f"t{done}", "toolCallId": f"c{done}"}
             return Turn((ToolCall(tool, arguments),))
         return Turn(text="Twenty edits are done.")
 
@@ -871,7 +874,10 @@ def test_twenty_edits_in_a_row_draw_no_loop_warning(tmp_path: Path, form: str) -
     config = stdio_example(db)
     if form == "structured":
         config = config.replace('"--actor", "user_1"]', '"--actor", "user_1", "--result-form", "structured"]')
-    with scripted_model(edits(model_name(STDIO, "mnote.block.update"))) as (base_url, transcript):
+    # the structured case with short correlation ids: a write's result names its runId too (issue 22),
+    # which took an edit's envelope past Hermes's 500 characters with the generated ones
+    script = edits(model_name(STDIO, "mnote.block.update"), short_ids=form == "structured")
+    with scripted_model(script) as (base_url, transcript):
         home = write_home(tmp_path / "home", config + GUARDRAILS + model_section(base_url))
         run = run_agent_loop(home, "Edit the first paragraph twenty times.", STDIO)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -212,21 +212,21 @@ class PageBlocks:
         order = " ORDER BY position" + (f" LIMIT {int(limit)}" if limit is not None else "")
         return self._select(where, params, order)
 
-    def sibling(self, row: BlockRow, *, following: bool, skip: str | None = None) -> BlockRow | None:
-        """The sibling right after (or before) `row`, passing over the block `skip`."""
+    def sibling(self, row: BlockRow, *, following: bool) -> BlockRow | None:
+        """The sibling right after (or before) `row`."""
         op, order = (">", "ASC") if following else ("<", "DESC")
         found = self._select(
-            f"parent_id = ? AND position {op} ? AND id != ?",
-            (row.parent_id, row.position, skip or ""),
+            f"parent_id = ? AND position {op} ?",
+            (row.parent_id, row.position),
             f" ORDER BY position {order} LIMIT 1",
         )
         return found[0] if found else None
 
-    def edge_child(self, parent_id: str, *, last: bool, skip: str | None = None) -> BlockRow | None:
-        """The first (or last) child of `parent_id`, passing over the block `skip`."""
+    def edge_child(self, parent_id: str, *, last: bool) -> BlockRow | None:
+        """The first (or last) child of `parent_id`."""
         found = self._select(
-            "parent_id = ? AND id != ?",
-            (parent_id, skip or ""),
+            "parent_id = ?",
+            (parent_id,),
             f" ORDER BY position {'DESC' if last else 'ASC'} LIMIT 1",
         )
         return found[0] if found else None

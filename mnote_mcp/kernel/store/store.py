@@ -270,6 +270,7 @@ class Store:
                 data["textDiff"] = plan.text_diff()
             return plan.outcome(command, None, page.revision, data)
         command_id = ledger.command_id(command.name, command.correlation.trace_id)
+        data["runId"] = command.correlation.run_id  # kept in the ledger: a replay names the first run
         revision = self._write(writes, tx, plan, command_id) if plan.changed else page.revision
         outcome = plan.outcome(command, command_id, revision, data)
         ledger.record(conn, command, command_id, print_, page.revision, outcome)

@@ -751,6 +751,41 @@ async def test_text_replace_relays_its_edits_refusals_and_rebase(kit: Kit, adapt
     assert conflict.details["conflicts"] == [{"blockId": "p_1", "revision": 3}]
 
 
+async def test_sections_and_several_blocks_relay(kit: Kit) -> None:
+    """`section` and `blockIds` on move and delete (doc_1: heading_1, p_1, p_2, one h1 section)."""
+    tail = await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_INSERT, {"blocks": PARA, "position": "end"}, "s1")
+    )
+    new_id = tail.data["blockIds"][0]
+    several = await kit.execute(
+        kit.command(
+            CommandName.PAGE_BLOCK_MOVE,
+            {"blockId": "p_2", "blockIds": [new_id, "p_1"], "position": "start"},
+            "s2",
+        )
+    )
+    assert several.data["blockIds"] == ["p_2", new_id, "p_1"]
+    section = await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_MOVE, {"blockId": "heading_1", "section": True}, "s3")
+    )
+    assert section.data["blockIds"] == ["heading_1"], "p_2 and the rest now come before the heading"
+    moved = await kit.execute(
+        kit.command(
+            CommandName.PAGE_BLOCK_MOVE, {"blockId": "heading_1", "section": True, "position": "end"}, "s4"
+        )
+    )
+    assert moved.changed is False
+    await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_MOVE, {"blockId": "heading_1", "blockIds": ["p_1"]}, "s5")
+    )
+    deleted = await kit.execute(
+        kit.command(CommandName.PAGE_BLOCK_DELETE, {"blockIds": ["heading_1"], "section": True}, "s6")
+    )
+    assert deleted.data["blockIds"] == ["heading_1", "p_1", "p_2", new_id]
+    page = await kit.get_page(kit.query())
+    assert page["blocks"] == []
+
+
 async def test_page_revisions_answer_only_readable_pages(kit: Kit) -> None:
     keys = [PageKey(kit.ws, "doc_1"), PageKey(kit.ws, "doc_secret"), PageKey(kit.ws, "doc_nope")]
     revisions: dict[PageKey, int] = await kit._both(lambda k: k.page_revisions("user_editor", keys))

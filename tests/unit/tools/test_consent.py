@@ -72,6 +72,22 @@ async def test_a_delete_asks_for_a_subtree_or_more_than_three_blocks(db: Path) -
     assert "Deletes 4 block(s)." in many
 
 
+async def test_a_section_delete_counts_the_section_as_deleted(db: Path) -> None:
+    async with connect(db, confirm="never") as client:
+        chapter = [
+            {"id": "sec", "type": "heading", "text": "Chapter", "props": {"level": 1}},
+            {"id": "sec_p", "type": "paragraph", "text": "in it"},
+            {"id": "lone", "type": "heading", "text": "Alone", "props": {"level": 1}},
+        ]
+        added = await call(
+            client, "mnote.block.insert", **write_args("setup", blocks=chapter, position="end")
+        )
+        assert added["ok"], added["error"]
+    assert await _asked(db, "mnote.block.delete", blockIds=["lone"], section=True) == []
+    (section,) = await _asked(db, "mnote.block.delete", blockIds=["sec"], section=True)
+    assert "Deletes 2 block(s)." in section and "in it" in section
+
+
 async def test_a_save_asks_only_when_it_deletes_blocks(db: Path) -> None:
     kept = [
         {"id": "heading_1", "type": "heading", "text": "Chapter one", "props": {"level": 1}},

@@ -220,6 +220,7 @@ async def _every_kind_of_answer(client: Client) -> list[dict[str, Any]]:
         await call(client, "mnote_block_update", **write_args("b1", blockId="p_1", text="y", baseRevision=0)),
         await call(client, "mnote_block_update", **write_args("b2", blockId="nope", text="y")),
         await call(client, "mnote_page_revert", **write_args("r0", dry_run=True, toRevision=0)),
+        await call(client, "mnote_page_revert", **write_args("r1")),  # no target: names undoRunId
         await call(client, "mnote_page_save", **write_args("s1", content=[{"type": "nope"}])),
         await call(client, "mnote_page_update_options", **write_args("o1", options={"protectEditing": True})),
         await call(client, "mnote_artifact_create_summary", **write_args("a1", summary="s")),

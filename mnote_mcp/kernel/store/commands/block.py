@@ -30,9 +30,10 @@ from mnote_mcp.kernel.diff import FIELDS, Op, PlacedOp, placed
 from mnote_mcp.kernel.errors import invalid
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.commands.placement import PageIds, Placement, keys, placement, slot
+from mnote_mcp.kernel.store.commands.section import Chosen, choose, refuse_nested
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.kernel.store.plan import Plan, Tx, body_plan
-from mnote_mcp.kernel.store.rows import FEW_IDS, TOP, BlockChange, BlockRow, new_rows
+from mnote_mcp.kernel.store.rows import FEW_IDS, TOP, BlockChange, BlockRow, PageBlocks, new_rows
 
 # -- page.block.insert -----------------------------------------------------------------------
 
@@ -196,13 +197,25 @@ UPDATE = CommandSpec(
 
 class DeletePayload(TypedDict):
     blockIds: list[str]
+    section: bool
 
 
 def _validate_delete(payload: Mapping[str, Any]) -> DeletePayload:
     raw = payload.get("blockIds")
     if isinstance(raw, list) and not raw:
         raise invalid("/blockIds", "nothing to delete: blockIds is empty")
-    return {"blockIds": block_ids(raw, "/blockIds", unique=True)}
+    return {"blockIds": block_ids(raw, "/blockIds", unique=True), "section": _flag(payload, "section")}
+
+
+def _flag(payload: Mapping[str, Any], name: str) -> bool:
+    value = payload.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise invalid(f"/{name}", "must be a boolean")
+    return bool(value)
+
+
+def _pointers(name: str, count: int) -> list[str]:
+    return [f"/{name}/{index}" for index in range(count)]
 
 
 def _subtrees(tx: Tx, ids: list[str]) -> list[list[BlockRow]]:
@@ -213,42 +226,49 @@ def _subtrees(tx: Tx, ids: list[str]) -> list[list[BlockRow]]:
     return tx.blocks.named_subtrees(ids)
 
 
-def _deleted_rows(tx: Tx, ids: list[str]) -> list[BlockRow]:
-    """The rows the delete removes: each named block with its subtree, in document order."""
-    found = tx.blocks.get_many(ids)
-    for index, target in enumerate(ids):
-        if target not in found:
-            raise block_not_found(target, f"/blockIds/{index}")
-    return [row for subtree in _subtrees(tx, ids) for row in subtree]
+def _chosen_for_delete(tx: Tx, p: DeletePayload, *, strict: bool = True) -> Chosen:
+    named = p["blockIds"]
+    return choose(tx, named, _pointers("blockIds", len(named)), sections=p["section"], strict=strict)
 
 
 def _plan_delete(tx: Tx, p: DeletePayload) -> Plan:
-    removed = _deleted_rows(tx, p["blockIds"])
+    removed = [row for subtree in _subtrees(tx, _chosen_for_delete(tx, p).ids) for row in subtree]
     changes = [BlockChange(row.id, row, None) for row in removed]
     diff: list[Op] = [{"op": "delete", "blockId": row.id} for row in removed]
     return body_plan(tx, changes, diff, {"blockIds": [row.id for row in removed]})
 
 
 def _delete_depends(tx: Tx, p: DeletePayload) -> list[str]:
-    """The named blocks (a missing one may have been deleted since) and everything under them."""
-    named = p["blockIds"]
-    found = tx.blocks.get_many(named)
-    under = _subtrees(tx, [bid for bid in named if bid in found])
-    return list(dict.fromkeys([*named, *(row.id for subtree in under for row in subtree)]))
+    """The named blocks (a missing one may have been deleted since), their sections and the headings
+    that end them, and everything under them."""
+    chosen = _chosen_for_delete(tx, p, strict=False)
+    under = _subtrees(tx, chosen.ids)
+    return list(
+        dict.fromkeys(
+            [
+                *p["blockIds"],
+                *(row.id for subtree in under for row in subtree),
+                *(end.id for end in chosen.ends),
+            ]
+        )
+    )
 
 
 DELETE = CommandSpec(
     name="page.block.delete",
     scope=Scope.PAGE_WRITE,
-    payload="{blockIds}",
+    payload="{blockIds, section?}",
     does=(
-        "delete blocks with their children (at most 20,000 ids, none twice; with more than 2,000 the"
-        " checkpoints come before the ids are looked at)"
+        "delete blocks with their children, with `section` a heading with its section (at most 20,000"
+        " ids, none twice; with more than 2,000 the checkpoints come before the ids are looked at)"
     ),
     validate=_validate_delete,
     plan=_plan_delete,
     depends=_delete_depends,
-    relies_on="each block named and every block now under it (a child added since would be lost)",
+    relies_on=(
+        "each block named and every block now under it (a child added since would be lost), with"
+        " `section` every block of the section and the heading that ends it"
+    ),
 )
 
 
@@ -257,50 +277,92 @@ DELETE = CommandSpec(
 
 class MovePayload(Placement):
     blockId: str  # noqa: N815 - the payload's own key (a TypedDict of a TypedDict)
+    blockIds: list[str]  # noqa: N815 - more blocks, placed after it in this order
+    section: bool
 
 
 def _validate_move(payload: Mapping[str, Any]) -> MovePayload:
-    return {"blockId": block_id(payload.get("blockId"), "/blockId"), **placement(payload)}
+    first = block_id(payload.get("blockId"), "/blockId")
+    more = [] if payload.get("blockIds") is None else block_ids(payload["blockIds"], "/blockIds", unique=True)
+    if first in more:
+        raise invalid(f"/blockIds/{more.index(first)}", "is blockId again", blockId=first)
+    return {"blockId": first, "blockIds": more, "section": _flag(payload, "section"), **placement(payload)}
+
+
+def _move_named(p: MovePayload) -> tuple[list[str], list[str]]:
+    """The blocks named, in order, and their pointers."""
+    return [p["blockId"], *p["blockIds"]], ["/blockId", *_pointers("blockIds", len(p["blockIds"]))]
 
 
 def _plan_move(tx: Tx, p: MovePayload) -> Plan:
-    row = tx.blocks.get(p["blockId"])
-    if row is None:
-        raise block_not_found(p["blockId"], "/blockId")
-    at = slot(tx, p, moving=row.id)
-    subtree = tx.blocks.subtree(row.id)
-    at.check_fits(_height(subtree, row.id), "/blockId")
-    previous = tx.blocks.sibling(row, following=False)
-    if at.parent_id == row.parent_id and at.after_id == (previous.id if previous else None):
+    named, pointers = _move_named(p)
+    chosen = choose(tx, named, pointers, sections=p["section"])
+    refuse_nested(tx.blocks, named, pointers, chosen)
+    rows, ids = chosen.rows, chosen.ids
+    at = slot(tx, p, moving=ids)
+    at.check_fits(max(_height(subtree) for subtree in _subtrees(tx, ids)), "/blockId")
+    if _in_place(tx.blocks, rows, at.parent_id, at.after_id):
         return Plan(diff=[], changed=False, data={"blockIds": []})
-    (key,), rekeys = keys(tx, at, 1, moving=row.id)
-    after = replace(row, parent_id=at.parent_id, position=key, revision=tx.next_revision)
-    diff = [placed("move", row.id, at.parent_id or None, at.after_id)]
-    return body_plan(tx, [*rekeys, BlockChange(row.id, row, after)], diff, {"blockIds": [row.id]})
+    new_keys, rekeys = keys(tx, at, len(rows), moving=ids)
+    changes = list(rekeys)
+    diff: list[PlacedOp] = []
+    previous = at.after_id
+    for row, key in zip(rows, new_keys, strict=True):
+        after = replace(row, parent_id=at.parent_id, position=key, revision=tx.next_revision)
+        changes.append(BlockChange(row.id, row, after))
+        diff.append(placed("move", row.id, at.parent_id or None, previous))
+        previous = row.id
+    return body_plan(tx, changes, diff, {"blockIds": ids})
 
 
-def _height(subtree: list[BlockRow], root: str) -> int:
-    depth = {root: 1}
+def _in_place(blocks: PageBlocks, rows: list[BlockRow], parent_id: str, after_id: str | None) -> bool:
+    """Whether the blocks already sit, in this order, right after `after_id` under `parent_id`."""
+    previous = after_id
+    for row in rows:
+        if row.parent_id != parent_id:
+            return False
+        before = blocks.sibling(row, following=False)
+        if (before.id if before else None) != previous:
+            return False
+        previous = row.id
+    return True
+
+
+def _height(subtree: list[BlockRow]) -> int:
+    depth = {subtree[0].id: 1}
     for row in subtree[1:]:
         depth[row.id] = depth[row.parent_id] + 1
     return max(depth.values())
 
 
 def _move_depends(tx: Tx, p: MovePayload) -> list[str]:
-    row = tx.blocks.get(p["blockId"])
-    old_parent = [row.parent_id] if row is not None and row.parent_id != TOP else []
-    return [p["blockId"], *(b for b in (p["afterBlockId"], p["parentId"]) if b is not None), *old_parent]
+    named, pointers = _move_named(p)
+    chosen = choose(tx, named, pointers, sections=p["section"], strict=False)
+    old_parents = [row.parent_id for row in chosen.rows if row.parent_id != TOP]
+    return [
+        *named,
+        *chosen.ids,
+        *(end.id for end in chosen.ends),
+        *(b for b in (p["afterBlockId"], p["parentId"]) if b is not None),
+        *old_parents,
+    ]
 
 
 MOVE = CommandSpec(
     name="page.block.move",
     scope=Scope.PAGE_WRITE,
-    payload="{blockId, afterBlockId?, parentId?, position?}",
-    does="move a block with its children",
+    payload="{blockId, blockIds?, section?, afterBlockId?, parentId?, position?}",
+    does=(
+        "move a block with its children, then `blockIds` after it in that order; with `section` each"
+        " heading with its section"
+    ),
     validate=_validate_move,
     plan=_plan_move,
     depends=_move_depends,
-    relies_on="the block, the anchor, its old parent and its new parent",
+    relies_on=(
+        "the blocks, the anchor, their old parents and the new parent, with `section` every block of"
+        " the section and the heading that ends it"
+    ),
 )
 
 COMMANDS: tuple[CommandSpec[Any], ...] = (INSERT, UPDATE, DELETE, MOVE)

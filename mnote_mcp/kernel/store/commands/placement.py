@@ -6,7 +6,7 @@ there. Shared by `page.body.save` (append), `page.block.insert` and `page.block.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypedDict
 
@@ -14,7 +14,7 @@ from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH, block_id, block_not_
 from mnote_mcp.kernel.errors import invalid
 from mnote_mcp.kernel.store.orderkeys import keys_between, too_long
 from mnote_mcp.kernel.store.plan import Tx
-from mnote_mcp.kernel.store.rows import TOP, BlockChange, PageBlocks
+from mnote_mcp.kernel.store.rows import TOP, BlockChange, BlockRow, PageBlocks
 
 Position = Literal["start", "end"]
 
@@ -78,17 +78,19 @@ class Slot:
             raise invalid(pointer, f"would nest deeper than {MAX_DEPTH} levels", depth=deepest)
 
 
-def slot(tx: Tx, p: Placement, moving: str | None = None) -> Slot:
-    """Resolve where blocks would go, refusing what cannot be: the parent first, then the anchor."""
+def slot(tx: Tx, p: Placement, moving: Collection[str] = ()) -> Slot:
+    """Resolve where blocks would go, refusing what cannot be: the parent first, then the anchor.
+    `moving` are the blocks being moved there (each with its subtree): the slot is among the others."""
     blocks = tx.blocks
     parent_id = p["parentId"]
     after_id = p["afterBlockId"]
+    moved = set(moving)
     parent_depth = 0
     if parent_id is not None:
         parent = blocks.get(parent_id)
         if parent is None:
             raise block_not_found(parent_id, "/parentId")
-        if moving is not None and blocks.within(parent_id, moving):
+        if _inside(blocks, parent_id, moved):
             raise invalid("/parentId", "is the moved block or inside it", blockId=parent_id)
         if not BLOCK_TYPES[parent.type].has_children:
             raise invalid(
@@ -100,16 +102,16 @@ def slot(tx: Tx, p: Placement, moving: str | None = None) -> Slot:
     if after_id is None:
         container = parent_id if parent_id is not None else TOP
         if p["position"] == "start":
-            first = blocks.edge_child(container, last=False, skip=moving)
+            first = _passing(blocks, blocks.edge_child(container, last=False), moved, following=True)
             return Slot(container, None, None, first.position if first else None, parent_depth + 1)
-        last = blocks.edge_child(container, last=True, skip=moving)
+        last = _passing(blocks, blocks.edge_child(container, last=True), moved, following=False)
         return Slot(
             container, last.id if last else None, last.position if last else None, None, parent_depth + 1
         )
     anchor = blocks.get(after_id)
     if anchor is None:
         raise block_not_found(after_id, "/afterBlockId")
-    if moving is not None and blocks.within(after_id, moving):
+    if _inside(blocks, after_id, moved):
         raise invalid("/afterBlockId", "is the moved block or inside it", blockId=after_id)
     if parent_id is not None and anchor.parent_id != parent_id:
         raise invalid(
@@ -119,7 +121,7 @@ def slot(tx: Tx, p: Placement, moving: str | None = None) -> Slot:
             parentId=parent_id,
             actualParentId=anchor.parent_id or None,
         )
-    following = blocks.sibling(anchor, following=True, skip=moving)
+    following = _passing(blocks, blocks.sibling(anchor, following=True), moved, following=True)
     return Slot(
         anchor.parent_id,
         anchor.id,
@@ -129,13 +131,28 @@ def slot(tx: Tx, p: Placement, moving: str | None = None) -> Slot:
     )
 
 
-def keys(tx: Tx, at: Slot, count: int, moving: str | None = None) -> tuple[list[str], list[BlockChange]]:
+def _inside(blocks: PageBlocks, block_id: str, moved: set[str]) -> bool:
+    """Whether `block_id` is one of the moved blocks or under one."""
+    return block_id in moved or any(a.id in moved for a in blocks.ancestors(block_id))
+
+
+def _passing(
+    blocks: PageBlocks, row: BlockRow | None, moved: set[str], *, following: bool
+) -> BlockRow | None:
+    """`row`, or the nearest sibling past it (in that direction) that is not being moved."""
+    while row is not None and row.id in moved:
+        row = blocks.sibling(row, following=following)
+    return row
+
+
+def keys(tx: Tx, at: Slot, count: int, moving: Collection[str] = ()) -> tuple[list[str], list[BlockChange]]:
     """Order keys for `count` blocks placed at `at`; if the gap is worn thin, the siblings are
     respaced and their new keys come back as `rekey` changes."""
     new = keys_between(at.low, at.high, count)
     if not too_long(new):
         return new, []
-    siblings = [row for row in tx.blocks.children(at.parent_id) if row.id != moving]
+    moved = set(moving)
+    siblings = [row for row in tx.blocks.children(at.parent_id) if row.id not in moved]
     index = 0 if at.after_id is None else 1 + next(i for i, r in enumerate(siblings) if r.id == at.after_id)
     fresh = keys_between(None, None, len(siblings) + count)
     others = fresh[:index] + fresh[index + count :]

@@ -1,0 +1,83 @@
+"""Undo without guessing, through the real MCP client in both protocol eras: every write's result
+names the `runId` it was recorded under (given as an argument, in `_meta`, or generated for the
+connection; a replay names the first call's), and that is what `mnote.page.revert` takes as
+`undoRunId`; revert's own refusals name `undoRunId`, the argument the model gave, never the kernel's
+`runId`, in either tool-name style."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.registry import ToolSpec
+from tests.support.helpers import IDS, MODES, call, connect, page_args, write_args
+from tests.support.tool_calls import call_example, target
+
+pytestmark = pytest.mark.anyio
+
+WRITES = [spec for spec in ALL_TOOLS if spec.writes]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("spec", WRITES, ids=lambda spec: spec.name)
+async def test_every_write_names_the_run_it_was_recorded_under(db: Path, mode: str, spec: ToolSpec) -> None:
+    async with connect(db, mode, confirm="never") as client:
+        planned = await call_example(client, spec, target("doc_1"), dry_run=True)
+        written = await call_example(client, spec, target("doc_1"))
+    assert written["ok"], written["error"]
+    assert written["result"]["runId"] == IDS["runId"]
+    assert "runId" not in planned["result"], "a dry run records nothing"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_run_named_is_the_one_revert_undoes(db: Path, mode: str) -> None:
+    without_run = {
+        name: value for name, value in write_args("k1", blockId="p_1", text="A").items() if name != "runId"
+    }
+    async with connect(db, mode, confirm="never") as client:
+        generated = await call(client, "mnote.block.update", **without_run)
+        from_meta = await call(
+            client,
+            "mnote.block.update",
+            meta={"mnote/runId": "run_from_meta"},
+            **{
+                name: value
+                for name, value in write_args("k2", blockId="p_2", text="B").items()
+                if name != "runId"
+            },
+        )
+        retried = await call(client, "mnote.block.update", **{**without_run, "runId": "run_other"})
+        undone = await call(
+            client, "mnote.page.revert", **write_args("undo", undoRunId=generated["result"]["runId"])
+        )
+        blocks = (await call(client, "mnote.page.get", **page_args()))["result"]["blocks"]
+    run = generated["result"]["runId"]
+    assert run.startswith("run_") and run != IDS["runId"], "generated for the connection"
+    assert from_meta["result"]["runId"] == "run_from_meta"
+    assert retried["result"]["idempotentReplay"] is True
+    assert retried["result"]["runId"] == run, "a replay names the run the write was recorded under"
+    assert undone["result"]["revertedRevisions"] == [generated["result"]["revision"]]
+    assert [block["text"] for block in blocks[1:]] == ["First paragraph.", "B"]
+
+
+CASES: dict[str, dict[str, Any]] = {
+    "none": {},
+    "too long": {"undoRunId": "r" * 300},
+    "two": {"undoRunId": "run_a", "toRevision": 1},
+}
+
+
+@pytest.mark.parametrize("style", ["dotted", "underscore"])
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_revert_refusals_name_undo_run_id(db: Path, style: str, case: str) -> None:
+    tool = "mnote.page.revert" if style == "dotted" else "mnote_page_revert"
+    async with connect(db, tool_names=style, confirm="never") as client:
+        refused = await call(client, tool, **write_args(f"k_{case}", **CASES[case]))
+    error = refused["error"]
+    said = json.dumps(error, ensure_ascii=False)
+    assert error["code"] == "mnote_tool_invalid_argument"
+    assert "undoRunId" in said and "runId" not in said.replace("undoRunId", ""), said
