@@ -126,6 +126,7 @@ class Run:
     arrived: int = 0
     first_phase_done: anyio.Event = field(default_factory=anyio.Event)
     enough_after: anyio.Event = field(default_factory=anyio.Event)
+    reads_done: anyio.Event = field(default_factory=anyio.Event)  # every client made its cross read
     killed: anyio.Event = field(default_factory=anyio.Event)
     log_lines_at_kill: int = 0
     requests_at_kill: int = 0
@@ -179,10 +180,16 @@ async def first_phase_barrier(client: Client, run: Run) -> None:
     page = envelope_of(await client.call_tool("mnote.page.get", page_args()))
     seen = {block["id"] for block in page["result"]["blocks"]}
     run.cross_reads.append(len(first) == 2 * CLIENTS * WRITES_BEFORE and first <= seen)
+    if len(run.cross_reads) == 2 * CLIENTS:
+        run.reads_done.set()
 
 
 async def kill_replica_a(deployment: Deployment, run: Run) -> None:
+    """SIGKILL replica a once enough writes came after the first phase and every client made its
+    cross read (a slow client's read cut by the kill would be retried as a write, never read again)."""
     await run.enough_after.wait()
+    with anyio.move_on_after(120):  # a read that failed is reported by the asserts, not by a hang
+        await run.reads_done.wait()
     run.log_lines_at_kill = len(deployment.proxy.requests())
     run.requests_at_kill = len(run.acknowledged)
     replica = deployment.replicas["a"].process
