@@ -16,7 +16,7 @@ from typing import Any
 
 from bench.agenttasks.corpus import corpus, seed_mnote, write_files
 from bench.agenttasks.session import FILESYSTEM, MNOTE, Agent, Servers, servers
-from bench.agenttasks.tasks import TASKS, Place, Run, Task
+from bench.agenttasks.tasks import TASKS, Place, Run, Task, reset
 
 SIDES = {"mnote": MNOTE, "filesystem": FILESYSTEM}
 
@@ -53,12 +53,10 @@ def run_side(srv: Servers, key: str, run: Run, place: Place) -> dict[str, Any]:
 
 def run_task(srv: Servers, task: Task, place: Place) -> dict[str, Any]:
     row: dict[str, Any] = {"task": task.name, "asks": task.asks}
-    if task.pending:
-        row["pending"] = task.pending
+    for title in task.reset:
+        reset(place, title)
     for side, key in SIDES.items():
-        run = task.mnote if side == "mnote" else task.filesystem
-        if run is not None:
-            row[side] = run_side(srv, key, run, place)
+        row[side] = run_side(srv, key, task.mnote if side == "mnote" else task.filesystem, place)
     return row
 
 
@@ -78,9 +76,6 @@ def table(figures: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in figures["tasks"]:
-        if "pending" in row:
-            lines.append(f"| {row['task']} | {row['pending']} | | | | | |")
-            continue
         m, f = row["mnote"], row["filesystem"]
         lines.append(
             f"| {row['task']} | {m['calls']} / {f['calls']} | {_kb(m['readBytes'])} / {_kb(f['readBytes'])} "

@@ -56,10 +56,14 @@ class Agent:
     driver: HermesDriver
     key: str
     tally: Tally = field(default_factory=Tally)
+    # What the person types at Hermes's approval prompt when mnote asks before a destructive write
+    # (a revert asks by default: docs/hermes.md); "" is no answer, a denial. The question goes to the
+    # person, not to the model: it is not counted.
+    approve: str = ""
 
     def call(self, tool: str, **arguments: Any) -> str:
         name = model_name(self.key, tool)
-        shown = self.driver.present(name, self.driver.call(name, **arguments), CONTEXT)
+        shown = self.driver.present(name, self.driver.answered(name, self.approve, **arguments)[0], CONTEXT)
         self.tally.calls += 1
         self.tally.result_bytes += len(shown.encode())
         self.tally.log.append((tool, len(shown.encode())))

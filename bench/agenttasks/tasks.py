@@ -6,8 +6,11 @@ filesystem server, as a user would tell it) and learns every id, path, revision,
 the results it is shown (`session.Agent`: what Hermes shows the model). Best case: it makes no wasted
 call, uses each server's cheapest way (the filesystem server's `edit_file` with several edits, `head`
 and `tail`, `read_multiple_files` packed under Hermes's cut, smallest files first), and reads nothing
-it does not need. Where a way needs a mnote tool that has not landed (a text edit, a section move, the
-`runId` in a write's result: issue 22's agent-edits half), the task says so (`pending`) and is not run.
+it does not need. Four tasks are run twice on mnote: the way before issue 22's agent edits (read the
+block and write it back, move block by block, find the run in the history) and the way with them (one
+exact-text edit, one section move, the `runId` a write's result names); the filesystem side is the same
+task both times. A task that changes a page a task before it changed first puts that page back as the
+corpus has it (`reset`, in both stores, outside the agents: not counted).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 import anyio
 
-from bench.agenttasks.corpus import ACTOR, COLOUR, CUTOVER, CUTOVER_ZH, MISSPELT, SPELT, Page
+from bench.agenttasks.corpus import ACTOR, COLOUR, CUTOVER, CUTOVER_ZH, MISSPELT, SPELT, WORKSPACE, Page
 from bench.agenttasks.session import Agent
 from tests.support.helpers import call, connect, page_args
 
@@ -47,9 +50,9 @@ Run = Callable[[AgentFactory, Place], bool]  # True when the end state is what t
 class Task:
     name: str
     asks: str
-    mnote: Run | None
-    filesystem: Run | None
-    pending: str = ""  # why a side is not run yet
+    mnote: Run
+    filesystem: Run
+    reset: tuple[str, ...] = ()  # pages (titles) put back as the corpus has them before the task runs
 
 
 # -- reading answers as the model does ---------------------------------------------------------
@@ -136,6 +139,26 @@ def lines_of(place: Place, title: str) -> list[str]:
     return [line for line in file_text(place, title).splitlines() if line.strip()]
 
 
+def reset(place: Place, title: str) -> None:
+    """The page as the corpus has it again, in both stores: a task that runs after another one changed
+    it starts where that one started. Written beside the agents (its own connection and run), never
+    counted."""
+    page = place.pages[title]
+    (place.notes / f"{title}.md").write_text(page.markdown(), encoding="utf-8")
+
+    async def save() -> None:
+        async with connect(place.db, actor=ACTOR) as client:
+            answer = await call(
+                client,
+                "mnote.page.save",
+                **page_args(page.id, WORKSPACE, content=page.blocks, idempotencyKey=key(), dryRun=False),
+            )
+            if not answer["ok"]:
+                raise AssertionError(f"reset {title}: {answer['error']}")
+
+    anyio.run(save)
+
+
 # -- 1, 2: find a page by what it says ----------------------------------------------------------
 
 
@@ -207,7 +230,7 @@ def read_filesystem(new: AgentFactory, place: Place) -> bool:
 
 
 def fix_mnote(new: AgentFactory, place: Place) -> bool:
-    """Today: find the word, read its block whole (a snippet is cut), write the block back."""
+    """Without the text edit: find the word, read its block whole, write the block back."""
     agent = new()
     hit = found_page(agent, MISSPELT)
     block_id = hit["snippets"][0]["blockId"]
@@ -220,6 +243,23 @@ def fix_mnote(new: AgentFactory, place: Place) -> bool:
         blockId=block_id,
         text=fixed,
         baseRevision=read["revision"],
+        idempotencyKey=key(),
+        dryRun=False,
+    )
+    body = " ".join(texts_of(place.db, hit["documentId"]))
+    return written["ok"] and SPELT in body and MISSPELT not in body
+
+
+def fix_text_mnote(new: AgentFactory, place: Place) -> bool:
+    """One exact-text edit in the block the search's snippet named."""
+    agent = new()
+    hit = found_page(agent, MISSPELT)
+    written = envelope(
+        agent,
+        "mnote.page.edit_text",
+        **page_of(hit),
+        blockId=hit["snippets"][0]["blockId"],
+        edits=[{"oldText": MISSPELT, "newText": SPELT}],
         idempotencyKey=key(),
         dryRun=False,
     )
@@ -307,7 +347,7 @@ def _expected_order(place: Place) -> list[str]:
 
 
 def move_mnote(new: AgentFactory, place: Place) -> bool:
-    """Today: read the page, move the heading to the top, then each of its paragraphs after it."""
+    """Block by block: read the page, move the heading to the top, then each paragraph after it."""
     agent = new()
     hit = found_page(agent, "Quarterly review")
     blocks = envelope(agent, "mnote.page.get", **page_of(hit), includeOptions=False)["result"]["blocks"]
@@ -327,6 +367,26 @@ def move_mnote(new: AgentFactory, place: Place) -> bool:
             dryRun=False,
         )
         previous = block_id
+    return texts_of(place.db, hit["documentId"]) == _expected_order(place)
+
+
+def move_section_mnote(new: AgentFactory, place: Place) -> bool:
+    """Search the heading's words, take the heading's id from the snippet of the page with that title,
+    move the heading with its section in one call."""
+    agent = new()
+    hits = envelope(agent, "mnote.page.search", query=SECTION)["result"]["hits"]
+    hit = next(hit for hit in hits if hit["title"] == "Quarterly review")
+    heading = next(s for s in hit["snippets"] if s["text"].replace("**", "") == SECTION)
+    envelope(
+        agent,
+        "mnote.block.move",
+        **page_of(hit),
+        blockId=heading["blockId"],
+        section=True,
+        position="start",
+        idempotencyKey=key(),
+        dryRun=False,
+    )
     return texts_of(place.db, hit["documentId"]) == _expected_order(place)
 
 
@@ -387,7 +447,7 @@ def summarise_filesystem(new: AgentFactory, place: Place) -> bool:
 
 
 def preview_mnote(new: AgentFactory, place: Place) -> bool:
-    """Today: find the word, read its block whole, dry-run the block with the word replaced."""
+    """Without the text edit: find the word, read its block whole, dry-run the block rewritten."""
     agent = new()
     hit = found_page(agent, "colour")
     block_id = hit["snippets"][0]["blockId"]
@@ -409,6 +469,26 @@ def preview_mnote(new: AgentFactory, place: Place) -> bool:
     )
 
 
+def preview_text_mnote(new: AgentFactory, place: Place) -> bool:
+    """One exact-text edit's dry run: its `textDiff` shows the line before and after."""
+    agent = new()
+    hit = found_page(agent, "colour")
+    plan = envelope(
+        agent,
+        "mnote.page.edit_text",
+        **page_of(hit),
+        blockId=hit["snippets"][0]["blockId"],
+        edits=[{"oldText": "colour", "newText": "color"}],
+        idempotencyKey=key(),
+        dryRun=True,
+    )
+    return (
+        plan["result"]["dryRun"] is True
+        and "+Every heading uses the brand color" in plan["result"]["textDiff"]
+        and COLOUR in texts_of(place.db, hit["documentId"])
+    )
+
+
 def preview_filesystem(new: AgentFactory, place: Place) -> bool:
     agent = new()
     path = found_file(agent, place, "*Style guide*")
@@ -424,17 +504,46 @@ def preview_filesystem(new: AgentFactory, place: Place) -> bool:
 UNDO_TODO, STATUS_OLD, STATUS_NEW = "Send the minutes", "Status: draft", "Status: approved"
 
 
-def undo_mnote(new: AgentFactory, place: Place) -> bool:
-    """Two writes (a to-do appended, the status changed), then "undo that": today the run's id comes
-    from the page's history."""
+@dataclass(frozen=True)
+class Undoing:
+    """An undo task's first write made: the agent, its page, the page before, the write's envelope."""
+
+    agent: Agent
+    page: dict[str, str]
+    before: list[str]
+    added: dict[str, Any]
+
+    def revert(self, place: Place, run_id: str) -> bool:
+        """Undo the run; True when the page is as it was before the first write."""
+        envelope(
+            self.agent,
+            "mnote.page.revert",
+            **self.page,
+            undoRunId=run_id,
+            idempotencyKey=key(),
+            dryRun=False,
+        )
+        return texts_of(place.db, self.page["documentId"]) == self.before
+
+
+def _append_undo_todo(new: AgentFactory, place: Place) -> Undoing:
+    """Find the page and append the to-do (the person will approve the revert once, when mnote asks)."""
     agent = new()
-    hit = found_page(agent, "Weekly plan")
-    page = page_of(hit)
-    before = texts_of(place.db, hit["documentId"])
+    agent.approve = "o"
+    page = page_of(found_page(agent, "Weekly plan"))
+    before = texts_of(place.db, page["documentId"])
     todo = [{"type": "todo", "text": UNDO_TODO, "props": {"checked": False}}]
-    envelope(
+    added = envelope(
         agent, "mnote.block.insert", **page, blocks=todo, position="end", idempotencyKey=key(), dryRun=False
     )
+    return Undoing(agent, page, before, added)
+
+
+def undo_mnote(new: AgentFactory, place: Place) -> bool:
+    """Two writes (a to-do appended, the status changed), then "undo that": the run's id read from
+    the page's history, as before the writes' results named it."""
+    undoing = _append_undo_todo(new, place)
+    agent, page = undoing.agent, undoing.page
     blocks = envelope(agent, "mnote.page.get", **page, includeOptions=False)["result"]["blocks"]
     status = next(block for block in blocks if block["text"].startswith(STATUS_OLD))
     envelope(
@@ -446,9 +555,23 @@ def undo_mnote(new: AgentFactory, place: Place) -> bool:
         idempotencyKey=key(),
         dryRun=False,
     )
-    run_id = envelope(agent, "mnote.page.history", **page, limit=1)["result"]["entries"][0]["runId"]
-    envelope(agent, "mnote.page.revert", **page, undoRunId=run_id, idempotencyKey=key(), dryRun=False)
-    return texts_of(place.db, hit["documentId"]) == before
+    entries = envelope(agent, "mnote.page.history", **page, limit=1)["result"]["entries"]
+    return undoing.revert(place, entries[0]["runId"])
+
+
+def undo_run_mnote(new: AgentFactory, place: Place) -> bool:
+    """The same two writes (the status changed by one exact-text edit, no read), then the revert of
+    the run the first write's result named."""
+    undoing = _append_undo_todo(new, place)
+    envelope(
+        undoing.agent,
+        "mnote.page.edit_text",
+        **undoing.page,
+        edits=[{"oldText": STATUS_OLD, "newText": STATUS_NEW}],
+        idempotencyKey=key(),
+        dryRun=False,
+    )
+    return undoing.revert(place, undoing.added["result"]["runId"])
 
 
 def undo_filesystem(new: AgentFactory, place: Place) -> bool:
@@ -548,10 +671,6 @@ def read_long_filesystem(new: AgentFactory, place: Place) -> bool:
     return all(block["text"] in head + tail for block in place.pages[LONG].blocks)
 
 
-TEXT_EDIT = "pending, not run: needs mnote's text edit (issue 22's agent-edits half, not built yet)"
-SECTION_MOVE = "pending, not run: needs mnote's section move (issue 22's agent-edits half, not built yet)"
-RUN_ID = "pending, not run: needs the runId in a write's result (issue 22's agent-edits half, not built yet)"
-
 TASKS: tuple[Task, ...] = (
     Task(
         "find (English)",
@@ -569,7 +688,13 @@ TASKS: tuple[Task, ...] = (
     Task(
         "small edit", f"fix '{MISSPELT}' in 'Meeting minutes 2026' (1,000 blocks)", fix_mnote, fix_filesystem
     ),
-    Task("small edit, one text edit", "the same, as one exact-text replacement", None, None, TEXT_EDIT),
+    Task(
+        "small edit, one text edit",
+        "the same, as one exact-text replacement",
+        fix_text_mnote,
+        fix_filesystem,
+        reset=("Meeting minutes 2026",),
+    ),
     Task("append a to-do", f"add '{TODO}' to the 'Launch checklist'", append_mnote, append_filesystem),
     Task("rename", f"rename '{OLD_TITLE}' to '{NEW_TITLE}'", rename_mnote, rename_filesystem),
     Task(
@@ -578,7 +703,13 @@ TASKS: tuple[Task, ...] = (
         move_mnote,
         move_filesystem,
     ),
-    Task("move a section, one call", "the same, as one section move", None, None, SECTION_MOVE),
+    Task(
+        "move a section, one call",
+        "the same, as one section move",
+        move_section_mnote,
+        move_filesystem,
+        reset=("Quarterly review",),
+    ),
     Task(
         "summarise into an artifact",
         f"summarise '{SUMMARISED}' (500 blocks) beside it",
@@ -592,10 +723,18 @@ TASKS: tuple[Task, ...] = (
         preview_filesystem,
     ),
     Task(
-        "preview, one text edit", "the same, as one exact-text replacement's dry run", None, None, TEXT_EDIT
+        "preview, one text edit",
+        "the same, as one exact-text replacement's dry run",
+        preview_text_mnote,
+        preview_filesystem,
     ),
     Task("undo", "add a to-do and approve the 'Weekly plan', then undo both", undo_mnote, undo_filesystem),
-    Task("undo, run id in the result", "the same, undoing by the run the writes named", None, None, RUN_ID),
+    Task(
+        "undo, run id in the result",
+        "the same, undoing by the run the writes named",
+        undo_run_mnote,
+        undo_filesystem,
+    ),
     Task(
         "two agents at once",
         f"two agents each add {EACH} to-dos to the 'Sprint board', interleaved",
