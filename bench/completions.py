@@ -1,14 +1,17 @@
-"""`python -m bench.completions [PAGES]`: what one `completion/complete` of a page costs when the caller
-may read PAGES pages (10,000 by default), issue 25's "bounded and fast".
+"""`python -m bench.completions [PAGES ...]`: what one `completion/complete` costs when the caller may
+read PAGES pages (100 and 10,000 by default), issue 25's "bounded and fast".
 
 A SQLite store holds the test fixture plus PAGES one-block pages in the caller's workspace (titles
 `notes 0` ... and one `项目计划 …` in a hundred). The server runs in this process and the SDK client
 talks to it over memory streams (`tests.support.helpers.connect`), so a figure is the server's own
-work: the kernel's `list_pages` (every page the caller may read) and the filter by prefix in
-`prompts/completions.py`. Asked: a prefix matching every page (`notes`: at most `--max-completions`
-come back, `hasMore`), a rare one (`项目`, one page in a hundred), one matching nothing, and the
-workspace argument; after a warm-up, `ROUNDS` of each, median and 90th percentile in milliseconds.
-The machine may be shared: give its load (`uptime`) with the figures.
+work: the kernel's `list_pages` and the filter in `prompts/completions.py`. Each store is measured
+twice, side by side: `narrowed` (the kernel asked for the prefix, workspace and limit, in SQL) and
+`whole listing` (a kernel that ignores them, as a runtime older than them does, and so as before
+issue 25's fix: every readable page, filtered in Python). Asked: a prefix matching every page
+(`notes`: at most `--max-completions` come back, `hasMore`), a rare one (`项目`, one page in a
+hundred), one matching nothing, and the workspace argument (not narrowed: the whole listing either
+way); after a warm-up, `ROUNDS` of each, median and 90th percentile in milliseconds. The machine may
+be shared: give its load (`uptime`) with the figures.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import anyio
 import mcp.types as types
 
 from tests.support.helpers import FIXTURE, connect, store_with_pages
+from tests.support.older import whole_listing
 
 ROUNDS = 30
 PROMPT = types.PromptReference(type="ref/prompt", name="summarise_page")
@@ -70,10 +74,16 @@ async def measure(db: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> dict[str, Any]:
-    count = int(argv[0]) if argv else 10_000
+    counts = [int(arg) for arg in argv] or [100, 10_000]
+    figures: dict[str, Any] = {"rounds": ROUNDS}
     with tempfile.TemporaryDirectory() as tmp:
-        db = store_with_pages(Path(tmp) / "many.db", FIXTURE, *pages(count))
-        return {"pages": count, "rounds": ROUNDS, "completions": anyio.run(measure, db)}
+        for count in counts:
+            db = store_with_pages(Path(tmp) / f"pages{count}.db", FIXTURE, *pages(count))
+            narrowed = anyio.run(measure, db)
+            with whole_listing():
+                whole = anyio.run(measure, db)
+            figures[f"{count} pages"] = {"narrowed": narrowed, "whole listing": whole}
+    return figures
 
 
 if __name__ == "__main__":

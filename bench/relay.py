@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
@@ -57,12 +58,14 @@ async def _one_round(calls: int, cli_calls: int, fixture: Path) -> dict[str, flo
     from mnote_mcp.httpguard import ClientLimits
     from mnote_mcp.kernel.cli import CliKernel
     from mnote_mcp.kernel.http import HttpKernel
-    from mnote_mcp.kernel.port import Command, Correlation, PageQuery
+    from mnote_mcp.kernel.port import Command, Correlation, PageQuery, PagesQuery
     from mnote_mcp.runtime.http_app import create_app
     from mnote_mcp.stores import open_kernel as open_seeded
 
     ids = Correlation("s", "r", "c", "trace_bench")
     query = PageQuery("ws_1", "doc_1", "user_editor", ids)
+    # `list_pages` takes its query since issue 25's narrowing; before, the actor alone
+    listing: Any = PagesQuery("user_editor") if "prefix" in PagesQuery.__dataclass_fields__ else "user_editor"
 
     def update(n: int, tag: str) -> Command:
         payload = {"blockId": "p_1", "text": f"edit {tag} {n}"}
@@ -80,8 +83,8 @@ async def _one_round(calls: int, cli_calls: int, fixture: Path) -> dict[str, flo
         try:
             await _timed(figures, "http relay get_page", lambda n: relay.get_page(query), calls)
             await _timed(figures, "http relay execute", lambda n: relay.execute(update(n, "relay")), calls)
-            await _timed(figures, "http relay list_pages", lambda n: relay.list_pages("user_editor"), calls)
-            await _timed(figures, "cli relay list_pages", lambda n: cli.list_pages("user_editor"), cli_calls)
+            await _timed(figures, "http relay list_pages", lambda n: relay.list_pages(listing), calls)
+            await _timed(figures, "cli relay list_pages", lambda n: cli.list_pages(listing), cli_calls)
             await _timed(figures, "local get_page", lambda n: local.get_page(query), calls)
             await _timed(figures, "local execute", lambda n: local.execute(update(n, "local")), calls)
         finally:

@@ -16,6 +16,7 @@ from mnote_mcp.app import App, kernel_adapter, open_app
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.drain import DrainingReadStream
 from mnote_mcp.kernel.errors import MnoteError
+from mnote_mcp.kernel.port import PagesQuery
 from mnote_mcp.secretfiles import read_secret
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ async def announce(app: App, auth: str | None = None) -> None:
     served = ""
     if config.actor:
         try:
-            for page in await app.kernel.list_pages(config.actor):
+            for page in await app.kernel.list_pages(PagesQuery(config.actor)):
                 workspaces[page.workspace_id] = workspaces.get(page.workspace_id, 0) + 1
         except MnoteError as error:
             # A relay's runtime may come up after us; the tools answer runtime_unavailable meanwhile.

@@ -388,7 +388,20 @@ class AuthorizeQuery(Wire):
 
 @dataclass(frozen=True, slots=True)
 class PagesQuery(Wire):
+    """What `list_pages` lists: the pages `actor_id` may read, by workspace and id.
+
+    `prefix` keeps the pages whose title or id starts with it (both case-folded by the database:
+    Python's `str.casefold` on SQLite, `lower()` in the database's locale on PostgreSQL; Chinese has
+    no case and matches as typed), `workspace_id` those in that workspace, and `limit` stops after
+    that many: all in SQL, so a completion's cost does not grow with the pages (issue 25). A runtime
+    older than these fields ignores them and lists every readable page, so a caller that needs them
+    filters what comes back again (`prompts/completions.py` does).
+    """
+
     actor_id: str
+    prefix: str | None = None
+    workspace_id: str | None = None
+    limit: Annotated[int | None, Field(ge=0)] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,7 +591,9 @@ class Kernel(Protocol):
         argument, so that bad arguments never hide a permission refusal."""
         ...
 
-    async def list_pages(self, actor_id: str) -> list[PageRef]: ...
+    async def list_pages(self, query: PagesQuery) -> list[PageRef]:
+        """The pages `query.actor_id` may read, by workspace and id, narrowed as `PagesQuery` says."""
+        ...
 
     async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
         """The current revision of each page in `pages` that `actor_id` may read.

@@ -310,7 +310,7 @@ LIST_PAGES = Operation(
     "pages",
     modeled(PagesQuery),
     listed(PageRef),
-    lambda kernel, query: kernel.list_pages(query.actor_id),
+    lambda kernel, query: kernel.list_pages(query),
 )
 PAGE_REVISIONS = Operation(
     "page_revisions",

@@ -62,8 +62,8 @@ class Relay(ABC):
     async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
         await self.call(AUTHORIZE, AuthorizeQuery(actor_id, workspace_id, document_id, scope))
 
-    async def list_pages(self, actor_id: str) -> list[PageRef]:
-        return await self.call(LIST_PAGES, PagesQuery(actor_id))
+    async def list_pages(self, query: PagesQuery) -> list[PageRef]:
+        return await self.call(LIST_PAGES, query)
 
     async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
         return await self.call(PAGE_REVISIONS, RevisionsQuery(actor_id, tuple(pages)))

@@ -28,6 +28,7 @@ from mnote_mcp.kernel.port import (
     PageKey,
     PageQuery,
     PageRef,
+    PagesQuery,
     PageView,
     Refusal,
     SearchQuery,
@@ -110,9 +111,9 @@ class TracedKernel:
         with kernel_span("authorize", workspace_id=workspace_id, document_id=document_id, scope=scope.value):
             await self.inner.authorize(actor_id, workspace_id, document_id, scope)
 
-    async def list_pages(self, actor_id: str) -> list[PageRef]:
+    async def list_pages(self, query: PagesQuery) -> list[PageRef]:
         with kernel_span("list_pages"):
-            return await self.inner.list_pages(actor_id)
+            return await self.inner.list_pages(query)
 
     async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
         with kernel_span("page_revisions", pages=len(pages)):

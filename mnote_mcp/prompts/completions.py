@@ -4,9 +4,12 @@ What an argument completes to is what it names (`ArgumentKind`): a workspace the
 page it may read whose title or id starts with what was typed (Chinese titles as typed, other text
 case-folded), a run that wrote to the page. Only what the caller could read with the tools is ever a
 value, and a token limited to some workspaces completes nothing outside them. At most
-`--max-completions` values come back (`hasMore` says when there were more). Workspaces and pages come
-from the kernel's `list_pages` (what `resources/list` lists, through every store and relay), filtered
-here, so the cost grows with the pages the caller may read; runs from one page's latest writes.
+`--max-completions` values come back (`hasMore` says when there were more). Pages come from the
+kernel's `list_pages` asked for the typed prefix, the workspace and one more than the limit (filtered
+in SQL, so the cost does not grow with the pages the caller may read); the filter here stays, so a
+runtime older than those fields, which lists every readable page, still gives the right answer.
+Workspaces come from the whole listing (linear in the readable pages); runs from one page's latest
+writes.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import mcp.types as types
 
 from mnote_mcp.kernel.errors import MnoteError
-from mnote_mcp.kernel.port import HistoryQuery, Kernel, PageRef
+from mnote_mcp.kernel.port import HistoryQuery, Kernel, PageRef, PagesQuery
 from mnote_mcp.mapping import correlate
 from mnote_mcp.prompts.catalog import ArgumentKind
 from mnote_mcp.prompts.handlers import PagePrompts
@@ -68,15 +71,29 @@ class Completions:
         context = dict(params.context.arguments or {}) if params.context is not None else {}
         return _values(await source(ctx, identity, typed, context, self.limit + 1), self.limit)
 
-    async def readable(self, identity: Identity) -> list[PageRef]:
+    async def readable(
+        self,
+        identity: Identity,
+        *,
+        prefix: str | None = None,
+        workspace_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[PageRef]:
         """The pages the caller may read (the kernel's `list_pages`, as `resources/list` lists them),
-        within the workspaces its token allows."""
+        within the workspaces its token allows, by workspace and id. Narrowed, the kernel is asked
+        once per workspace the token allows (a runtime that ignores the narrowing lists every page,
+        which this filters)."""
         assert identity.actor_id is not None
-        return [
-            ref
-            for ref in await self.kernel.list_pages(identity.actor_id)
-            if _allowed(identity, ref.workspace_id)
-        ]
+        actor_id = identity.actor_id
+        within: list[str | None] = [workspace_id]
+        if workspace_id is None and identity.workspaces is not None and limit is not None:
+            within = [*sorted(identity.workspaces)]  # so that the limit counts only those
+        refs: list[PageRef] = []
+        for workspace in within:
+            if limit is not None and len(refs) >= limit:
+                break
+            refs += await self.kernel.list_pages(PagesQuery(actor_id, prefix, workspace, limit))
+        return [ref for ref in refs if _allowed(identity, ref.workspace_id)]
 
     async def workspaces(
         self, ctx: Context, identity: Identity, typed: str, context: Mapping[str, str], limit: int
@@ -91,9 +108,12 @@ class Completions:
         """Pages the caller may read whose title or id starts with what was typed, in the workspace
         already chosen (or in all of the caller's)."""
         workspace_id = context.get(ArgumentKind.WORKSPACE)
+        refs = await self.readable(
+            identity, prefix=typed or None, workspace_id=workspace_id or None, limit=limit
+        )
         found = [
             ref.document_id
-            for ref in await self.readable(identity)
+            for ref in refs
             if (not workspace_id or ref.workspace_id == workspace_id)
             and (_starts(ref.title, typed) or _starts(ref.document_id, typed))
         ]

@@ -31,7 +31,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery, PageView
+from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery, PagesQuery, PageView
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
@@ -163,7 +163,7 @@ class PageResources:
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         reader = self._reader(ctx)
-        pages = await self.kernel.list_pages(reader[1]) if reader else []
+        pages = await self.kernel.list_pages(PagesQuery(reader[1])) if reader else []
         if reader is not None and reader[0].workspaces is not None:
             pages = [page for page in pages if page.workspace_id in reader[0].workspaces]
         start = _offset(params.cursor if params else None, len(pages))

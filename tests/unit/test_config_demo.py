@@ -12,6 +12,7 @@ import pytest
 from mnote_mcp.app import open_kernel
 from mnote_mcp.cli import parse
 from mnote_mcp.config import ServerConfig, SettingError
+from mnote_mcp.kernel.port import PagesQuery
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import run_cli
 
@@ -21,7 +22,10 @@ def demo_pages(config: ServerConfig) -> list[str]:
     kernel, _ = open_kernel(config)
     assert isinstance(kernel, StoreKernel)
     try:
-        return [f"{page.workspace_id}/{page.document_id}" for page in kernel.store.list_pages("user_1")]
+        return [
+            f"{page.workspace_id}/{page.document_id}"
+            for page in kernel.store.list_pages(PagesQuery("user_1"))
+        ]
     finally:
         kernel.store.close()
 

@@ -37,6 +37,7 @@ class PostgresDialect:
     inline = False
     group_commit = False
     snapshot_reads = False
+    fold = "lower"  # folds by the database's locale (LC_CTYPE): Unicode in a UTF-8 one
 
     def __init__(
         self,

@@ -57,6 +57,12 @@ _AUTOCHECKPOINT = 1_000  # SQLite's default, for connections of worker threads
 # How long a transaction on a worker thread lets SQLite wait for a lock before it looks whether the
 # store is closing (then waits again, up to the busy timeout).
 BUSY_SLICE = 0.1
+# SQLite's own `lower` folds only ASCII: the page listing's prefix is folded by Python's (`Dialect.fold`).
+FOLD = "casefold"
+
+
+def _casefold(text: str | None) -> str | None:
+    return text.casefold() if text is not None else None
 
 
 class StoreBusyError(MoveToThread):
@@ -212,6 +218,7 @@ class Database:
             uri=self.uri is not None,
         )
         try:
+            conn.create_function(FOLD, 1, _casefold, deterministic=True)
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA wal_autocheckpoint = {0 if inline else _AUTOCHECKPOINT}")

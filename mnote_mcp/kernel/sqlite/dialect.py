@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
 
-from mnote_mcp.kernel.sqlite.connection import Database
+from mnote_mcp.kernel.sqlite.connection import FOLD, Database
 from mnote_mcp.kernel.sqlite.migrate import check_schema, open_schema
 from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
 from mnote_mcp.kernel.sqlite.search import Fts5Index
@@ -33,6 +33,7 @@ class SqliteDialect:
     inline = True
     group_commit = True
     snapshot_reads = True
+    fold = FOLD  # Python's str.casefold, registered on each connection (`connection.py`)
 
     def __init__(
         self,

@@ -14,7 +14,7 @@ from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.policy import DENIAL_REASON, Scope, effective_role, grants_of
-from mnote_mcp.kernel.port import PageKey, PageRef
+from mnote_mcp.kernel.port import PageKey, PageRef, PagesQuery
 from mnote_mcp.kernel.store.sql import Connection
 
 
@@ -71,20 +71,42 @@ def authorize(conn: Connection, workspace_id: str, document_id: str, actor_id: s
     )
 
 
-def readable_pages(conn: Connection, actor_id: str) -> list[PageRef]:
+def readable_pages(conn: Connection, query: PagesQuery, fold: str) -> list[PageRef]:
+    """The pages `query.actor_id` may read, by workspace and id, narrowed in SQL (`PagesQuery`): by the
+    start of the title or id, both folded with the dialect's `fold` function, by workspace, and at most
+    `limit` rows read. Whether the actor may read a page is decided here (`effective_role`); the SQL
+    keeps only the rows that could pass (a member's page, unrestricted or listing the actor), so the
+    limit counts readable pages."""
+    where = ["m.actor_id = :actor"]
+    params: dict[str, object] = {"actor": query.actor_id}
+    if query.prefix:
+        where.append(f"({_starts_with_prefix('p.title', fold)} OR {_starts_with_prefix('p.id', fold)})")
+        params["prefix"] = query.prefix
+    if query.workspace_id is not None:
+        where.append("p.workspace_id = :workspace")
+        params["workspace"] = query.workspace_id
+    limit = ""
+    if query.limit is not None:
+        where.append("(p.restricted = 0 OR a.role IS NOT NULL)")
+        limit = " LIMIT :limit"
+        params["limit"] = query.limit
     rows = conn.execute(
         "SELECT p.workspace_id, p.id, p.title, p.revision, p.restricted, m.role, a.role"
         " FROM members m JOIN pages p ON p.workspace_id = m.workspace_id"
         " LEFT JOIN page_access a ON a.workspace_id = p.workspace_id AND a.page_id = p.id"
         " AND a.actor_id = m.actor_id"
-        " WHERE m.actor_id = ? ORDER BY p.workspace_id, p.id",
-        (actor_id,),
+        f" WHERE {' AND '.join(where)} ORDER BY p.workspace_id, p.id{limit}",
+        params,
     ).fetchall()
     return [
         PageRef(workspace_id=ws, document_id=doc, title=title, revision=rev)
         for ws, doc, title, rev, restricted, role, page_role in rows
         if Scope.PAGE_READ in grants_of(effective_role(role, page_role, bool(restricted)))
     ]
+
+
+def _starts_with_prefix(column: str, fold: str) -> str:
+    return f"substr({fold}({column}), 1, length({fold}(:prefix))) = {fold}(:prefix)"
 
 
 def readable_revisions(conn: Connection, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:

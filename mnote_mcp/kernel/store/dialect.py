@@ -21,6 +21,7 @@ the databases really do differently:
   every replica's, by LISTEN/NOTIFY);
 - **the schema**: a dialect is opened on a created, migrated or (read-only) checked schema; `created`
   says whether this opening created it;
+- `fold`: the SQL function that case-folds a title for the page listing's prefix;
 - `figures` (the pool's and the database's figures for the metrics, `figures.py`), `dump` (every row
   as text: what tests compare to prove nothing was written) and `close`.
 
@@ -134,6 +135,13 @@ class Dialect(Protocol):
     @property
     def snapshot_reads(self) -> bool:
         """Whether the statements of `statements` see one snapshot."""
+        ...
+
+    @property
+    def fold(self) -> str:
+        """The SQL function that case-folds text for a prefix match (`access.readable_pages`): SQLite's
+        `lower` folds only ASCII, so there Python's `str.casefold`, registered on every connection;
+        PostgreSQL's `lower` folds by the database's locale."""
         ...
 
     @property

@@ -38,6 +38,7 @@ from mnote_mcp.kernel.port import (
     PageKey,
     PageQuery,
     PageRef,
+    PagesQuery,
     PageView,
     Refusal,
     SearchQuery,
@@ -95,8 +96,8 @@ class StoreKernel:
     async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
         await self._run(partial(self.store.check_access, workspace_id, document_id, actor_id, scope))
 
-    async def list_pages(self, actor_id: str) -> list[PageRef]:
-        return await self._run(partial(self.store.list_pages, actor_id))
+    async def list_pages(self, query: PagesQuery) -> list[PageRef]:
+        return await self._run(partial(self.store.list_pages, query))
 
     async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
         return await self._run(partial(self.store.page_revisions, actor_id, list(pages)))

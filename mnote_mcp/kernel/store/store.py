@@ -27,6 +27,7 @@ from mnote_mcp.kernel.port import (
     PageKey,
     PageQuery,
     PageRef,
+    PagesQuery,
     PageView,
     Refusal,
     SearchQuery,
@@ -149,9 +150,9 @@ class Store:
             summary=summary,
         )
 
-    def list_pages(self, actor_id: str, *, inline: bool = False) -> list[PageRef]:
+    def list_pages(self, query: PagesQuery, *, inline: bool = False) -> list[PageRef]:
         with self.transaction(write=False, inline=inline) as conn:
-            return access.readable_pages(conn, actor_id)
+            return access.readable_pages(conn, query, self.dialect.fold)
 
     def page_revisions(
         self, actor_id: str, pages: Sequence[PageKey], *, inline: bool = False

@@ -39,6 +39,7 @@ from mnote_mcp.kernel.port import (
     PageKey,
     PageQuery,
     PageRef,
+    PagesQuery,
     Refusal,
     Refused,
     SearchQuery,
@@ -231,12 +232,12 @@ class Kit:
         page: dict[str, Any] = await self._both(lambda k: k.get_page(query))
         return page
 
-    async def list_pages(self, actor: str) -> list[PageRef]:
+    async def list_pages(self, actor: str, **narrow: Any) -> list[PageRef]:
         """This test's pages (the stores also hold other tests' workspaces, and the mirror those of
-        every adapter's tests, so only these are compared)."""
+        every adapter's tests, so only these are compared), narrowed as `PagesQuery` says."""
 
         async def mine(kernel: Kernel) -> list[PageRef]:
-            refs = await kernel.list_pages(actor)
+            refs = await kernel.list_pages(PagesQuery(actor, **narrow))
             return [ref for ref in refs if ref.workspace_id in (self.ws, self.other_ws)]
 
         found: list[PageRef] = await self._both(mine)
@@ -373,6 +374,30 @@ async def test_list_pages_shows_only_what_the_actor_may_read(kit: Kit) -> None:
     stranger = await kit.list_pages("user_stranger")
     assert [(r.workspace_id, r.document_id) for r in stranger] == [(kit.other_ws, "doc_other")]
     assert await kit.list_pages("nobody_at_all") == []
+
+
+async def test_list_pages_narrows_by_prefix_workspace_and_limit_in_the_store(kit: Kit) -> None:
+    """What a completion asks (issue 25): the start of a title or id (case-folded, Chinese as typed),
+    one workspace, at most so many; every adapter and relay carries the fields and answers alike."""
+
+    async def listed(actor: str, **narrow: Any) -> list[tuple[str, str]]:
+        refs = await kit.list_pages(actor, **narrow)
+        return [(ref.workspace_id, ref.document_id) for ref in refs]
+
+    assert await listed("user_editor", prefix="pROJECT P") == [(kit.ws, "doc_1")]
+    assert await listed("user_editor", prefix="DOC_") == [(kit.ws, "doc_1")]
+    assert await listed("user_editor", prefix="secret") == [], "a restricted page"
+    assert await listed("user_owner", prefix="secret") == [(kit.ws, "doc_secret")]
+    both = [(kit.ws, "doc_1"), (kit.ws, "doc_secret")]
+    assert await listed("user_owner", prefix="doc", workspace_id=kit.ws) == both
+    assert await listed("user_owner", prefix="doc", workspace_id=kit.ws, limit=1) == both[:1]
+    assert await listed("user_owner", workspace_id=kit.ws, limit=0) == []
+    assert await listed("user_owner", prefix="doc", workspace_id=kit.other_ws) == []
+    assert await listed("user_stranger", prefix="doc") == [(kit.other_ws, "doc_other")]
+    assert await listed("user_editor", prefix="zzz") == []
+    await kit.execute(kit.command(CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "项目计划 one"}, "k1"))
+    assert await listed("user_editor", prefix="项目") == [(kit.ws, "doc_1")]
+    assert await listed("user_editor", prefix="目") == [], "a prefix, not a substring"
 
 
 # -- every command -----------------------------------------------------------------------------

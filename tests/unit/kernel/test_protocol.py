@@ -26,7 +26,7 @@ from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.cli import CliKernel, parse_command_line
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.http import HttpKernel
-from mnote_mcp.kernel.port import Command, Correlation, PageQuery
+from mnote_mcp.kernel.port import Command, Correlation, PageQuery, PagesQuery
 from mnote_mcp.kernel.protocol import CLI_REQUEST, ERROR, OPERATIONS, STATUS_OF, decode_key, encode_key
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.stores import open_kernel as open_seeded
@@ -129,7 +129,7 @@ async def test_the_service_token_is_required(runtime: RuntimeProcess, token: str
     kernel = HttpKernel(runtime.url, token=token)
     try:
         with pytest.raises(MnoteError) as caught:
-            await kernel.list_pages("user_editor")
+            await kernel.list_pages(PagesQuery("user_editor"))
     finally:
         await kernel.aclose()
     assert caught.value.code is ErrorCode.RUNTIME_UNAVAILABLE
@@ -369,7 +369,7 @@ async def test_a_path_prefix_in_the_runtime_url_is_kept() -> None:
 
     kernel = HttpKernel("https://gateway.example/mnote/", transport=httpx2.MockTransport(handler))
     try:
-        assert await kernel.list_pages("user_1") == []
+        assert await kernel.list_pages(PagesQuery("user_1")) == []
     finally:
         await kernel.aclose()
     assert seen == ["/mnote/v1/pages"]

@@ -34,6 +34,7 @@ from mnote_mcp.kernel.port import (
     Kernel,
     PageKey,
     PageQuery,
+    PagesQuery,
     SearchQuery,
 )
 from mnote_mcp.kernel.scopes import Scope
@@ -84,7 +85,7 @@ async def _every_method(kernel: Kernel) -> None:
         lambda: kernel.get_page(READ),
         lambda: kernel.authorize("user_editor", "ws_1", "doc_1", Scope.PAGE_WRITE),
         lambda: kernel.authorize("user_viewer", "ws_1", "doc_1", Scope.PAGE_WRITE),
-        lambda: kernel.list_pages("user_editor"),
+        lambda: kernel.list_pages(PagesQuery("user_editor")),
         lambda: kernel.page_revisions("user_editor", [PageKey("ws_1", "doc_1"), PageKey("ws_1", "nope")]),
         lambda: kernel.page_history(HISTORY),
         lambda: kernel.search_pages(SEARCH),

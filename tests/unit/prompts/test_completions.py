@@ -4,19 +4,29 @@ a page the caller cannot read never completes, whatever is typed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import cast
 
 import mcp.types as types
 import pytest
 from mcp import Client
 
+from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.prompts.completions import Completions
+from mnote_mcp.prompts.handlers import PagePrompts
+from mnote_mcp.resources.pages import Context
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE
+from mnote_mcp.stores import open_store
+from mnote_mcp.vocabulary.identity import Identity
 from tests.support.helpers import FIXTURE, MODES, SECRETS, connect, store_with_pages
+from tests.support.older import whole_listing
 
 pytestmark = pytest.mark.anyio
 
 PROMPT = types.PromptReference(type="ref/prompt", name="summarise_page")
 TEMPLATE = types.ResourceTemplateReference(type="ref/resource", uri=PAGE_URI_TEMPLATE)
+Reference = types.PromptReference | types.ResourceTemplateReference
 CHINESE = {
     "id": "doc_zh",
     "title": "项目计划书",
@@ -26,7 +36,7 @@ CHINESE = {
 
 async def _complete(
     client: Client,
-    ref: types.PromptReference | types.ResourceTemplateReference,
+    ref: Reference,
     name: str,
     value: str,
     context: dict[str, str] | None = None,
@@ -73,3 +83,61 @@ async def test_a_page_the_caller_cannot_read_never_completes(db: Path, mode: str
                             seen += got.values
     assert set(seen) <= {"doc_1", "ws_1"}, "only what user_editor may read"
     assert not [value for value in seen if "secret" in value.lower() or "other" in value.lower()]
+
+
+async def test_a_runtime_that_ignores_the_narrowing_completes_the_same(tmp_path: Path) -> None:
+    """The completion asks the kernel for the typed prefix, the workspace and one more than the limit,
+    and filters what comes back again: an older runtime's whole listing gives the same answer."""
+    pages = [{"id": f"doc_{n:02d}", "title": f"Page {n}", "blocks": []} for n in range(5)]
+    db = store_with_pages(tmp_path / "older.db", FIXTURE, CHINESE, *pages)
+    asked: list[tuple[Reference, str, str, dict[str, str] | None]] = [
+        (PROMPT, "documentId", "PAGE", {"workspaceId": "ws_1"}),
+        (PROMPT, "documentId", "page", {"workspaceId": "ws_other"}),
+        (TEMPLATE, "documentId", "项目", None),
+        (PROMPT, "documentId", "doc_0", None),
+        (PROMPT, "documentId", "doc_s", None),
+        (TEMPLATE, "documentId", "", None),
+        (TEMPLATE, "workspaceId", "", None),
+    ]
+
+    async def answers() -> list[tuple[list[str], bool | None]]:
+        async with connect(db, max_completions=2) as client:
+            found = [await _complete(client, *question) for question in asked]
+        return [(got.values, got.has_more) for got in found]
+
+    current = await answers()
+    with whole_listing():
+        older = await answers()
+    assert older == current
+    assert current == [
+        (["doc_00", "doc_01"], True),
+        ([], False),
+        (["doc_zh"], False),
+        (["doc_00", "doc_01"], True),
+        ([], False),
+        (["doc_00", "doc_01"], True),
+        (["ws_1"], False),
+    ]
+
+
+async def test_a_token_limited_to_some_workspaces_gets_its_limit_from_those(tmp_path: Path) -> None:
+    """The kernel is asked per workspace the token allows: pages of a workspace it does not allow,
+    sorting first, must not use up the limit (user_stranger reads in ws_1 too, but its token allows
+    only ws_other)."""
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    data["workspaces"][0]["members"].append({"actorId": "user_stranger", "role": "viewer"})
+    fixture = tmp_path / "two.json"
+    fixture.write_text(json.dumps(data), encoding="utf-8")
+    pages = [{"id": f"doc_{n:02d}", "title": f"Page {n}", "blocks": []} for n in range(5)]
+    kernel = StoreKernel(open_store(store_with_pages(tmp_path / "two.db", fixture, *pages)))
+    try:
+        token = Identity("user_stranger", workspaces=frozenset({"ws_other"}))
+        everywhere = Identity("user_stranger")
+        completions = Completions(kernel, cast(PagePrompts, None), lambda ctx: token, limit=2)
+        no_context = cast(Context, None)
+        limited = await completions.pages(no_context, token, "doc", {}, 3)
+        unlimited = await completions.pages(no_context, everywhere, "doc", {}, 3)
+    finally:
+        await kernel.aclose()
+    assert limited == ["doc_other"]
+    assert unlimited == ["doc_00", "doc_01", "doc_02"]

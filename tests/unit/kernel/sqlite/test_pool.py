@@ -21,7 +21,7 @@ import anyio
 import pytest
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
+from mnote_mcp.kernel.port import Command, Correlation, PagesQuery, SearchQuery
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import ROOT, dump
@@ -144,7 +144,7 @@ def test_a_full_pool_makes_a_threaded_call_wait_for_a_connection_then_busy(db: P
             store.search_pages(search(), inline=False)
         assert refused.value.reason is Reason.STORE_BUSY and refused.value.retryable
         assert time.monotonic() - started >= 0.25
-        assert store.list_pages("user_editor", inline=True)  # the event loop's own connection
+        assert store.list_pages(PagesQuery("user_editor"), inline=True)  # the event loop's own connection
         back = threading.Timer(0.2, pool.give_back, args=(lent.pop(),))
         back.start()
         assert store.search_pages(search(), inline=False)["hits"] is not None  # waited for it
