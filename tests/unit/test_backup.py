@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.helpers import run_cli, seeded_store
 from tests.support.writer import Writer, consistent_writes
 
 
+@pytest.mark.slow
 def test_backups_taken_while_a_writer_commits_are_consistent_stores(tmp_path: Path) -> None:
     db = seeded_store(tmp_path / "live.db")
     writer = Writer(db)
@@ -41,6 +44,7 @@ def test_backups_taken_while_a_writer_commits_are_consistent_stores(tmp_path: Pa
         assert before <= consistent_writes(copy) <= after
 
 
+@pytest.mark.slow
 def test_what_backup_refuses(tmp_path: Path) -> None:
     db = seeded_store(tmp_path / "live.db")
     taken = tmp_path / "taken.db"

@@ -130,6 +130,7 @@ async def test_a_declined_or_cancelled_write_writes_nothing_but_its_audit_record
     await _refusal(db, "replace-2", refused, reason)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_no_answer_within_the_timeout_writes_nothing(db: Path, mode: str) -> None:
     """legacy: the server stops waiting after --confirm-timeout; auto: an answer that comes later than

@@ -159,6 +159,7 @@ def test_the_max_block_ids_flag_and_its_variable() -> None:
             parse(["serve", "--max-block-ids", bad], {})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dry_run", [True, False])
 async def test_an_editor_deletes_a_whole_page_of_ids_off_the_loop(db: Path, dry_run: bool) -> None:
     """20,000 ids (every block of a full page, children named with their parents): the plan and the
@@ -338,6 +339,7 @@ async def reads_meanwhile(url: str, token: str) -> AsyncIterator[list[float]]:
 @pytest.mark.parametrize(
     ("token", "code"), [("tok-viewer", "permission_denied"), ("tok-editor", "invalid_argument")]
 )
+@pytest.mark.slow
 async def test_other_tenants_are_answered_during_a_many_id_attack_over_http(
     db: Path, tmp_path: Path, token: str, code: str
 ) -> None:
@@ -353,6 +355,7 @@ async def test_other_tenants_are_answered_during_a_many_id_attack_over_http(
     assert max(took) < 2.0, f"another tenant's read waited {max(took):.2f} s"
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # ping, in the legacy era
 async def test_pings_are_answered_during_a_many_id_call_over_stdio(db: Path) -> None:
@@ -389,6 +392,7 @@ async def _into(out: list[T], work: Awaitable[T]) -> None:
 # -- the undo of a run whose restored blocks share order keys with later ones --------------------
 
 
+@pytest.mark.slow
 def test_undoing_a_delete_under_blocks_inserted_in_its_place_is_linear(tmp_path: Path) -> None:
     """Delete every block of a page (run A), insert as many at the same place (run B: the same order
     keys), undo A: each restored block shares its key with one of B's, and gets a fresh one right

@@ -285,6 +285,7 @@ def _busy_run(path: Path, writes: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [4_000, 4_321, 5_555, 7_000])
 async def test_reverting_a_long_run_answers_within_the_budget(tmp_path: Path, budget: int) -> None:
     """Issue 26: a revert of 12,000 writes answered 61,543 characters (budget 40,000): the trimmer cut

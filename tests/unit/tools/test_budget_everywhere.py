@@ -343,6 +343,7 @@ async def test_a_list_cut_to_the_budget_goes_on_with_its_cursor(
     assert len(names) == len(set(names)) == expected
 
 
+@pytest.mark.slow
 async def test_resources_read_comes_in_pieces_within_the_budget(template: Path) -> None:
     """A 2,000-block page as a resource: pieces of whole blocks, each naming the next; all of them
     give every block once, in order."""

@@ -173,6 +173,7 @@ def _answer(response: httpx2.Response) -> dict[str, Any]:
     return dict(response.json())
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stop_past_the_grace_answers_a_call_waiting_for_a_lock_and_exits_at_once(

@@ -192,6 +192,7 @@ def _capture(into: list[BaseException | object], work: Callable[[], object]) -> 
         into.append(exc)
 
 
+@pytest.mark.slow
 @needs_proc
 def test_out_of_file_descriptors_searches_answer_retryable_and_recover(db: Path) -> None:
     """In a process limited to 64 files (`RLIMIT_NOFILE`), through the dispatcher: 40 event loops
