@@ -43,7 +43,12 @@ from mnote_mcp.confirmation import (
 )
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
-from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
+from mnote_mcp.kernel.limits import (
+    DEFAULT_MAX_BLOCK_CHARS,
+    DEFAULT_MAX_PAGE_BLOCKS,
+    DEFAULT_MAX_PAGE_BYTES,
+    PageLimits,
+)
 from mnote_mcp.kernel.postgres.gate import (
     DEFAULT_SEARCH_CONNECTIONS,
     DEFAULT_SEARCH_TIMEOUT,
@@ -167,6 +172,13 @@ def positive_int(value: str) -> int:
     number = _integer(value)
     if number < 1:
         raise ValueError(f"must be a positive whole number, not {value}")
+    return number
+
+
+def block_chars(value: str) -> int:
+    number = positive_int(value)
+    if number > DEFAULT_MAX_BLOCK_CHARS:
+        raise ValueError(f"must be at most {DEFAULT_MAX_BLOCK_CHARS}, not {value}")
     return number
 
 
@@ -546,6 +558,13 @@ class StoreSettings:
         "most bytes of block content (ids, types, text, props) one page may hold",
         group=STORE,
     )
+    max_block_chars: int = setting(
+        DEFAULT_MAX_BLOCK_CHARS,
+        block_chars,
+        f"most characters of text one block may hold, whichever command makes it (every write checks"
+        f" before it builds the text; at most {DEFAULT_MAX_BLOCK_CHARS})",
+        group=STORE,
+    )
     store_busy_timeout: float = setting(
         30.0,
         positive_number,
@@ -590,7 +609,7 @@ class StoreSettings:
 
     @property
     def page_limits(self) -> PageLimits:
-        return PageLimits(self.max_page_blocks, self.max_page_bytes)
+        return PageLimits(self.max_page_blocks, self.max_page_bytes, self.max_block_chars)
 
     @property
     def search_bounds(self) -> SearchBounds:

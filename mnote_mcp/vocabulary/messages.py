@@ -96,8 +96,8 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "en": "unsupported block type at {pointer}; supported: {supportedTypes}",
     },
     (_C.INVALID_ARGUMENT, _R.PAGE_TOO_LARGE): {
-        "zh-CN": "页面将超出大小限制 {limit}={maximum}，未写入任何内容",
-        "en": "the page would exceed its size limit {limit}={maximum}; nothing was written",
+        "zh-CN": "页面将超出大小限制 {limit}={maximum}（{flag}），未写入任何内容",
+        "en": "the page would exceed its size limit {limit}={maximum} ({flag}); nothing was written",
     },
     (_C.INVALID_ARGUMENT, _R.TEXT_MISSING): {
         "zh-CN": "{pointer} 的文本不在页面上（须逐字一致），未写入任何内容",

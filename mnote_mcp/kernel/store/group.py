@@ -33,8 +33,8 @@ from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.kernel.store import ledger
 from mnote_mcp.kernel.store.changes import Writes
 from mnote_mcp.kernel.store.commands import CommandSpec, command_spec
-from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, MoveToThread
-from mnote_mcp.kernel.store.plan import payload_blocks
+from mnote_mcp.kernel.store.bounds import heavy_request
+from mnote_mcp.kernel.store.dialect import MoveToThread
 from mnote_mcp.kernel.store.sql import Connection
 
 # The most writes one transaction takes (a bound of the server's, not of a client's).
@@ -75,7 +75,7 @@ def run_group(store: GroupStore, commands: Sequence[Command], *, inline: bool) -
             if command.dry_run:
                 raise ValueError("a dry run only reads: it is not run in a group")
             spec = command_spec(command.name)
-            if inline and payload_blocks(command.payload) > INLINE_BLOCKS:
+            if inline and heavy_request(command.payload):
                 raise MoveToThread  # validating, planning and writing that many blocks is heavy
             todo.append((index, command, spec, spec.validate(command.payload), ledger.fingerprint(command)))
         except Exception as exc:

@@ -3,9 +3,12 @@
 Where a call runs is the dialect's to say (`Dialect.inline`). On SQLite a call runs inline on the event
 loop first, told neither to wait for locks nor to do heavy work: a read of a page or an uncontended
 block edit takes well under a millisecond, less than handing it to a thread would. When SQLite would
-have to wait (another connection or process holds the write lock), or the call has a long page to
-read, render, diff or replace, it raises `MoveToThread` before doing that work and is run again on a
-worker thread, so neither a contended write nor a big page stalls the event loop. On PostgreSQL every
+have to wait (another connection or process holds the write lock), or the call has a long page or a
+heavy request to read, render, plan or diff (the rule is `bounds.py`'s, the same for every command),
+it raises `MoveToThread` before doing that work and is run again on a worker thread, so neither a
+contended write nor a big page stalls the event loop. Listings, searches, history and audit reads,
+whose cost grows with what a caller may reach rather than with one page, always run on a worker
+thread. On PostgreSQL every
 call runs on a worker thread (a database round trip is I/O), at most `Dialect.threads` at once (as
 many as its pool has connections, so a call never waits on the event loop for one), and a search
 first takes what the dialect admits it to (`Dialect.admit_search`: PostgreSQL bounds the searches in
@@ -48,6 +51,7 @@ from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.dialect import MoveToThread
 from mnote_mcp.kernel.store.figures import StoreFigures
 from mnote_mcp.kernel.store.group import GroupCommit
+from mnote_mcp.kernel.store.rows import FEW_IDS
 from mnote_mcp.kernel.store.store import Store
 
 T = TypeVar("T")
@@ -96,23 +100,27 @@ class StoreKernel:
     async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
         await self._run(partial(self.store.check_access, workspace_id, document_id, actor_id, scope))
 
+    # Listings, searches, history and audit reads cost what the data a caller reaches costs (every
+    # page it may read, every write of a run), not a small page: they never run on the event loop.
+
     async def list_pages(self, query: PagesQuery) -> list[PageRef]:
-        return await self._run(partial(self.store.list_pages, query))
+        return await self._threaded(partial(self.store.list_pages, query))
 
     async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
-        return await self._run(partial(self.store.page_revisions, actor_id, list(pages)))
+        asked = partial(self.store.page_revisions, actor_id, list(pages))
+        return await (self._run(asked) if len(pages) <= FEW_IDS else self._threaded(asked))
 
     async def page_history(self, query: HistoryQuery) -> HistoryView:
-        return await self._run(partial(self.store.page_history, query))
+        return await self._threaded(partial(self.store.page_history, query))
 
     async def search_pages(self, query: SearchQuery) -> SearchResult:
         async with self.store.dialect.admit_search(query.actor_id):
-            return await self._run(partial(self.store.search_pages, query))
+            return await self._threaded(partial(self.store.search_pages, query))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
     ) -> list[AuditRecord]:
-        return await self._run(
+        return await self._threaded(
             partial(self.store.audit_trail, trace_id=trace_id, command_id=command_id, limit=limit)
         )
 

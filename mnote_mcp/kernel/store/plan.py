@@ -12,10 +12,11 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.diff import Op, text_diff
+from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import Command, CommandOutcome, OutcomeData
 from mnote_mcp.kernel.store.access import PageHead
-from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, MoveToThread
+from mnote_mcp.kernel.store.bounds import Growth
 from mnote_mcp.kernel.store.history import HeadChange
 from mnote_mcp.kernel.store.rows import BlockChange, PageBlocks, tree_of
 from mnote_mcp.kernel.store.sql import Connection
@@ -32,15 +33,15 @@ class Tx:
     command: Command
     blocks: PageBlocks
     inline: bool = False
+    limits: PageLimits = field(default_factory=PageLimits)
 
     @property
     def next_revision(self) -> int:
         return self.page.revision + 1
 
-    def whole_page(self, extra_blocks: int = 0) -> None:
-        """About to work on the whole page: a long one is worked on off the event loop."""
-        if self.inline and self.page.block_count + extra_blocks > INLINE_BLOCKS:
-            raise MoveToThread
+    def growth(self) -> Growth:
+        """What the command is about to make, asked before it is made (`bounds.Growth`)."""
+        return Growth(self.limits, self.page, self.inline)
 
 
 @dataclass(slots=True)
@@ -115,20 +116,3 @@ def body_plan(
         data=data,
         text_diff=text_diff_of(tx, changes, body) if diff else None,
     )
-
-
-def payload_blocks(payload: Mapping[str, Any]) -> int:
-    """How many blocks a (not yet validated) payload carries or names (`blockIds`), counted without
-    trusting its shape, and only as far as `INLINE_BLOCKS`: past it, the call is heavy."""
-    named = payload.get("blockIds")
-    total, stack = (
-        len(named) if isinstance(named, list) else 0,
-        [payload.get("content", payload.get("blocks"))],
-    )
-    while stack and total <= INLINE_BLOCKS:  # past the threshold the exact count does not matter
-        items = stack.pop()
-        if isinstance(items, list):
-            total += len(items)
-            if total <= INLINE_BLOCKS:
-                stack += [item["children"] for item in items if isinstance(item, dict) and "children" in item]
-    return total

@@ -2,11 +2,11 @@
 
 Every command runs in one write transaction: lock the page (the dialect's way), authorise, check the
 idempotency ledger, compare the revision (or, for a block edit, the revisions of the blocks it relies
-on), plan, check the page size, write the rows, the page row, the history entry, the page change (the
-search index and the change feed: `changes.publish`), the audit record and the ledger entry, then
-commit; two writers racing on one key serialise on the page and the second replays. A dry run only
-ever opens a read transaction, so it cannot write even by mistake. This module only orchestrates: the
-database is the `dialect.Dialect`, the rest the modules of this package, each with its job.
+on), plan, check what the plan would write against every limit (`bounds.check_plan`: no command can
+skip it), write the rows, the page row, the history entry, the page change (the search index and the
+change feed: `changes.publish`), the audit record and the ledger entry, then commit; two writers on
+one key serialise on the page and the second replays. A dry run only opens a read transaction, so it
+cannot write even by mistake. This module orchestrates: the database is the `dialect.Dialect`.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from mnote_mcp.kernel.port import (
     SearchQuery,
     SearchResult,
 )
-from mnote_mcp.kernel.store import access, history, ledger, rows, search
+from mnote_mcp.kernel.store import access, bounds, history, ledger, rows, search
 from mnote_mcp.kernel.store.changes import PageChange, WriteHook, Writes
 from mnote_mcp.kernel.store.commands import CommandSpec, command_spec
 from mnote_mcp.kernel.store.concurrency import check_base
-from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS, WRITE_ATTEMPTS, Dialect, MoveToThread
+from mnote_mcp.kernel.store.dialect import WRITE_ATTEMPTS, Dialect, MoveToThread
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.pagecache import PageCache, whole_body
-from mnote_mcp.kernel.store.plan import Plan, Tx, payload_blocks
+from mnote_mcp.kernel.store.plan import Plan, Tx
 from mnote_mcp.kernel.store.rows import FEW_IDS, PageBlocks
 from mnote_mcp.kernel.store.sql import Connection
 from mnote_mcp.kernel.view import check_query, page_view
@@ -108,7 +108,7 @@ class Store:
                 page = access.authorize(
                     conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
                 )
-                if inline and page.block_count > INLINE_BLOCKS:
+                if inline and not bounds.inline_ok(page):
                     raise MoveToThread
                 body = whole_body(self.page_cache, conn, page, snapshot=self.dialect.snapshot_reads)
             if body is not None:
@@ -130,7 +130,7 @@ class Store:
             summary: str | None = None
             roots: list[Block] = []
             if query.include_blocks and query.block_ids is None:  # (a write came between: PostgreSQL)
-                if inline and page.block_count > INLINE_BLOCKS:
+                if inline and not bounds.inline_ok(page):
                     raise MoveToThread
                 body = whole_body(self.page_cache, conn, page, snapshot=True)
                 assert body is not None  # (in a snapshot the page cannot change while it is read)
@@ -208,9 +208,9 @@ class Store:
 
     def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome:
         spec = command_spec(command.name)
-        if payload_blocks(command.payload) > INLINE_BLOCKS:
+        if spec.threaded or bounds.heavy_request(command.payload):
             if inline:
-                raise MoveToThread  # validating, planning and writing that many blocks is heavy
+                raise MoveToThread  # heavy: validated, planned and written off the loop (bounds.py)
             # refused before any such work (issue 26)
             self.check_access(command.workspace_id, command.document_id, command.actor_id, spec.scope)
         payload = spec.validate(command.payload)
@@ -257,17 +257,19 @@ class Store:
                 return ledger.dry_replay(command, replay.outcome, page.revision)
             ledger.record_replay(conn, command, replay.outcome)
             return replay.outcome
-        tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
+        if inline and not bounds.inline_ok(page, command.payload):
+            raise MoveToThread  # a long page, or a request that makes it long: planned off the loop
+        tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline, self.limits)
         rebased = check_base(tx, spec, payload)
         plan = spec.plan(tx, payload)
-        if plan.blocks:
-            self.limits.check(*plan.size_after(tx.page))
+        bounds.check_plan(self.limits, plan.blocks, plan.size_after(page), tx.blocks)  # every command's
         data = plan.data.copy()
         if rebased is not None:
             data["rebasedFrom"] = rebased
         if writes is None:
             if plan.text_diff is not None:
-                tx.whole_page()
+                if inline:
+                    raise MoveToThread  # rendering and diffing the whole page is heavy
                 data["textDiff"] = plan.text_diff()
             return plan.outcome(command, None, page.revision, data)
         command_id = ledger.command_id(command.name, command.correlation.trace_id)

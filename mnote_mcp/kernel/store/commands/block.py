@@ -220,9 +220,7 @@ def _pointers(name: str, count: int) -> list[str]:
 
 def _subtrees(tx: Tx, ids: list[str]) -> list[list[BlockRow]]:
     """The subtrees of the named blocks that exist (`PageBlocks.named_subtrees`); many ids read the
-    whole page, which a long page does off the event loop."""
-    if len(ids) > FEW_IDS:
-        tx.whole_page()
+    whole page (a long page is planned off the event loop: `bounds.inline_ok`)."""
     return tx.blocks.named_subtrees(ids)
 
 

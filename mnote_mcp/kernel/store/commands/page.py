@@ -53,7 +53,6 @@ def _plan_save(tx: Tx, p: SavePayload) -> Plan:
         new_keys, rekeys = keys(tx, at, len(added))
         changes = rekeys + new_rows(added, TOP, new_keys, tx.next_revision)
         return body_plan(tx, changes, append_diff(added), {"blockIds": [block["id"] for block in added]})
-    tx.whole_page(len(content))
     rows = {row.id: row for row in tx.blocks.all()}
     old = tree_of(rows.values())
     body = assign_ids(content, seed, ids_in(content) | set(rows))

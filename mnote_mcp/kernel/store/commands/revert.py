@@ -58,7 +58,6 @@ def _validate_revert(payload: Mapping[str, Any]) -> RevertPayload:
 
 
 def _plan_revert(tx: Tx, p: RevertPayload) -> Plan:
-    tx.whole_page()
     page = tx.page
     rows = {row.id: row for row in tx.blocks.all()}
     state = PageState(rows, page.title, dict(page.options))
@@ -228,6 +227,7 @@ REVERT = CommandSpec(
     does="take the page back to a revision, or undo one write or every write of one run (a new revision)",
     validate=_validate_revert,
     plan=_plan_revert,
+    threaded=True,
 )
 
 COMMANDS: tuple[CommandSpec[Any], ...] = (REVERT,)

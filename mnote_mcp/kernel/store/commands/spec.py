@@ -40,6 +40,10 @@ class CommandSpec(Generic[P]):
     # baseRevision is fine if none of them changed since; without `depends`, any other is a conflict.
     depends: Callable[[Tx, P], list[str]] | None = None
     relies_on: str = ""
+    # Always run off the event loop: its cost grows with more than the page and the request (a revert:
+    # the history since the run it undoes). Every other command is moved there when its page or its
+    # request is heavy (`bounds.inline_ok`), and no command can stay on the loop past that.
+    threaded: bool = False
 
     def __post_init__(self) -> None:
         if (self.depends is None) != (not self.relies_on):

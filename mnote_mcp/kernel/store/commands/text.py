@@ -24,6 +24,7 @@ from mnote_mcp.kernel.blocks import MAX_TEXT_LENGTH, block_id, block_not_found
 from mnote_mcp.kernel.diff import UpdateOp
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.scopes import Scope
+from mnote_mcp.kernel.store.bounds import Growth
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.kernel.store.plan import Plan, Tx, body_plan
 from mnote_mcp.kernel.store.rows import BlockChange, BlockRow
@@ -89,22 +90,35 @@ def _rows(tx: Tx, p: ReplacePayload) -> list[BlockRow]:
         if row is None:
             raise block_not_found(p["blockId"], "/blockId")
         return [row]
-    tx.whole_page()
     return tx.blocks.in_page_order()
 
 
-def _apply(rows: list[BlockRow], edits: list[TextEdit]) -> tuple[dict[str, str], MnoteError | None]:
+def _apply(
+    rows: list[BlockRow], edits: list[TextEdit], growth: Growth
+) -> tuple[dict[str, str], MnoteError | None]:
     """Each block's text after the edits, in order, or after those before the first one refused and
-    that refusal. Pure: planning and `depends` share it."""
+    that refusal. Planning and `depends` share it. What each edit would make is asked of `growth`
+    before it is made: its blocks' new lengths (`count x (len(new) - len(old))` more each) and the
+    page's new size, so a doubling `replaceAll` is refused at the limit, never built past it."""
     texts = {row.id: row.text for row in rows}
+    total = sum(len(text) for text in texts.values())
     for index, edit in enumerate(edits):
-        old = edit["oldText"]
+        old, new = edit["oldText"], edit["newText"]
+        growth.work(total)  # every text scanned for `old`
         found = {bid: text.count(old) for bid, text in texts.items() if old in text}
         matches = sum(found.values())
         if matches == 0 or (matches > 1 and not edit["replaceAll"]):
             return texts, _refusal(texts, index, old, matches)
+        longer = len(new) - len(old)
+        made = 0
+        for bid, count in found.items():
+            made += len(texts[bid]) + count * longer
+            growth.text(len(texts[bid]) + count * longer, bid, f"/edits/{index}")
+        growth.bytes(matches * (len(new.encode("utf-8")) - len(old.encode("utf-8"))))
+        growth.work(made)
         for bid in found:
-            texts[bid] = texts[bid].replace(old, edit["newText"])
+            texts[bid] = texts[bid].replace(old, new)
+        total += matches * longer
     return texts, None
 
 
@@ -165,7 +179,7 @@ def _around(text: str, start: int, end: int) -> str:
 
 def _plan(tx: Tx, p: ReplacePayload) -> Plan:
     rows = _rows(tx, p)
-    texts, refused = _apply(rows, p["edits"])
+    texts, refused = _apply(rows, p["edits"], tx.growth())
     if refused is not None:
         raise refused
     changes = [
@@ -184,7 +198,7 @@ def _depends(tx: Tx, p: ReplacePayload) -> list[str]:
     if "blockId" in p:
         return [p["blockId"]]
     rows = _rows(tx, p)
-    texts, _ = _apply(rows, p["edits"])
+    texts, _ = _apply(rows, p["edits"], tx.growth())
     return [row.id for row in rows if texts[row.id] != row.text]
 
 

@@ -275,8 +275,7 @@ async def test_a_failed_commit_fails_every_caller_and_writes_nothing(
 async def test_a_heavy_command_in_a_group_moves_to_a_thread_and_the_others_commit(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("mnote_mcp.kernel.store.store.INLINE_BLOCKS", 2)
-    monkeypatch.setattr("mnote_mcp.kernel.store.group.INLINE_BLOCKS", 2)
+    monkeypatch.setattr("mnote_mcp.kernel.store.bounds.INLINE_BLOCKS", 2)
     kernel = StoreKernel(open_store(db))
     groups = Groups(kernel.store, monkeypatch)
     heavy = Command(

@@ -33,6 +33,7 @@ def test_the_store_is_split_by_job() -> None:
         ("store.dialect", "the seam between the portable kernel and a database"),
         ("store.changes", "the one page-change path"),
         ("store.access", "permission checkpoints"),
+        ("store.bounds", "the limits every command's plan passes, and what runs off the loop"),
         ("store.ledger", "idempotency ledger and audit"),
         ("store.search", "search: the listing, cursors"),
         ("sqlite.connection", "SQLite's connections and transactions"),
@@ -42,8 +43,9 @@ def test_the_store_is_split_by_job() -> None:
     ]:
         assert importlib.import_module(f"mnote_mcp.kernel.{module}").__doc__, job
     # 305: the port's answer types (PageView, HistoryView, SearchResult, AuditRecord), issue 21;
-    # 310: `record_refusal`, a declined write's audit record (issue 25)
-    assert len((STORE / "store.py").read_text(encoding="utf-8").splitlines()) < 310
+    # 310: `record_refusal`, a declined write's audit record (issue 25); 315: the one door of issue 30
+    # (`bounds`: what every command may write and where its work runs; the rules live in bounds.py)
+    assert len((STORE / "store.py").read_text(encoding="utf-8").splitlines()) < 315
 
 
 def test_no_module_of_the_portable_kernel_imports_the_store_back() -> None:

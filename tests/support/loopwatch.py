@@ -1,0 +1,56 @@
+"""How long the event loop was kept from answering: the longest stretch of the loop thread's own work.
+
+A pinger task wakes every few milliseconds and records, for each wake-up, the wall time since the last
+one and the CPU time the loop's thread spent in between (`time.thread_time`). A stalled loop is one
+busy on one callback: its thread's CPU time grows with the stall. A loaded machine only stretches the
+wall time (the thread waits for a core, or for the GIL a worker thread holds, without spending CPU), so
+the CPU figure is what a test can bound without flaking, and the wall figure is reported beside it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+
+TICK = 0.005
+
+
+@dataclass
+class LoopWatch:
+    longest_cpu: float = 0.0  # the most CPU the loop thread spent between two wake-ups (s)
+    longest_wall: float = 0.0  # the longest wall time between two wake-ups (s)
+    wakeups: int = 0
+    samples: list[float] = field(default_factory=list, repr=False)
+
+    def describe(self) -> str:
+        return (
+            f"longest loop stall: {self.longest_cpu * 1000:.1f} ms of loop CPU,"
+            f" {self.longest_wall * 1000:.1f} ms wall, over {self.wakeups} wake-ups"
+        )
+
+
+@asynccontextmanager
+async def watching_the_loop() -> AsyncIterator[LoopWatch]:
+    """Watch the running loop while the body runs (see the module)."""
+    watch = LoopWatch()
+
+    async def pinger() -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        while True:
+            await anyio.sleep(TICK)
+            now_wall, now_cpu = time.perf_counter(), time.thread_time()
+            watch.longest_cpu = max(watch.longest_cpu, now_cpu - cpu)
+            watch.longest_wall = max(watch.longest_wall, now_wall - wall)
+            watch.wakeups += 1
+            wall, cpu = now_wall, now_cpu
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(pinger)
+        try:
+            yield watch
+        finally:
+            group.cancel_scope.cancel()
