@@ -31,9 +31,9 @@ import anyio.lowlevel
 
 from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.kernel.store import ledger
+from mnote_mcp.kernel.store.bounds import heavy_request
 from mnote_mcp.kernel.store.changes import Writes
 from mnote_mcp.kernel.store.commands import CommandSpec, command_spec
-from mnote_mcp.kernel.store.bounds import heavy_request
 from mnote_mcp.kernel.store.dialect import MoveToThread
 from mnote_mcp.kernel.store.sql import Connection
 

@@ -33,7 +33,7 @@ from mnote_mcp.kernel.store.commands.placement import PageIds, Placement, keys, 
 from mnote_mcp.kernel.store.commands.section import Chosen, choose, refuse_nested
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.kernel.store.plan import Plan, Tx, body_plan
-from mnote_mcp.kernel.store.rows import FEW_IDS, TOP, BlockChange, BlockRow, PageBlocks, new_rows
+from mnote_mcp.kernel.store.rows import TOP, BlockChange, BlockRow, PageBlocks, new_rows
 
 # -- page.block.insert -----------------------------------------------------------------------
 
