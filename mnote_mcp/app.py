@@ -50,6 +50,7 @@ class App:
             pages=pages,
             max_completions=self.config.max_completions,
             state_keys=self.state_keys,
+            max_subscriptions=self.config.max_subscriptions,
         )
 
 

@@ -59,6 +59,7 @@ from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.net import is_loopback
 from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
+from mnote_mcp.resources.pages import DEFAULT_MAX_SUBSCRIPTIONS
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
@@ -818,6 +819,13 @@ class ServerConfig(StoreSettings, LogSettings):
         " first seals, all open): give replicas the same file, so a retry may reach any of them",
         metavar="FILE",
         shown="a key of this process",
+    )
+    max_subscriptions: int = setting(
+        DEFAULT_MAX_SUBSCRIPTIONS,
+        positive_int,
+        "most pages one connection may subscribe to, and one subscriptions/listen stream may name (each"
+        " a watch polled while it lasts; a listen stream's ack names the first this many it honours)",
+        metavar="N",
     )
     max_completions: int = setting(
         DEFAULT_MAX_COMPLETIONS,

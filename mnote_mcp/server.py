@@ -25,7 +25,7 @@ from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS
 from mnote_mcp.prompts.completions import Completions
 from mnote_mcp.prompts.handlers import PagePrompts
 from mnote_mcp.resources import PageResources
-from mnote_mcp.resources.pages import Context
+from mnote_mcp.resources.pages import DEFAULT_MAX_SUBSCRIPTIONS, Context
 from mnote_mcp.resources.watch import PageWatcher
 from mnote_mcp.telemetry.tracing import tracing_on
 from mnote_mcp.tools.toolsets import Toolset
@@ -153,11 +153,13 @@ def create_server(
     pages: PageResources | None = None,
     max_completions: int = DEFAULT_MAX_COMPLETIONS,
     state_keys: Sequence[str] = (),
+    max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
 ) -> Server[PageWatcher]:
     """`scopes` is the most any connection of this server is granted (the configuration's ceiling);
     `delivery` says how envelopes are carried (result forms, `isError`); `pages`, the page resources
     (given by a transport that reports their watches); `max_completions`, the most values one
-    `completion/complete` answers; `state_keys`, what seals a question's state (`--confirm-key-file`)."""
+    `completion/complete` answers; `state_keys`, what seals a question's state (`--confirm-key-file`);
+    `max_subscriptions`, the pages one connection or listen stream may watch."""
     delivery = delivery or Delivery()
     listings: dict[frozenset[Scope], types.ListToolsResult] = {}
 
@@ -178,7 +180,11 @@ def create_server(
         for spec in dispatcher.registry.specs
     )
     pages = pages or PageResources(
-        dispatcher.kernel, identity_for, watch_interval=watch_interval, max_chars=dispatcher.max_result_chars
+        dispatcher.kernel,
+        identity_for,
+        watch_interval=watch_interval,
+        max_chars=dispatcher.max_result_chars,
+        max_subscriptions=max_subscriptions,
     )
     prompts = PagePrompts(dispatcher, pages, identity_for)
     completions = Completions(dispatcher.kernel, prompts, identity_for, limit=max_completions)

@@ -49,6 +49,9 @@ _STALE_PIECE = "the page changed while it was read in pieces"
 _NEXT_ROOM = 400  # the line naming the next piece
 LIST_PAGE_SIZE = 200
 _HIDDEN = frozenset({ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED, ErrorCode.UNAUTHENTICATED})
+# What one connection may subscribe to, and one listen stream name (`--max-subscriptions`): each is a
+# watch the server polls for as long as it lasts.
+DEFAULT_MAX_SUBSCRIPTIONS = 1_000
 
 
 class PageResources:
@@ -62,12 +65,16 @@ class PageResources:
         watch_interval: float,
         still_allowed: Callable[[Identity, PageKey], bool] | None = None,
         max_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
     ) -> None:
         """`still_allowed(identity, page)` is asked before every poll of a watch: whether the
         subscriber's credential may still read the page (tokens can be revoked while serving).
-        `max_chars` bounds a read's text as `--max-result-chars` bounds a tool's result."""
+        `max_chars` bounds a read's text as `--max-result-chars` bounds a tool's result;
+        `max_subscriptions` the pages one connection subscribes to and one listen stream names."""
         self.kernel = kernel
         self.max_chars = max_chars
+        self.max_subscriptions = max_subscriptions
+        self._subscribed: dict[int, set[str]] = {}  # per connection (`_connection_id`), its URIs
         self.identity_for = identity_for
         self.watch_interval = watch_interval
         self.still_allowed = still_allowed
@@ -277,19 +284,33 @@ class PageResources:
                 " subscriptions/listen stream, or poll the page's revision",
             )
         session = ctx.session
+        connection = _connection_id(ctx)
+        subscribed = self._subscribed.get(connection, set())
+        if uri not in subscribed and len(subscribed) >= self.max_subscriptions:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                f"this connection holds {self.max_subscriptions} subscriptions, the most it may"
+                " (--max-subscriptions): unsubscribe from one first",
+            )
         watches = await self._watches(ctx, [uri], lambda u: partial(session.send_resource_updated, u))
         if uri not in watches:
             raise _unknown(uri)
         watcher: PageWatcher = ctx.lifespan_context
-        key = (_connection_id(ctx), uri)
+        key = (connection, uri)
+        if connection not in self._subscribed:
+            self._subscribed[connection] = subscribed
+            _connection(ctx).exit_stack.callback(self._subscribed.pop, connection, None)
         if key not in watcher:
             _connection(ctx).exit_stack.callback(watcher.remove, key)
+        subscribed.add(uri)
         watcher.add(key, watches[uri])
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         watcher: PageWatcher = ctx.lifespan_context
-        watcher.remove((_connection_id(ctx), str(params.uri)))
+        connection, uri = _connection_id(ctx), str(params.uri)
+        watcher.remove((connection, uri))
+        self._subscribed.get(connection, set()).discard(uri)
         return types.EmptyResult()
 
     # -- 2026-07-28: subscriptions/listen -----------------------------------------------------
@@ -299,7 +320,11 @@ class PageResources:
     ) -> types.SubscriptionsListenResult:
         """One listen stream; it honours only the page URIs the caller may read (the ack says which)."""
         bus = InMemorySubscriptionBus()
-        requested = list(params.notifications.resource_subscriptions or [])
+        requested: list[str] = []  # the first `max_subscriptions` distinct URIs (the ack names them)
+        for uri in dict.fromkeys(params.notifications.resource_subscriptions or []):
+            if len(requested) == self.max_subscriptions:
+                break
+            requested.append(uri)
         watches = await self._watches(ctx, requested, lambda uri: partial(bus.publish, ResourceUpdated(uri)))
         honored = [uri for uri in dict.fromkeys(requested) if uri in watches]
         notifications = params.notifications.model_copy(update={"resource_subscriptions": honored or None})

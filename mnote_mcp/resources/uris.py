@@ -7,6 +7,9 @@ from mcp.shared.uri_template import UriTemplate
 from mnote_mcp.kernel.port import PageKey
 
 PAGE_URI_TEMPLATE = "mnote://workspaces/{workspaceId}/pages/{documentId}"
+# No page URI is longer: two ids of at most a few hundred characters, percent-encoded. A longer one
+# names no page, and is not matched at all (a client's 100,000-character URI costs nothing).
+MAX_URI_CHARS = 2_048
 _TEMPLATE = UriTemplate.parse(PAGE_URI_TEMPLATE)
 
 
@@ -16,6 +19,8 @@ def page_uri(key: PageKey) -> str:
 
 def page_key(uri: str) -> PageKey | None:
     """The page a URI names, or None when it is not a page URI of this server."""
+    if len(uri) > MAX_URI_CHARS:
+        return None
     match = _TEMPLATE.match(uri)
     if match is None:
         return None

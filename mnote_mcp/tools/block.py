@@ -154,6 +154,7 @@ BLOCK_DELETE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=(*BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
     examples=(Example({"blockIds": [Ref.BLOCK_3]}),),  # one: the per-tool tests run each in turn
+    hostile=(Example({"blockIds": [Ref.BLOCK_1], "section": True}, note="a heading with its section"),),
     budget=SizeBudget(contract=660, strict=760),
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnote_mcp.kernel.blocks import MAX_BLOCKS
+from mnote_mcp.kernel.blocks import MAX_BLOCKS, MAX_TEXT_LENGTH
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.store.commands import page as page_commands
@@ -79,6 +79,7 @@ PAGE_GET = ToolSpec(
         Example({}, note="the whole page"),
         Example({"format": "markdown", "blockIds": [Ref.BLOCK_2]}, note="one block, as Markdown"),
     ),
+    hostile=(Example({"format": "markdown"}, note="the whole page as Markdown"),),
     budget=SizeBudget(contract=790, strict=1_090),
 )
 
@@ -223,6 +224,13 @@ PAGE_EDIT_TEXT = ToolSpec(
             {"edits": [{"oldText": "by an example", "newText": "by a text edit"}], "blockId": Ref.BLOCK_2},
             prior="mnote.block.update",
         ),
+    ),
+    hostile=(
+        Example(
+            {"edits": [{"oldText": "a", "newText": "aa", "replaceAll": True}] * text_commands.MAX_EDITS},
+            note="doubling",
+        ),
+        Example({"edits": [{"oldText": "a", "newText": "b" * MAX_TEXT_LENGTH, "replaceAll": True}]}),
     ),
     budget=SizeBudget(contract=840, strict=1_000),
 )

@@ -111,6 +111,10 @@ class ToolSpec:
     # Payload keys the tool's arguments call otherwise (payload key -> argument, as `payload` maps
     # them): the kernel's refusals of the command are told in the argument's name, which the model gave.
     renamed: Mapping[str, str] = field(default_factory=dict)
+    # Calls that amplify what this tool does beyond what the hostile-input sweep derives from its
+    # schema and examples (tests/support/sweep.py runs them on a long and a wide page; issue 30):
+    # replace-all doubling, broad searches, the longest history.
+    hostile: tuple[Example, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):

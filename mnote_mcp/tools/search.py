@@ -88,6 +88,10 @@ PAGE_SEARCH = ToolSpec(
         Example({"query": "plan"}, note="pages about a word"),
         Example({}, note="the caller's pages, most recently changed first"),
     ),
+    hostile=(
+        Example({"query": "w*", "limit": MAX_LIMIT}, note="a prefix every page matches"),
+        Example({"query": "alpha beta gamma delta", "limit": MAX_LIMIT}, note="words on every line"),
+    ),
     budget=SizeBudget(contract=570, strict=750),
 )
 

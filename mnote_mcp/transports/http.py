@@ -118,6 +118,7 @@ def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) ->
         watch_interval=config.watch_interval,
         still_allowed=still_allowed,
         max_chars=app.dispatcher.max_result_chars,
+        max_subscriptions=config.max_subscriptions,
     )
     server = app.server(identity_for, pages=pages)
     security = security_settings(config)

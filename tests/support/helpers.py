@@ -123,6 +123,7 @@ def make_app(db: Path | str, **config: Any) -> App:
         kernel,
         locale=cfg.locale,
         read_only=cfg.read_only,
+        call_timeout=cfg.call_timeout,
         max_result_chars=cfg.max_result_chars,
         max_argument_depth=cfg.max_argument_depth,
         confirmation=cfg.confirmation,

@@ -127,11 +127,11 @@ class Store:
                 conn, query.workspace_id, query.document_id, query.actor_id, Scope.PAGE_READ
             )
             block_ids(query.block_ids or (), "/blockIds", unique=False)  # only once the caller may read
+            if inline and not bounds.inline_ok(page):
+                raise MoveToThread  # a long page: even a few of its blocks may be long
             summary: str | None = None
             roots: list[Block] = []
             if query.include_blocks and query.block_ids is None:  # (a write came between: PostgreSQL)
-                if inline and not bounds.inline_ok(page):
-                    raise MoveToThread
                 body = whole_body(self.page_cache, conn, page, snapshot=True)
                 assert body is not None  # (in a snapshot the page cannot change while it is read)
                 roots, summary = body

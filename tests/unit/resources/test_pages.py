@@ -18,6 +18,7 @@ from mnote_mcp.kernel.markdown import parse_markdown
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.resources import page_uri
 from mnote_mcp.resources import pages as resource_pages
+from mnote_mcp.resources.uris import page_key
 from mnote_mcp.vocabulary.scopes import Scope
 from tests.support.helpers import MODES, SECRETS, call, connect, page_args, stdio_params, write_args
 
@@ -286,3 +287,28 @@ async def test_a_write_of_this_process_outside_the_tools_wakes_the_watcher_at_on
             assert await updates.wait() == [DOC_1]
     finally:
         await app.kernel.aclose()
+
+
+async def test_subscriptions_of_one_connection_are_bounded(db: Path) -> None:
+    """Issue 30's sweep: each subscription is a watch polled while it lasts (`--max-subscriptions`)."""
+    async with connect(db, "legacy", actor="user_owner", max_subscriptions=1) as client:
+        await client.subscribe_resource(DOC_1)
+        await client.subscribe_resource(DOC_1)  # the same page again is the same subscription
+        with pytest.raises(MCPError, match="--max-subscriptions"):
+            await client.subscribe_resource(SECRET)
+        await client.unsubscribe_resource(DOC_1)
+        await client.subscribe_resource(SECRET)
+
+
+async def test_a_listen_stream_honours_at_most_max_subscriptions(db: Path) -> None:
+    too_long = page_uri(PageKey("ws_1", "x" * 5_000))
+    async with (
+        connect(db, "auto", actor="user_owner", max_subscriptions=2) as client,
+        client.listen(resource_subscriptions=[too_long, DOC_1, DOC_1, SECRET, MISSING]) as stream,
+    ):
+        assert stream.honored.resource_subscriptions == [DOC_1], "the first two distinct, if readable"
+
+
+def test_a_uri_longer_than_any_page_uri_names_no_page() -> None:
+    assert page_key(page_uri(PageKey("ws_1", "x" * 5_000))) is None
+    assert page_key(DOC_1) == PageKey("ws_1", "doc_1")
