@@ -19,7 +19,9 @@
 [--before DIR]` the broad-search attack on a PostgreSQL replica (`bench/broadsearch.py`); `python -m
 bench.attacks many-ids [BASE_DIR]` issue 26's many-id deletes and another tenant's reads meanwhile (`bench.manyids`);
 `python -m bench.attacks outage [--before DIR]` stops and starts PostgreSQL under a replica
-(`bench/outage.py`, issue 23); `python -m bench.attacks flood
+(`bench/outage.py`, issue 23); `python -m bench.attacks loop [--before DIR]`
+sends issue 30's edit_text amplification and completion storm while another token reads
+(`bench/loopattacks.py`); `python -m bench.attacks flood
 [--before DIR]` floods a server with connections that send nothing (2,000 at once, each replaced as
 soon as it ends, 20 s; issue 26) on each event loop, under `ulimit -n 1024` and a high limit: the
 server's peak file descriptors, what it logged, and an authenticated client's calls meanwhile; with
@@ -417,6 +419,11 @@ async def main() -> dict[str, Any]:
     if sys.argv[1:2] == ["flood"]:
         before = Path(sys.argv[3]) if sys.argv[2:3] == ["--before"] else None
         return {"connection_flood": await flood_before_after(before)}
+    if sys.argv[1:2] == ["loop"]:  # issue 30: edit_text amplification and a completion storm
+        from bench.loopattacks import loop_attacks
+
+        before = Path(sys.argv[3]) if sys.argv[2:3] == ["--before"] else None
+        return {"loop": await loop_attacks(before, quick="--quick" in sys.argv)}
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:

@@ -52,6 +52,7 @@ _HIDDEN = frozenset({ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED, ErrorCode
 # What one connection may subscribe to, and one listen stream name (`--max-subscriptions`): each is a
 # watch the server polls for as long as it lasts.
 DEFAULT_MAX_SUBSCRIPTIONS = 1_000
+_INLINE_URIS = 64  # URIs matched on the event loop; more, on a worker thread
 
 
 class PageResources:
@@ -145,7 +146,12 @@ class PageResources:
     ) -> dict[str, Watch]:
         """A watch for each of `uris` the caller may read now, keyed by URI; the others are left out."""
         reader = self._reader(ctx)
-        keys = {uri: key for uri in uris if (key := page_key(uri)) is not None}
+
+        def parse() -> dict[str, PageKey]:
+            return {uri: key for uri in uris if (key := page_key(uri)) is not None}
+
+        # matching a URI against the template costs tens of microseconds: many are matched off the loop
+        keys = await anyio.to_thread.run_sync(parse) if len(uris) > _INLINE_URIS else parse()
         if reader is None or not keys:
             return {}
         keys = {uri: key for uri, key in keys.items() if self._allowed(reader[0], key)}
