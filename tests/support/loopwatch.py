@@ -23,6 +23,7 @@ TICK = 0.005
 class LoopWatch:
     longest_cpu: float = 0.0  # the most CPU the loop thread spent between two wake-ups (s)
     longest_wall: float = 0.0  # the longest wall time between two wake-ups (s)
+    total_cpu: float = 0.0  # all the CPU the loop thread spent while the body ran (s)
     wakeups: int = 0
     samples: list[float] = field(default_factory=list, repr=False)
 
@@ -39,6 +40,7 @@ async def watching_the_loop() -> AsyncIterator[LoopWatch]:
     measured too: a body that holds the loop from start to end is one stretch, the pinger never woken."""
     watch = LoopWatch()
     last = [time.perf_counter(), time.thread_time()]
+    first_cpu = last[1]
 
     def tick() -> None:
         now_wall, now_cpu = time.perf_counter(), time.thread_time()
@@ -58,4 +60,5 @@ async def watching_the_loop() -> AsyncIterator[LoopWatch]:
             yield watch
         finally:
             tick()
+            watch.total_cpu = last[1] - first_cpu
             group.cancel_scope.cancel()

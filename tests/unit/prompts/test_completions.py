@@ -141,3 +141,28 @@ async def test_a_token_limited_to_some_workspaces_gets_its_limit_from_those(tmp_
         await kernel.aclose()
     assert limited == ["doc_other"]
     assert unlimited == ["doc_00", "doc_01", "doc_02"]
+
+
+@pytest.mark.slow
+async def test_the_loops_work_for_a_completion_does_not_grow_with_the_pages(tmp_path: Path) -> None:
+    """Issue 30: a workspace completion lists every page the caller may read; at 10,000 pages that
+    listing ran on the event loop, 31 ms of it each (20 in flight held another token's reads near a
+    second; 10 delayed a ping 3.7 s). The listing now runs on a worker thread: the loop only routes,
+    so its work for a completion is the same at 10,000 pages as at 100."""
+    from tests.support.loopwatch import watching_the_loop
+
+    loop_cpu: dict[int, float] = {}
+    for count in (100, 10_000):
+        pages = [
+            {"id": f"many_{n:05d}", "title": f"w{n:05d}", "blocks": [{"type": "paragraph", "text": "w"}]}
+            for n in range(count)
+        ]
+        db = store_with_pages(tmp_path / f"many{count}.db", FIXTURE, *pages)
+        async with connect(db, "legacy", result_form="text") as client:
+            await _complete(client, TEMPLATE, "workspaceId", "")
+            async with watching_the_loop() as watch:
+                for _ in range(5):
+                    workspaces = await _complete(client, TEMPLATE, "workspaceId", "")
+            assert workspaces.values == ["ws_1"]
+        loop_cpu[count] = watch.total_cpu
+    assert loop_cpu[10_000] < 3 * loop_cpu[100] + 0.005, loop_cpu
