@@ -88,6 +88,9 @@ T = TypeVar("T")
 W = TypeVar("W", bound=str)
 C = TypeVar("C", bound="DataclassInstance")
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+# A provider's key set is a few keys of 1-6 KB each (an RSA key with its certificate chain is the
+# largest); 256 KiB holds dozens, and is what one answer of the issuer may cost in memory (issue 30).
+DEFAULT_OAUTH_MAX_RESPONSE_BYTES = 256 * 1024
 
 
 def default_store_path() -> Path:
@@ -1061,6 +1064,13 @@ class ServerConfig(StoreSettings, LogSettings):
     )
     oauth_max_token_bytes: int = setting(
         8192, positive_int, "longest access token accepted (401 before it is parsed)", group=OAUTH
+    )
+    oauth_max_response_bytes: int = setting(
+        DEFAULT_OAUTH_MAX_RESPONSE_BYTES,
+        positive_int,
+        "largest answer read from the issuer (its metadata, its keys, an introspection); a larger one"
+        " is dropped unread past the bound, as an issuer that did not answer",
+        group=OAUTH,
     )
     oauth_introspection: bool = switch(
         "check tokens by RFC 7662 introspection at the (one) issuer, for opaque tokens, instead of as JWTs",

@@ -137,6 +137,7 @@ def resolve_oauth(config: ServerConfig) -> ResourceServer:
             timeout=config.oauth_timeout,
             keys_max_age=config.oauth_keys_max_age,
             refetch_interval=config.oauth_refetch_interval,
+            max_response_bytes=config.oauth_max_response_bytes,
         )
         for url in config.oauth_issuers
     )
