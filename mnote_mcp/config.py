@@ -1079,6 +1079,27 @@ class ServerConfig(StoreSettings, LogSettings):
     oauth_client_id: str | None = setting(
         None, optional_text, "this server's client id at the issuer (introspection)", group=OAUTH
     )
+    oauth_inactive_cache_seconds: float = setting(
+        30.0,
+        non_negative_number,
+        "seconds a token the issuer called inactive is refused without asking again (introspection;"
+        " 0: ask every time); a token it calls active is asked about at every use",
+        group=OAUTH,
+    )
+    oauth_inactive_cache_size: int = setting(
+        10_000,
+        positive_int,
+        "most inactive tokens remembered (by SHA-256 digest, about 100 bytes each); past it the oldest"
+        " answer is forgotten first",
+        group=OAUTH,
+    )
+    oauth_max_introspections: int = setting(
+        8,
+        positive_int,
+        "introspection requests in flight to the issuer at most; more wait their turn within"
+        " --oauth-timeout, then are refused (401)",
+        group=OAUTH,
+    )
     oauth_client_secret: str | None = secret(
         "this server's client secret at the issuer (introspection)", group=OAUTH
     )

@@ -479,7 +479,7 @@ def test_opaque_tokens_are_checked_by_introspection(tmp_path: Path) -> None:
             assert "." not in token, "an opaque token"
             assert initialize(server.url, token).status_code == 200
 
-            # Revoked at the provider: refused at its next use (nothing is cached).
+            # Revoked at the provider: refused at its next use (an active answer is never kept).
             revoked = httpx2.post(
                 f"{provider.issuer}/token/revocation",
                 data={"token": token},
@@ -503,4 +503,8 @@ def test_opaque_tokens_are_checked_by_introspection(tmp_path: Path) -> None:
                 assert challenge(refused)["error_description"] == (
                     "token not active (expired, revoked or unknown to its issuer)"
                 )
+            # What cannot be a bearer token is refused without asking the provider (issue 30).
+            assert challenge(initialize(server.url, "not-a-token;" + CANARY))["error_description"] == (
+                "malformed token"
+            )
             assert "rs-secret" not in server.log and token not in server.log
