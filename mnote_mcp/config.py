@@ -663,6 +663,12 @@ BODY_TIMEOUT = HttpLimit(
 )
 
 
+SHUTDOWN_GRACE = HttpLimit(30.0, positive_number, "seconds calls in flight get to answer on shutdown")
+# `runtime serve`'s calls are kernel calls a relay waits for within its --runtime-timeout (10 s by
+# default): a shorter grace lets them answer shutting_down (retried) before the relay gives up on them.
+DEFAULT_RUNTIME_SHUTDOWN_GRACE = 5.0
+
+
 def http_limit(limit: HttpLimit[T], group: str, *, env: str | None = None, default: T | None = None) -> T:
     """One of the limits above, in `group`, with its own variable if `env`."""
     return setting(
@@ -952,9 +958,7 @@ class ServerConfig(StoreSettings, LogSettings):
         "seconds between checks of --auth-file for changes (a removed token is refused after that)",
         group=HTTP,
     )
-    shutdown_grace: float = setting(
-        30.0, positive_number, "seconds calls in flight get to answer on shutdown", group=HTTP
-    )
+    shutdown_grace: float = http_limit(SHUTDOWN_GRACE, HTTP)
     ready_timeout: float = setting(
         2.0,
         positive_number,
@@ -1278,6 +1282,12 @@ class RuntimeConfig(StoreSettings, LogSettings):
     max_connections: int = http_limit(MAX_CONNECTIONS, RUNTIME_HTTP, env="MNOTE_RUNTIME_MAX_CONNECTIONS")
     header_timeout: float = http_limit(HEADER_TIMEOUT, RUNTIME_HTTP, env="MNOTE_RUNTIME_HEADER_TIMEOUT")
     body_timeout: float = http_limit(BODY_TIMEOUT, RUNTIME_HTTP, env="MNOTE_RUNTIME_BODY_TIMEOUT")
+    shutdown_grace: float = http_limit(
+        SHUTDOWN_GRACE,
+        RUNTIME_HTTP,
+        env="MNOTE_RUNTIME_SHUTDOWN_GRACE",
+        default=DEFAULT_RUNTIME_SHUTDOWN_GRACE,
+    )
     max_audit_records: int = setting(
         10_000,
         positive_int,
