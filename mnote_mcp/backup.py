@@ -4,8 +4,10 @@ SQLite's online backup API (`sqlite3.Connection.backup`) copies the store in one
 transaction: the copy is the store as of one commit, whatever writers do meanwhile (in WAL mode they
 are not even held up; a writer only waits if the store is in rollback-journal mode). The source is
 opened read-only (never created, migrated or changed); the copy is written beside DEST, checked
-(`PRAGMA integrity_check`, its schema version read back) and only then renamed to DEST, mode 0600 (it
-holds every page and the audit trail). An existing DEST is never overwritten.
+(`PRAGMA integrity_check`, its schema version read back) and only then renamed to DEST. It holds every
+page and the audit trail, so it is mode 0600 from the moment it exists: the `.partial` file is created
+private (whatever the umask) before SQLite writes into it, and SQLite gives its journal the same mode.
+An existing DEST is never overwritten.
 
 A PostgreSQL store is backed up by PostgreSQL's own tools (`pg_dump -Fc`, docs/deploy.md).
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.sqlite.opening import read_only_uri
+from mnote_mcp.secretfiles import create_private
 
 
 @dataclass(frozen=True)
@@ -52,10 +55,10 @@ def backup_sqlite(source: Path, dest: Path, *, busy_timeout: float = 30.0) -> Ba
         raise ValueError(f"{dest.parent} is not a directory")
     started = time.monotonic()
     partial = dest.with_name(f".{dest.name}.partial")
-    partial.unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)  # a copy an earlier run left behind
     try:
+        create_private(partial)
         version = _copy(source, partial, busy_timeout)
-        partial.chmod(0o600)
         with partial.open("rb") as written:
             os.fsync(written.fileno())
         os.replace(partial, dest)

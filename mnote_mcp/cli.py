@@ -283,6 +283,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
         description=describe(db),
         limits=config.client_limits,
         max_audit_records=config.max_audit_records,
+        shutdown_grace=config.shutdown_grace,
     )
     return 0
 

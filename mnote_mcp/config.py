@@ -94,6 +94,9 @@ T = TypeVar("T")
 W = TypeVar("W", bound=str)
 C = TypeVar("C", bound="DataclassInstance")
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+# A provider's key set is a few keys of 1-6 KB each (an RSA key with its certificate chain is the
+# largest); 256 KiB holds dozens, and is what one answer of the issuer may cost in memory (issue 30).
+DEFAULT_OAUTH_MAX_RESPONSE_BYTES = 256 * 1024
 
 
 def default_store_path() -> Path:
@@ -680,6 +683,12 @@ BODY_TIMEOUT = HttpLimit(
 )
 
 
+SHUTDOWN_GRACE = HttpLimit(30.0, positive_number, "seconds calls in flight get to answer on shutdown")
+# `runtime serve`'s calls are kernel calls a relay waits for within its --runtime-timeout (10 s by
+# default): a shorter grace lets them answer shutting_down (retried) before the relay gives up on them.
+DEFAULT_RUNTIME_SHUTDOWN_GRACE = 5.0
+
+
 def http_limit(limit: HttpLimit[T], group: str, *, env: str | None = None, default: T | None = None) -> T:
     """One of the limits above, in `group`, with its own variable if `env`."""
     return setting(
@@ -976,9 +985,7 @@ class ServerConfig(StoreSettings, LogSettings):
         "seconds between checks of --auth-file for changes (a removed token is refused after that)",
         group=HTTP,
     )
-    shutdown_grace: float = setting(
-        30.0, positive_number, "seconds calls in flight get to answer on shutdown", group=HTTP
-    )
+    shutdown_grace: float = http_limit(SHUTDOWN_GRACE, HTTP)
     ready_timeout: float = setting(
         2.0,
         positive_number,
@@ -1089,12 +1096,40 @@ class ServerConfig(StoreSettings, LogSettings):
     oauth_max_token_bytes: int = setting(
         8192, positive_int, "longest access token accepted (401 before it is parsed)", group=OAUTH
     )
+    oauth_max_response_bytes: int = setting(
+        DEFAULT_OAUTH_MAX_RESPONSE_BYTES,
+        positive_int,
+        "largest answer read from the issuer (its metadata, its keys, an introspection); a larger one"
+        " is dropped unread past the bound, as an issuer that did not answer",
+        group=OAUTH,
+    )
     oauth_introspection: bool = switch(
         "check tokens by RFC 7662 introspection at the (one) issuer, for opaque tokens, instead of as JWTs",
         group=OAUTH,
     )
     oauth_client_id: str | None = setting(
         None, optional_text, "this server's client id at the issuer (introspection)", group=OAUTH
+    )
+    oauth_inactive_cache_seconds: float = setting(
+        30.0,
+        non_negative_number,
+        "seconds a token the issuer called inactive is refused without asking again (introspection;"
+        " 0: ask every time); a token it calls active is asked about at every use",
+        group=OAUTH,
+    )
+    oauth_inactive_cache_size: int = setting(
+        10_000,
+        positive_int,
+        "most inactive tokens remembered (by SHA-256 digest, about 100 bytes each); past it the oldest"
+        " answer is forgotten first",
+        group=OAUTH,
+    )
+    oauth_max_introspections: int = setting(
+        8,
+        positive_int,
+        "introspection requests in flight to the issuer at most; more wait their turn within"
+        " --oauth-timeout, then are refused (401)",
+        group=OAUTH,
     )
     oauth_client_secret: str | None = secret(
         "this server's client secret at the issuer (introspection)", group=OAUTH
@@ -1274,6 +1309,12 @@ class RuntimeConfig(StoreSettings, LogSettings):
     max_connections: int = http_limit(MAX_CONNECTIONS, RUNTIME_HTTP, env="MNOTE_RUNTIME_MAX_CONNECTIONS")
     header_timeout: float = http_limit(HEADER_TIMEOUT, RUNTIME_HTTP, env="MNOTE_RUNTIME_HEADER_TIMEOUT")
     body_timeout: float = http_limit(BODY_TIMEOUT, RUNTIME_HTTP, env="MNOTE_RUNTIME_BODY_TIMEOUT")
+    shutdown_grace: float = http_limit(
+        SHUTDOWN_GRACE,
+        RUNTIME_HTTP,
+        env="MNOTE_RUNTIME_SHUTDOWN_GRACE",
+        default=DEFAULT_RUNTIME_SHUTDOWN_GRACE,
+    )
     max_audit_records: int = setting(
         10_000,
         positive_int,

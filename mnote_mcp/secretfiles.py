@@ -59,6 +59,17 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
+def create_private(path: Path) -> None:
+    """Create `path` empty, mode 0600 whatever the umask, for another program to fill (SQLite's backup
+    API writes into a file it finds there, keeping its mode, where it would create one 0644). Never
+    follows a symlink or reuses a file someone else put there: `FileExistsError` then."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a umask can only take bits away from 0600; this sets them back
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def locked(path: Path) -> Iterator[None]:
     """An exclusive lock for a read-change-write of `path` (on `path.lock`, created 0600)."""

@@ -6,7 +6,8 @@ shares: the test record, the service token (from the headers, before any body is
 whole within its deadline and size, and the mapping of a refusal to its status and error body. An
 operation added to the table is served with no change here.
 What one client may hold (connections, header and body deadlines, body and header sizes) is the MCP
-transport's code and flags (`mnote_mcp/httpguard.py`).
+transport's code and flags (`mnote_mcp/httpguard.py`). How it stops (`--shutdown-grace`, then the
+protocol's `shutting_down` refusal, never a bare 500) is `runtime/stopping.py`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnote_mcp import __version__
 from mnote_mcp.httpguard import ClientLimits, CloseUnreadBodies, ReadBody, guarded_protocol
-from mnote_mcp.httplisten import GuardedServer
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import JSONObject, Kernel
 from mnote_mcp.kernel.protocol import (
@@ -45,6 +45,7 @@ from mnote_mcp.kernel.protocol import (
 )
 from mnote_mcp.net import is_loopback
 from mnote_mcp.runtime import faults, service
+from mnote_mcp.runtime.stopping import RETRY_AFTER_SECONDS, Requests, StoppingServer, shutting_down
 from mnote_mcp.secretfiles import load_or_generate
 from mnote_mcp.tracecontext import trace_id_of
 
@@ -118,8 +119,11 @@ async def health(request: Request, kernel: Kernel) -> JSONObject:
 
 
 class _Runtime:
-    def __init__(self, kernel: Kernel, token: str | None, record: Path | None, limits: ClientLimits) -> None:
+    def __init__(
+        self, kernel: Kernel, token: str | None, record: Path | None, limits: ClientLimits, requests: Requests
+    ) -> None:
         self.kernel = kernel
+        self.requests = requests
         self._token = token.strip().encode("utf-8") if token and token.strip() else None
         self._record = record
         self._limits = limits
@@ -154,10 +158,16 @@ class _Runtime:
                     status[0] = message["status"]
                 await send(message)
 
-            if public or self._authorized(request):
-                await run(scope, receive, sending)
-            else:  # from the headers alone: the body of a refused request is never read
+            if not (public or self._authorized(request)):
+                # from the headers alone: the body of a refused request is never read
                 await _unauthorized()(scope, receive, sending)
+            elif self.requests.closing and not public:
+                await _shutting_down()(scope, receive, sending)
+            else:
+                with self.requests.running() as running:
+                    await run(scope, receive, sending)
+                if running.cancelled_caught and not status[0]:  # stopped past the grace, unanswered
+                    await _shutting_down()(scope, receive, sending)
             if not public:
                 logger.info(
                     "%s %s %d %.1fms%s",
@@ -201,6 +211,15 @@ def _unauthorized() -> Response:
     )
 
 
+def _shutting_down() -> Response:
+    """The runtime is stopping: the protocol's retryable refusal (503), and the connection closed."""
+    return JSONResponse(
+        {"error": shutting_down().to_wire()},
+        status_code=STATUS_OF[ErrorCode.RUNTIME_UNAVAILABLE],
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS), "Connection": "close"},
+    )
+
+
 def _too_large(limit: int) -> Response:
     """A body over `--max-body-bytes`: the caller's to fix (a smaller command, or a larger limit), so
     the protocol's `invalid_argument`, which the HTTP adapter passes on rather than retries."""
@@ -225,11 +244,13 @@ def create_app(
     token: str | None = None,
     record: Path | None = None,
     max_audit_records: int | None = None,
+    requests: Requests | None = None,
 ) -> ASGIApp:
     """The runtime's ASGI app; it owns `kernel` and closes it when the server shuts down. A request's
     body is read within `limits`, and a refusal of an unread body closes the connection; the
-    connection-level limits are the protocol's that `serve_runtime` gives uvicorn."""
-    runtime = _Runtime(kernel, token, record, limits)
+    connection-level limits are the protocol's that `serve_runtime` gives uvicorn. `requests` are the
+    requests running, which the server stops (`stopping.StoppingServer`)."""
+    runtime = _Runtime(kernel, token, record, limits, requests or Requests())
     routes = [runtime.route(HEALTH_PATH, "GET", health, public=True)] + [
         runtime.route(op.path, op.method, partial(endpoint, op, max_audit_records=max_audit_records))
         for op in OPERATIONS.values()
@@ -256,8 +277,10 @@ def serve_runtime(
     limits: ClientLimits,
     max_audit_records: int | None = None,
     token_path: Path | None = None,
+    shutdown_grace: float = 5.0,
 ) -> None:
-    """Serve until SIGINT/SIGTERM; uvicorn shuts down gracefully and the lifespan closes the kernel.
+    """Serve until SIGINT/SIGTERM; then the requests in flight get `shutdown_grace` seconds to answer
+    (`stopping.py`), uvicorn closes the connections and the lifespan closes the kernel.
     The service token required is `token`, else the one kept in `token_path` (generated there, 0600,
     once the store is open); with neither, none (loopback only)."""
     import uvicorn
@@ -287,7 +310,15 @@ def serve_runtime(
         "required" if token else "none (--unsafe-no-auth: loopback only)",
         f" record={record}" if record else "",
     )
-    app = create_app(kernel, token=token, record=record, limits=limits, max_audit_records=max_audit_records)
+    requests = Requests()
+    app = create_app(
+        kernel,
+        token=token,
+        record=record,
+        limits=limits,
+        max_audit_records=max_audit_records,
+        requests=requests,
+    )
     config = uvicorn.Config(
         app,
         host=host,
@@ -296,6 +327,8 @@ def serve_runtime(
         http=guarded_protocol(limits.max_connections, limits.header_timeout, limits.http_parser),
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=5,
+        # the requests were given their grace and answered already (StoppingServer); this only bounds
+        # the writing of their answers
+        timeout_graceful_shutdown=2,
     )
-    GuardedServer(config).run()
+    StoppingServer(config, requests, shutdown_grace).run()

@@ -5,7 +5,8 @@ needed and kept; and its signing keys (`jwks.KeySet`).
 The server starts whether or not the issuer answers (it may start later); until the metadata has been
 fetched, every token is refused (401) within `timeout`, and a failed fetch is tried again at most once
 per `refetch_interval`. The metadata must name the issuer it was fetched for (RFC 8414 §3.3), so a
-misconfigured URL cannot make another server's keys trusted.
+misconfigured URL cannot make another server's keys trusted. Each answer is read within
+`max_response_bytes` (`bounded.fetch`), all of discovery within `timeout`.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from mcp.shared.auth import OAuthMetadata
 from pydantic import AnyHttpUrl, ValidationError
 
 from mnote_mcp.transports.bearer import TokenRefusedError
+from mnote_mcp.transports.bounded import TooLargeError, fetch
 from mnote_mcp.transports.jwks import KeySet
 
 logger = logging.getLogger("mnote_mcp")
 UNREACHABLE = "the token's issuer could not be reached to check it"
-MAX_METADATA_BYTES = 256 * 1024
 
 
 class IssuerMetadata(OAuthMetadata):
@@ -44,11 +45,13 @@ class Issuer:
         timeout: float,
         keys_max_age: float,
         refetch_interval: float,
+        max_response_bytes: int,
     ) -> None:
         self.url = url
         self.timeout = timeout
         self.keys_max_age = keys_max_age
         self.refetch_interval = refetch_interval
+        self.max_response_bytes = max_response_bytes
         self._http = http
         self._metadata: IssuerMetadata | None = None
         self._keys: KeySet | None = None
@@ -82,26 +85,34 @@ class Issuer:
                 raise TokenRefusedError(UNREACHABLE)
             self._keys = KeySet(
                 str(jwks_uri),
+                self._http,
                 timeout=self.timeout,
                 max_age=self.keys_max_age,
                 refetch_interval=self.refetch_interval,
+                max_bytes=self.max_response_bytes,
             )
         return self._keys
 
     async def _discover(self) -> IssuerMetadata | None:
         for url in build_oauth_authorization_server_metadata_discovery_urls(self.url, self.url):
             try:
-                response = await self._http.get(url, headers={"Accept": "application/json"})
+                answer = await fetch(
+                    self._http,
+                    "GET",
+                    url,
+                    max_bytes=self.max_response_bytes,
+                    headers={"Accept": "application/json"},
+                )
             except httpx2.HTTPError as exc:
                 logger.warning("the issuer's metadata at %s could not be fetched: %s", url, exc)
                 return None
-            if response.status_code != 200:
+            except TooLargeError as exc:
+                logger.warning("the issuer's metadata at %s is dropped: %s", url, exc)
                 continue
-            if len(response.content) > MAX_METADATA_BYTES:
-                logger.warning("the issuer's metadata at %s is over %d bytes", url, MAX_METADATA_BYTES)
+            if answer.status != 200:
                 continue
             try:
-                metadata = IssuerMetadata.model_validate_json(response.content)
+                metadata = IssuerMetadata.model_validate_json(answer.body)
             except ValidationError as exc:
                 logger.warning("the issuer's metadata at %s does not parse: %s", url, exc)
                 continue

@@ -37,7 +37,7 @@ from mnote_mcp.config import ServerConfig
 from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.transports.bearer import CallerToken
 from mnote_mcp.transports.issuers import Issuer
-from mnote_mcp.transports.oauth_introspection import IntrospectionVerifier
+from mnote_mcp.transports.oauth_introspection import InactiveTokens, IntrospectionVerifier
 from mnote_mcp.transports.oauth_jwt import JwtVerifier
 from mnote_mcp.transports.oauth_policy import Policy
 
@@ -137,6 +137,7 @@ def resolve_oauth(config: ServerConfig) -> ResourceServer:
             timeout=config.oauth_timeout,
             keys_max_age=config.oauth_keys_max_age,
             refetch_interval=config.oauth_refetch_interval,
+            max_response_bytes=config.oauth_max_response_bytes,
         )
         for url in config.oauth_issuers
     )
@@ -150,7 +151,15 @@ def resolve_oauth(config: ServerConfig) -> ResourceServer:
                 "--oauth-introspection needs --oauth-client-id and MNOTE_OAUTH_CLIENT_SECRET (or"
                 " --oauth-client-secret-file): the issuer answers only its clients"
             )
-        verifier = IntrospectionVerifier(policy, issuers[0], http, config.oauth_client_id, secret)
+        verifier = IntrospectionVerifier(
+            policy,
+            issuers[0],
+            http,
+            config.oauth_client_id,
+            secret,
+            inactive=InactiveTokens(config.oauth_inactive_cache_seconds, config.oauth_inactive_cache_size),
+            max_in_flight=config.oauth_max_introspections,
+        )
     else:
         verifier = JwtVerifier(policy, issuers, config.oauth_algorithms)
     return ResourceServer(policy, issuers, verifier, http, config.oauth_introspection)

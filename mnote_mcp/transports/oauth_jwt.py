@@ -1,7 +1,8 @@
 """JWT access tokens (RFC 9068), checked with PyJWT against the issuer's published keys.
 
 In order, each failure a `TokenRefusedError` saying which check failed (never a value from the token):
-its size (`--oauth-max-token-bytes`, before anything is parsed); its form; its algorithm, on the
+its size (`--oauth-max-token-bytes`) and characters (RFC 6750's b64token), before anything is parsed;
+its form; its algorithm, on the
 allow-list (`--oauth-algorithms`: key-pair algorithms only, so never `none` and never an HMAC keyed
 with the issuer's public key); its `iss`, one of `--oauth-issuer`; the key its `kid` names, among the
 keys that issuer publishes (`jwks.KeySet`, whose algorithm must also be the token's); the signature;
@@ -17,9 +18,8 @@ import jwt
 
 from mnote_mcp.transports.bearer import CallerToken, TokenRefusedError
 from mnote_mcp.transports.issuers import Issuer
-from mnote_mcp.transports.oauth_policy import Policy
+from mnote_mcp.transports.oauth_policy import MALFORMED, Policy
 
-MALFORMED = "malformed token"
 WRONG_ISSUER = "token from an issuer this server does not accept"
 
 # PyJWT's verdicts, most specific first (several derive from others).
@@ -40,7 +40,7 @@ class JwtVerifier:
         self.algorithms = list(algorithms)
 
     async def verify_token(self, token: str) -> CallerToken | None:
-        self.policy.check_size(token)
+        self.policy.check_form(token)
         try:
             header = jwt.get_unverified_header(token)
             unverified = jwt.decode(token, options={"verify_signature": False})

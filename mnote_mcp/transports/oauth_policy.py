@@ -3,6 +3,7 @@ shared by both ways of checking one (`oauth_jwt.py`, `oauth_introspection.py`)."
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,6 +13,9 @@ from mnote_mcp.config import ScopeMap
 from mnote_mcp.transports.bearer import CallerToken, TokenRefusedError
 
 TOO_LARGE = "token too large"
+MALFORMED = "malformed token"
+# RFC 6750 §2.1: what a bearer token may be (b64token). Anything else is not a token any issuer issued.
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
 @dataclass(frozen=True)
@@ -38,9 +42,13 @@ class Policy:
         names = [name for name, _ in self.scope_map] + list(self.required_scopes)
         return list(dict.fromkeys(names))
 
-    def check_size(self, token: str) -> None:
+    def check_form(self, token: str) -> None:
+        """Whether `token` can be a bearer token at all: at most `max_token_bytes`, made of RFC 6750's
+        b64token characters. Checked before anything is parsed or sent to the issuer."""
         if len(token) > self.max_token_bytes:
             raise TokenRefusedError(TOO_LARGE)
+        if _B64TOKEN.fullmatch(token) is None:
+            raise TokenRefusedError(MALFORMED)
 
     def caller(self, claims: Mapping[str, Any], issuer: str) -> CallerToken:
         """The caller an accepted token's claims name (its signature or introspection, its issuer,

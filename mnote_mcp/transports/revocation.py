@@ -8,15 +8,22 @@ lasts: a 2026-era `subscriptions/listen` stream, the GET stream of a streamable-
 those of every token no longer allowed: the response is finished cleanly (the last chunk of its
 stream), so the client sees the stream end and its next request gets 401. Sessions of such a token are
 the transport's to end (`transports/http.py`).
+
+A token that expires (an OAuth access token: its `exp` plus `--oauth-leeway`, `CallerToken.expires_at`)
+ends its streams the same way at that instant: the scope has it as its deadline (issue 30: they stayed
+open past it, delivering nothing). The client's next request with it gets 401 `token expired`, and
+with a fresh token it opens them again.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 
 import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnote_mcp.httpguard import plain
@@ -49,7 +56,7 @@ class OpenStreams:
                 state["complete"] = True
             await send(message)
 
-        with anyio.CancelScope() as cancel:
+        with anyio.CancelScope(deadline=_deadline(scope)) as cancel:
             self._held[owner].add(cancel)
             try:
                 await app(scope, receive, sending)
@@ -57,6 +64,8 @@ class OpenStreams:
                 self._forget(owner, cancel)
         if not cancel.cancelled_caught:
             return
+        if anyio.current_time() >= cancel.deadline:  # its token's expiry, not `end_revoked`
+            logger.info("ended a stream whose token expired")
         if not state["started"]:
             await plain(send, 401, "The token is no longer accepted")
         elif not state["complete"]:
@@ -76,3 +85,13 @@ class OpenStreams:
             logger.warning("ending %d stream(s) of a token no longer accepted", len(scopes))
             for cancel in scopes:
                 cancel.cancel()
+
+
+def _deadline(scope: Scope) -> float:
+    """When the stream of this request must end: its token's expiry on the event loop's clock, or
+    never (a token without one)."""
+    user = scope.get("user")
+    expires = user.access_token.expires_at if isinstance(user, AuthenticatedUser) else None
+    if expires is None:
+        return float("inf")
+    return anyio.current_time() + max(0.0, expires - time.time())

@@ -14,6 +14,7 @@ token or claim value in the log.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -21,7 +22,8 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ import anyio
 import anyio.to_thread
 import httpx2
 import pytest
+from mcp.client.subscriptions import SubscriptionLost
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from tests.support.helpers import RAW_INITIALIZE, call, run_cli, seeded_store, write_args
@@ -60,6 +63,7 @@ OTHER_RESOURCE = "http://127.0.0.1:9/other"
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 READ_TOOLS = {"mnote.page.get", "mnote.page.search", "mnote.page.history"}
 CANARY = "CANARY-claim-value-5e1f"
+PAGE_URI = "mnote://workspaces/ws_1/pages/doc_1"
 
 
 @dataclass
@@ -361,6 +365,62 @@ async def test_a_subscription_ends_when_its_token_expires(oauth: Setup) -> None:
         assert time.time() > expires + 1, "dropped only once the token had expired"
 
 
+def _expiry(token: str) -> float:
+    expires: float = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["exp"]
+    return expires
+
+
+@asynccontextmanager
+async def _open_stream(setup: Setup, kind: str) -> AsyncIterator[tuple[AsyncIterator[Any], float]]:
+    """A stream of `kind` held open with a short-lived token of the provider (2 s, 1 s of skew): the
+    stream's items and the instant past which the server refuses its token. A token that expired
+    before its stream was open (a loaded machine) is replaced by a fresh one."""
+    for _ in range(3):
+        token = setup.token("user_owner")
+        async with contextlib.AsyncExitStack() as held:
+            if kind == "listen":
+                client = await held.enter_async_context(mcp_http(setup.url, token, mode="auto"))
+                sub = await held.enter_async_context(client.listen(resource_subscriptions=[PAGE_URI]))
+                items: AsyncIterator[Any] = sub.__aiter__()
+            else:
+                http = await held.enter_async_context(httpx2.AsyncClient(base_url=setup.url, timeout=60))
+                auth = {"Authorization": f"Bearer {token}"}
+                path, headers = "/sse", auth
+                if kind == "get":
+                    opened = await http.post("/mcp", json=RAW_INITIALIZE, headers={**JSON_HEADERS, **auth})
+                    if opened.status_code == 401:
+                        continue
+                    session = {**auth, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+                    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                    await http.post("/mcp", json=initialized, headers={**JSON_HEADERS, **session})
+                    path, headers = "/mcp", {**session, "Accept": "text/event-stream"}
+                stream = await held.enter_async_context(http.stream("GET", path, headers=headers))
+                if stream.status_code == 401:
+                    continue
+                assert stream.status_code == 200, stream.status_code
+                items = stream.aiter_bytes()
+            yield items, _expiry(token) + 1
+            return
+    raise AssertionError("no stream could be opened before its token expired")
+
+
+@pytest.mark.parametrize("kind", ["listen", "get", "sse"])
+async def test_an_expired_tokens_open_streams_end_at_its_expiry(oauth: Setup, kind: str) -> None:
+    """The 2026-era `subscriptions/listen` stream, a session's GET stream and a legacy `/sse` stream
+    end once their token is past `exp` and the allowed skew, as a revoked file token's do at a reload
+    (issue 30: they stayed open, delivering nothing, until the client left)."""
+    async with _open_stream(oauth, kind) as (items, refused_from):
+        with (
+            anyio.fail_after(max(0.0, refused_from - time.time()) + 10),
+            contextlib.suppress(httpx2.HTTPError, SubscriptionLost),
+        ):
+            async for _ in items:
+                pass
+        ended = time.time()
+    assert ended >= refused_from - 0.2, f"ended {refused_from - ended:.1f}s before the token expired"
+    assert "Traceback" not in oauth.server.log
+
+
 def test_no_token_or_claim_value_is_logged(oauth: Setup) -> None:
     """Every token the tests sent, and the claim values of refused ones, are absent from the server's
     log at debug level (the actor of an accepted call is logged by design: the call log names it)."""
@@ -479,7 +539,7 @@ def test_opaque_tokens_are_checked_by_introspection(tmp_path: Path) -> None:
             assert "." not in token, "an opaque token"
             assert initialize(server.url, token).status_code == 200
 
-            # Revoked at the provider: refused at its next use (nothing is cached).
+            # Revoked at the provider: refused at its next use (an active answer is never kept).
             revoked = httpx2.post(
                 f"{provider.issuer}/token/revocation",
                 data={"token": token},
@@ -503,4 +563,8 @@ def test_opaque_tokens_are_checked_by_introspection(tmp_path: Path) -> None:
                 assert challenge(refused)["error_description"] == (
                     "token not active (expired, revoked or unknown to its issuer)"
                 )
+            # What cannot be a bearer token is refused without asking the provider (issue 30).
+            assert challenge(initialize(server.url, "not-a-token;" + CANARY))["error_description"] == (
+                "malformed token"
+            )
             assert "rs-secret" not in server.log and token not in server.log

@@ -83,7 +83,13 @@ def test_introspected_dates_with_leeway() -> None:
         check_dates({"nbf": now + 31}, 30)
 
 
-def test_a_token_over_the_size_limit_is_refused_unparsed() -> None:
-    policy(max_token_bytes=10).check_size("x" * 10)
+def test_a_token_over_the_size_limit_or_of_other_characters_is_refused_unparsed() -> None:
+    """RFC 6750 §2.1's b64token: letters, digits, `-._~+/`, then `=` padding (issue 30: what is not
+    one never reaches the issuer)."""
+    policy(max_token_bytes=10).check_form("x" * 10)
+    policy(max_token_bytes=100).check_form("aZ09-._~+/==")
     with pytest.raises(TokenRefusedError, match="token too large"):
-        policy(max_token_bytes=10).check_size("x" * 11)
+        policy(max_token_bytes=10).check_form("x" * 11)
+    for token in ("", "a b", "a=b", "ä", 'a"b', "a\nb", "=", "a,b"):
+        with pytest.raises(TokenRefusedError, match="malformed token"):
+            policy(max_token_bytes=100).check_form(token)
