@@ -19,7 +19,7 @@ from mnote_mcp.elicitation import read_keys
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.traced import traced
 from mnote_mcp.net import is_loopback
-from mnote_mcp.resources import PageResources
+from mnote_mcp.resources.pages import PageResources
 from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.server import IdentityResolver, create_server
 from mnote_mcp.telemetry.tracing import tracing_on

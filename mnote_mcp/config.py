@@ -59,7 +59,7 @@ from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.net import is_loopback
 from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
-from mnote_mcp.resources.pages import DEFAULT_MAX_SUBSCRIPTIONS
+from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets

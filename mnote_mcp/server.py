@@ -24,9 +24,8 @@ from mnote_mcp.elicitation import asker_for, input_required, install_boundary
 from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS
 from mnote_mcp.prompts.completions import Completions
 from mnote_mcp.prompts.handlers import PagePrompts
-from mnote_mcp.resources import PageResources
-from mnote_mcp.resources.pages import DEFAULT_MAX_SUBSCRIPTIONS, Context
-from mnote_mcp.resources.watch import PageWatcher
+from mnote_mcp.resources.pages import Context, PageResources
+from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS, PageWatcher
 from mnote_mcp.telemetry.tracing import tracing_on
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity

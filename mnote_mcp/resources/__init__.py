@@ -1,7 +1,5 @@
-"""Pages as MCP resources: listing, reading as Markdown, and change notifications in both protocol eras."""
+"""Pages as MCP resources: listing, reading as Markdown, and change notifications in both protocol eras
+(`pages.py`), their URIs (`uris.py`) and the watcher behind the notifications (`watch.py`).
 
-from mnote_mcp.resources.pages import PageResources
-from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
-from mnote_mcp.resources.watch import PageWatcher, Watch
-
-__all__ = ["PAGE_URI_TEMPLATE", "PageResources", "PageWatcher", "Watch", "page_key", "page_uri"]
+Nothing is imported here: a module that needs only the watcher's limits (the settings) loads no MCP SDK.
+"""

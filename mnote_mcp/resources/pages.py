@@ -34,7 +34,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery, PagesQuery, PageView
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
-from mnote_mcp.resources.watch import Notify, PageWatcher, Watch
+from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS, Notify, PageWatcher, Watch
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
 from mnote_mcp.tools.pieces import body_roots, longest_piece, markdown_chars
 from mnote_mcp.vocabulary.identity import Identity
@@ -49,9 +49,6 @@ _STALE_PIECE = "the page changed while it was read in pieces"
 _NEXT_ROOM = 400  # the line naming the next piece
 LIST_PAGE_SIZE = 200
 _HIDDEN = frozenset({ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED, ErrorCode.UNAUTHENTICATED})
-# What one connection may subscribe to, and one listen stream name (`--max-subscriptions`): each is a
-# watch the server polls for as long as it lasts.
-DEFAULT_MAX_SUBSCRIPTIONS = 1_000
 _INLINE_URIS = 64  # URIs matched on the event loop; more, on a worker thread
 
 

@@ -20,6 +20,9 @@ from mnote_mcp.kernel.port import Kernel, PageKey
 
 logger = logging.getLogger(__name__)
 Notify = Callable[[], Awaitable[None]]
+# What one connection may subscribe to, and one listen stream name (`--max-subscriptions`): each is a
+# watch polled for as long as it lasts.
+DEFAULT_MAX_SUBSCRIPTIONS = 1_000
 
 
 @dataclass(eq=False)

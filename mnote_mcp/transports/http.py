@@ -41,7 +41,7 @@ from mnote_mcp.dispatch import InFlight
 from mnote_mcp.httpguard import CloseUnreadBodies, ReadBody
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.net import is_loopback
-from mnote_mcp.resources import PageResources
+from mnote_mcp.resources.pages import PageResources
 from mnote_mcp.transports.auth import (
     AuthConfigError,
     AuthSetup,

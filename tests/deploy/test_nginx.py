@@ -32,7 +32,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mnote_mcp.kernel.port import PageKey
-from mnote_mcp.resources import page_uri
+from mnote_mcp.resources.uris import page_uri
 from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, envelope_of, page_args, write_args
 from tests.support.http_helpers import ResourceUpdates, RunningServer, http_server, write_tokens

@@ -40,7 +40,7 @@ from mnote_mcp.kernel.port import (
 from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
-from mnote_mcp.resources import page_uri
+from mnote_mcp.resources.uris import page_uri
 from mnote_mcp.stores import open_store
 from tests.support.helpers import (
     FIXTURE,

@@ -16,9 +16,8 @@ from mcp import Client, MCPError
 
 from mnote_mcp.kernel.markdown import parse_markdown
 from mnote_mcp.kernel.port import PageKey
-from mnote_mcp.resources import page_uri
 from mnote_mcp.resources import pages as resource_pages
-from mnote_mcp.resources.uris import page_key
+from mnote_mcp.resources.uris import page_key, page_uri
 from mnote_mcp.vocabulary.scopes import Scope
 from tests.support.helpers import MODES, SECRETS, call, connect, page_args, stdio_params, write_args
 
@@ -229,7 +228,7 @@ async def test_a_write_from_another_process_reaches_the_subscriber(db: Path, mod
 
 async def test_a_failing_poll_is_survived_and_retried(db: Path) -> None:
     from mnote_mcp.kernel.sqlite.opening import open_kernel
-    from mnote_mcp.resources import PageWatcher, Watch
+    from mnote_mcp.resources.watch import PageWatcher, Watch
 
     kernel = open_kernel(db)
     calls: list[str] = []
