@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mnote_mcp.conformance.seed import READ_PAGE
 from mnote_mcp.conformance.session import NotApplicableError, Session, shown
 from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.kernel.protocol import Operation, first_error
@@ -145,7 +146,7 @@ def filled_request(schema: JSONObject, session: Session) -> Any:
     known: dict[str, Any] = {
         "actorId": session.actor("editor"),
         "workspaceId": session.ws,
-        "documentId": "read",
+        "documentId": READ_PAGE,
         "correlation": session.correlation().to_wire(),
         "idempotencyKey": session.key("filled"),
         "traceId": session.trace,

@@ -48,7 +48,7 @@ async def idempotency_header(s: Session) -> str | None:
     assert isinstance(wire, HttpWire)
     command = s.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "n"}, "envelope", "header")
     body = command.to_wire()
-    base = {**wire._auth(), TRACEPARENT_HEADER: traceparent(s.trace)}
+    base = {**wire.auth_headers(), TRACEPARENT_HEADER: traceparent(s.trace)}
     for name, headers in (
         ("no header", base),
         ("another key", {**base, IDEMPOTENCY_HEADER: encode_key("kit-other")}),
@@ -80,7 +80,7 @@ async def schema_refusal(s: Session) -> str | None:
     broken = {**command.to_wire(), "dryRun": "no"}
     wire = s.wire
     if isinstance(wire, HttpWire):
-        headers = {**wire._auth(), IDEMPOTENCY_HEADER: encode_key(command.idempotency_key)}
+        headers = {**wire.auth_headers(), IDEMPOTENCY_HEADER: encode_key(command.idempotency_key)}
         exchange = await wire.exchange(EXECUTE, broken, headers)
         pointer = "/dryRun"
     else:

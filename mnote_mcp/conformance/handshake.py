@@ -111,7 +111,7 @@ async def unknown_operation(s: Session) -> str | None:
     wire = s.wire
     if isinstance(wire, HttpWire):
         status, text, body = await wire.request(
-            "POST", "/v1/kit/no-such-operation", json={}, headers=wire._auth()
+            "POST", "/v1/kit/no-such-operation", json={}, headers=wire.auth_headers()
         )
         refusal = decode_error(body.get("error")) if isinstance(body, dict) else None
         s.expect(

@@ -41,7 +41,7 @@ async def execute(s: Session, op: Operation[Any, Any]) -> str | None:
         PROBE_PAGE,
         "insert",
     )
-    command = s.mirror_of(command, correlation=s.correlation("call_probe", trace=_trace(s)))
+    command = s.variant(command, correlation=s.correlation("call_probe", trace=_trace(s)))
     await s.call(op, command)
     return "a block inserted"
 

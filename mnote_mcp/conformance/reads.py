@@ -1,4 +1,4 @@
-"""Scenarios that read: page views, listings, revisions, search, and who may read what.
+"""Scenarios that read: page views, listings, revisions, search; and who may read and write what.
 
 Listings and searches see every page an actor may read, including the pages other scenarios write, so
 they are compared on the pages nothing writes (`seed.STABLE_PAGES`), and a listing is also held to
@@ -244,6 +244,41 @@ async def non_member(s: Session) -> str | None:
 
 
 @registry.check(
+    "permissions.role_writes",
+    guarantees="a viewer's page and artifact writes are refused page_write and artifact_write, a"
+    " commenter's page write page_write (dry runs alike), a commenter writes artifacts; nothing else"
+    " is written",
+    breaks="the roles: page write and artifact write permissions",
+    operations=("execute", "get_page"),
+)
+async def role_writes(s: Session) -> str | None:
+    page = "permissions"
+    refused = [
+        ("viewer", CommandName.PAGE_BODY_SAVE, {"content": [{"type": "paragraph", "text": "x"}]}),
+        ("viewer", CommandName.ARTIFACT_SUMMARY_UPSERT, {"summary": "s"}),
+        ("viewer", CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "x"}),
+        ("commenter", CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "t"}),
+        ("commenter", CommandName.PAGE_REVERT, {"toRevision": 1}),
+    ]
+    for index, (role, name, payload) in enumerate(refused):
+        for dry in (True, False):
+            answer = await s.call(
+                EXECUTE, s.command(name, payload, page, f"w{index}", actor=role, dry_run=dry)
+            )
+            s.expect(
+                answer.refusal is not None and answer.refusal[0] == "mnote_tool_permission_denied",
+                f"a {role} may not {name}",
+                request=answer.request,
+                actual=answer.value if answer.ok else answer.error,
+            )
+    revision = await s.revision(page)
+    s.expect(revision == 1, "the refused writes wrote nothing", expected=1, actual=revision)
+    note = s.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "c"}, page, "note", actor="commenter")
+    await s.written(note, "a commenter writes artifacts")
+    return f"{len(refused)} writes refused (dry runs too), a commenter's note written"
+
+
+@registry.check(
     "permissions.restricted_page",
     guarantees="a page restricted to its members is refused page_read to a workspace member who is not"
     " one (reads, history, writes), left out of listings, revisions and searches, and read by its member",
@@ -266,7 +301,7 @@ async def restricted(s: Session) -> str | None:
         "save",
     )
     await s.call(EXECUTE, save, why="page read comes before page write")
-    await s.call(EXECUTE, s.mirror_of(save, dry_run=True), why="a dry run is refused alike")
+    await s.call(EXECUTE, s.variant(save, dry_run=True), why="a dry run is refused alike")
     await s.call(GET_PAGE, s.query(SECRET_PAGE, "owner"), why="its member reads it")
     await s.call(LIST_PAGES, PagesQuery(s.actor("editor"), workspace_id=s.ws), keep=_stable)
     await s.call(

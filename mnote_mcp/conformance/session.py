@@ -335,5 +335,6 @@ class Session:
         answer = await self.call(GET_PAGE, brief, why=f"the page {page} after the check's writes")
         return int(answer.value["revision"]) if answer.ok else -1
 
-    def mirror_of(self, request: Any, **fields: Any) -> Any:
+    def variant(self, request: Any, **fields: Any) -> Any:
+        """The same request with these fields changed (a dry run of it, another trace)."""
         return replace(request, **fields)

@@ -144,12 +144,12 @@ class HttpWire(Wire):
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def _auth(self) -> dict[str, str]:
+    def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     async def send(self, op: Operation[Any, Any], request: Any) -> Exchange:
         wire = op.request.encode(request)
-        headers = self._auth()
+        headers = self.auth_headers()
         if op.trace is not None:
             headers[TRACEPARENT_HEADER] = traceparent(op.trace(request))
         if op.key is not None:
@@ -232,7 +232,7 @@ class HttpWire(Wire):
         """A GET of `path` (with or without the service token) and one header of its reply."""
         try:
             with anyio.fail_after(self.timeout):
-                response = await self._client.get(path, headers=self._auth() if auth else {})
+                response = await self._client.get(path, headers=self.auth_headers() if auth else {})
         except (httpx2.TimeoutException, TimeoutError):
             return None, f"no reply within {self.timeout:g} s (--request-timeout)", None, None
         except httpx2.HTTPError as exc:
@@ -289,7 +289,7 @@ class CliWire(Wire):
         """(why there is no reply or None, the reply's text, the reply as JSON)."""
         data = json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         try:
-            status, stdout, stderr = await self._cli._run(data)  # the relay's own bounded run
+            status, stdout, stderr = await self._cli.run_once(data)
         except MnoteError as error:  # spawn, timeout, an output past the relay's bound
             cause = error.details.get("cause", error.reason.value)
             return f"no reply: {cause} (timeout {self.timeout:g} s)", "", None
