@@ -253,7 +253,7 @@ async def non_member(s: Session) -> str | None:
 )
 async def role_writes(s: Session) -> str | None:
     page = "permissions"
-    refused = [
+    refused: list[tuple[str, str, dict[str, Any]]] = [
         ("viewer", CommandName.PAGE_BODY_SAVE, {"content": [{"type": "paragraph", "text": "x"}]}),
         ("viewer", CommandName.ARTIFACT_SUMMARY_UPSERT, {"summary": "s"}),
         ("viewer", CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "x"}),
