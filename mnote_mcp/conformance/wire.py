@@ -28,6 +28,7 @@ from mnote_mcp.kernel.protocol import (
     CLI_PROTOCOL_VERSION,
     ERROR,
     IDEMPOTENCY_HEADER,
+    SERVICE_TOKEN_STATUS,
     STATUS_OF,
     TRACEPARENT_HEADER,
     MalformedReplyError,
@@ -182,6 +183,14 @@ class HttpWire(Wire):
                     problem=f"200 without a JSON object holding {op.reply_key!r}",
                 )
             return classify_answer(op, wire, reply[op.reply_key], status=status, text=text[:MAX_KEPT_CHARS])
+        if status == SERVICE_TOKEN_STATUS:
+            return Exchange(
+                op.name,
+                wire,
+                status,
+                text[:MAX_KEPT_CHARS],
+                problem="401: the runtime refused the service token (MNOTE_RUNTIME_TOKEN, --runtime-token-file)",
+            )
         error = reply.get("error") if isinstance(reply, dict) else None
         if error is None:
             return Exchange(

@@ -76,8 +76,8 @@ async def test_the_service_token_is_required_and_checked(tmp_path: Path) -> None
     assert set(skipped) == {c.name for c in plan() if c.name.startswith(("limits.", "idempotency."))}
     assert set(skipped.values()) == {"--skip"}
     assert not bad.passed, "a token the runtime refuses fails the run"
-    failed = {r.name for r in bad.results if r.status == "fail"}
-    assert "seed.loaded" in failed
+    failed = {r.name: r.why for r in bad.results if r.status == "fail"}
+    assert "refused the service token" in failed["seed.loaded"]
 
 
 @pytest.mark.slow
@@ -179,6 +179,7 @@ async def test_a_runtime_that_never_answers_is_bounded_by_the_request_timeout() 
     assert results["reads.page_view"].status == "skip"
 
 
+@pytest.mark.slow
 async def test_the_whole_run_is_bounded_by_the_total_timeout() -> None:
     options = KitOptions(tag="silent", request_timeout=30, total_timeout=0.5)
     with anyio.fail_after(30):
