@@ -7,20 +7,16 @@ import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from mcp.server import Server
 
-from mnote_mcp.config import ServerConfig, default_runtime_token_path
+from mnote_mcp.config import ServerConfig, local_service_token, service_token
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.elicitation import read_keys
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.traced import traced
-from mnote_mcp.net import is_loopback
 from mnote_mcp.resources.pages import PageResources
-from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.server import IdentityResolver, create_server
 from mnote_mcp.telemetry.tracing import tracing_on
 from mnote_mcp.tools.catalog import ALL_TOOLS
@@ -108,30 +104,6 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
     token = service_token(config.runtime_token, config.runtime_token_file) or local_service_token(spec)
     http = HttpKernel(spec, token=token, timeout=config.runtime_timeout, retries=config.runtime_retries)
     return http, f"{http.base_url} ({'token' if token else 'no token'})"
-
-
-def service_token(from_environment: str | None, file: Path | None) -> str | None:
-    """The runtime's service token: from its file (mode 0600) if one is named, else the environment;
-    never from the command line."""
-    if file is not None:
-        if from_environment:
-            raise ValueError("MNOTE_RUNTIME_TOKEN and a token file are both set: keep one")
-        return read_secret(file)
-    return from_environment.strip() if from_environment and from_environment.strip() else None
-
-
-def local_service_token(url: str) -> str | None:
-    """For a runtime on this machine (a loopback URL) given no token: the one `runtime serve`
-    generated into its default file, if that file exists (never sent to another host)."""
-    try:
-        host = urlsplit(url).hostname
-    except ValueError:  # not a URL: HttpKernel says so, naming --kernel
-        return None
-    path = default_runtime_token_path()
-    if host is None or not is_loopback(host) or not path.exists():
-        return None
-    logger.info("the runtime's service token from %s", path)
-    return read_secret(path)
 
 
 def kernel_adapter(config: ServerConfig) -> str:

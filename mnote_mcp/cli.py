@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from mnote_mcp.config import (
     LogSettings,
     MigrateConfig,
     Option,
+    RuntimeCheckConfig,
     RuntimeCliConfig,
     RuntimeConfig,
     SeedConfig,
@@ -38,7 +40,9 @@ from mnote_mcp.config import (
     choice,
     default_runtime_token_path,
     from_sources,
+    local_service_token,
     options,
+    service_token,
     store_or_default,
 )
 from mnote_mcp.kernel.errors import StoreUnavailableError
@@ -48,8 +52,9 @@ if TYPE_CHECKING:  # (the store is opened lazily: `--help` loads no kernel)
     from mnote_mcp.kernel.store.store import Store
 
 logger = logging.getLogger("mnote_mcp")
-# Exit statuses (README, "Exit status"): 0 done, 1 `audit` found nothing, 2 a usage or configuration
-# error, 3 the store cannot be opened, 130 interrupted.
+# Exit statuses (README, "Exit status"): 0 done, 1 `audit` found nothing or a `runtime check` check
+# failed, 2 a usage or configuration error, 3 the store cannot be opened, 130 interrupted.
+CHECK_FAILED = 1
 USAGE_ERROR = 2
 STORE_UNAVAILABLE = 3
 
@@ -66,6 +71,7 @@ COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
 RUNTIME_COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
     "serve": (RuntimeConfig, "serve the embedded kernel over the runtime protocol v1 (HTTP)"),
     "cli": (RuntimeCliConfig, "answer one mnote-cli JSON request from stdin on stdout"),
+    "check": (RuntimeCheckConfig, "the conformance kit: check a runtime against protocol v1 and the kernel"),
 }
 # `token` alone mints a token (its flags); `token list` and `token revoke ID` manage the file.
 TOKEN_COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
@@ -103,7 +109,8 @@ def add_options(parser: argparse.ArgumentParser, config_type: type[Any]) -> None
         group = option.setting.group
         target: Any = parser if group is None else groups.setdefault(group, parser.add_argument_group(group))
         if option.setting.positional:
-            target.add_argument(option.name, metavar=_metavar(option), help=option.setting.help)
+            optional = {} if option.setting.required else {"nargs": "?", "default": argparse.SUPPRESS}
+            target.add_argument(option.name, metavar=_metavar(option), help=option.setting.help, **optional)
         elif option.flag is None:
             environment_only.append(option)
         elif option.setting.switch:
@@ -334,6 +341,58 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
     )
 
 
+def _runtime_check(config: RuntimeCheckConfig) -> int:
+    """The conformance kit: write its seed, or check a runtime and report (exit 1 when a check failed)."""
+    from mnote_mcp.conformance.options import KitOptions
+
+    options = KitOptions(
+        tag=config.tag,
+        request_timeout=config.request_timeout,
+        total_timeout=config.total_timeout,
+        limits=config.page_limits,
+        shown_chars=config.max_shown_chars,
+        skip=config.skip,
+    )
+    if config.write_seed is not None:
+        if config.target:
+            raise ValueError("--write-seed writes the seed and exits: load it, then run the check without it")
+        return _write_seed(config.write_seed, options.tag)
+    if not config.target:
+        raise ValueError(
+            "runtime check: name the runtime (http://HOST:PORT or cli:PATH [ARGS...]), or --write-seed FILE"
+        )
+    from mnote_mcp.conformance.kit import run_kit
+
+    token = None
+    if not config.target.startswith("cli:"):
+        token = service_token(config.runtime_token, config.runtime_token_file) or local_service_token(
+            config.target
+        )
+    report = anyio.run(partial(run_kit, config.target, options, token=token))
+    sys.stdout.write(report.json() if config.report_format == "json" else report.text())
+    sys.stdout.flush()
+    if config.junit is not None:
+        config.junit.write_text(report.junit(), encoding="utf-8")
+    return 0 if report.passed else CHECK_FAILED
+
+
+def _write_seed(dest: Path, tag: str) -> int:
+    from mnote_mcp.conformance.seed import Scratch
+
+    text = json.dumps(Scratch(tag).fixture(), ensure_ascii=False, indent=1) + "\n"
+    if str(dest) == "-":
+        sys.stdout.write(text)
+    else:
+        dest.write_text(text, encoding="utf-8")
+    print(
+        f"mnote-mcp: the kit's seed for tag {tag}{'' if str(dest) == '-' else f' is in {dest}'}: load it into the"
+        " runtime (the reference runtime: runtime serve --seed FILE, or mnote-mcp seed --db PATH FILE), then"
+        f" mnote-mcp runtime check RUNTIME --tag {tag}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def _open_store(db: Path | str | None, *, read_only: bool = False) -> Store:
     from mnote_mcp.stores import open_store
 
@@ -463,4 +522,5 @@ RUNNERS: dict[str, Any] = {
     "demo": _demo,
     "runtime serve": _runtime_serve,
     "runtime cli": _runtime_cli,
+    "runtime check": _runtime_check,
 }

@@ -26,6 +26,7 @@ table of flags is `python -m mnote_mcp --help`.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,13 @@ from mnote_mcp.confirmation import (
     ConfirmFallback,
     ConfirmPolicy,
 )
+from mnote_mcp.conformance.options import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SHOWN_CHARS,
+    DEFAULT_TOTAL_TIMEOUT,
+    ReportFormat,
+)
+from mnote_mcp.conformance.seed import DEFAULT_TAG, check_tag
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
 from mnote_mcp.kernel.limits import (
@@ -60,6 +68,7 @@ from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.net import is_loopback
 from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
 from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS
+from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
@@ -97,6 +106,7 @@ DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
 # A provider's key set is a few keys of 1-6 KB each (an RSA key with its certificate chain is the
 # largest); 256 KiB holds dozens, and is what one answer of the issuer may cost in memory (issue 30).
 DEFAULT_OAUTH_MAX_RESPONSE_BYTES = 256 * 1024
+logger = logging.getLogger(__name__)
 
 
 def default_store_path() -> Path:
@@ -110,6 +120,30 @@ def default_runtime_token_path() -> Path:
     """Where `runtime serve` keeps the service token it generates when given none, and where a relay
     to a runtime on this machine looks for it: beside the default store, private to its user."""
     return default_store_path().with_name("runtime-token")
+
+
+def service_token(from_environment: str | None, file: Path | None) -> str | None:
+    """The runtime's service token: from its file (mode 0600) if one is named, else the environment;
+    never from the command line (a relay's `--runtime-token-file`, `runtime check`'s too)."""
+    if file is not None:
+        if from_environment:
+            raise ValueError("MNOTE_RUNTIME_TOKEN and a token file are both set: keep one")
+        return read_secret(file)
+    return from_environment.strip() if from_environment and from_environment.strip() else None
+
+
+def local_service_token(url: str) -> str | None:
+    """For a runtime on this machine (a loopback URL) given no token: the one `runtime serve`
+    generated into its default file, if that file exists (never sent to another host)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:  # not a URL: the adapter says so, naming the URL
+        return None
+    path = default_runtime_token_path()
+    if host is None or not is_loopback(host) or not path.exists():
+        return None
+    logger.info("the runtime's service token from %s", path)
+    return read_secret(path)
 
 
 # -- parsers: text in, a checked value out, or ValueError with the reason ------------------------
@@ -1361,3 +1395,110 @@ class RuntimeCliConfig(StoreSettings, LogSettings):
         " opened (the variable is runtime serve's too)",
         env="MNOTE_RUNTIME_MAX_BODY_BYTES",
     )
+
+
+CHECK_RUN = "the run (runtime check)"
+
+
+@dataclass(frozen=True)
+class RuntimeCheckConfig(LogSettings):
+    """`mnote-mcp runtime check`: the conformance kit, run against a runtime (docs/runtime-protocol.md,
+    "The conformance kit"). The page limits are the runtime's (the same variables as `runtime serve`
+    reads, so one environment sets both); the kit writes a page at them and one past."""
+
+    log_level: LogLevel = setting(
+        "warning",
+        choice[LogLevel]("debug", "info", "warning", "error"),
+        "how much to log on stderr",
+        group=LOGGING,
+    )
+    target: str | None = setting(
+        None,
+        optional_text,
+        "the runtime to check: http://HOST:PORT, https://HOST[:PORT]/PREFIX or cli:PATH [ARGS...], as"
+        " --kernel names it (its seed loaded first: --write-seed)",
+        positional=True,
+        env="",
+        metavar="RUNTIME",
+    )
+    write_seed: Path | None = setting(
+        None,
+        optional_path,
+        "write the scratch workspace's seed (a fixture: mnote-mcp seed's format) to FILE ('-': stdout) and"
+        " exit; load it into the runtime, then run the check",
+        metavar="FILE",
+        env="",
+    )
+    tag: str = setting(
+        DEFAULT_TAG,
+        check_tag,
+        "the scratch workspace's tag: its ids are kit_TAG, kit_TAG_other and actors kit_TAG_*; a seed"
+        " serves one run",
+        env="MNOTE_CHECK_TAG",
+    )
+    report_format: ReportFormat = setting(
+        "text",
+        choice[ReportFormat]("text", "json"),
+        "the report on stdout: one line per check, or one JSON document",
+        flag="--format",
+        env="MNOTE_CHECK_FORMAT",
+        group=CHECK_RUN,
+    )
+    junit: Path | None = setting(
+        None,
+        optional_path,
+        "also write the report as JUnit XML to FILE",
+        metavar="FILE",
+        env="MNOTE_CHECK_JUNIT",
+        group=CHECK_RUN,
+    )
+    request_timeout: float = setting(
+        DEFAULT_REQUEST_TIMEOUT,
+        positive_number,
+        "seconds the runtime may take to answer one request (a page at the byte limit is one request)",
+        env="MNOTE_CHECK_REQUEST_TIMEOUT",
+        group=CHECK_RUN,
+    )
+    total_timeout: float = setting(
+        DEFAULT_TOTAL_TIMEOUT,
+        positive_number,
+        "seconds the whole run may take: the check running then fails, the rest are skipped",
+        env="MNOTE_CHECK_TOTAL_TIMEOUT",
+        group=CHECK_RUN,
+    )
+    max_shown_chars: int = setting(
+        DEFAULT_SHOWN_CHARS,
+        positive_int,
+        "most characters shown of a failure's request, expected and actual answer (each)",
+        env="MNOTE_CHECK_MAX_SHOWN_CHARS",
+        group=CHECK_RUN,
+    )
+    skip: tuple[str, ...] = setting(
+        (),
+        csv,
+        "checks not to run: names or globs, comma-separated (limits.*); reported as skipped",
+        metavar="GLOB,...",
+        env="MNOTE_CHECK_SKIP",
+        group=CHECK_RUN,
+    )
+    max_page_blocks: int = setting(
+        DEFAULT_MAX_PAGE_BLOCKS,
+        positive_int,
+        "the runtime's --max-page-blocks: the kit writes a page of exactly this many blocks, then one more",
+    )
+    max_page_bytes: int = setting(
+        DEFAULT_MAX_PAGE_BYTES,
+        positive_int,
+        "the runtime's --max-page-bytes: the kit writes a page of exactly this many bytes, then one more",
+    )
+    runtime_token: str | None = secret("the runtime's service token")
+    runtime_token_file: Path | None = setting(
+        None,
+        optional_path,
+        "read the runtime's service token from this file (mode 0600) instead of MNOTE_RUNTIME_TOKEN",
+        metavar="FILE",
+    )
+
+    @property
+    def page_limits(self) -> PageLimits:
+        return PageLimits(self.max_page_blocks, self.max_page_bytes)

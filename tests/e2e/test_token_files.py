@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mnote_mcp.app import service_token
+from mnote_mcp.config import service_token
 from mnote_mcp.secretfiles import SecretFileError
 from mnote_mcp.transports.auth import TokenStore
 from tests.support.helpers import ROOT
@@ -245,7 +245,7 @@ def test_a_runtime_without_a_token_only_when_asked_and_only_on_loopback(db: Path
 def test_a_relay_reads_the_local_runtime_token_only_for_a_local_runtime(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnote_mcp.app import local_service_token
+    from mnote_mcp.config import local_service_token
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert local_service_token("http://127.0.0.1:8766") is None, "no file: no token"
