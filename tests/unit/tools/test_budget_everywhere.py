@@ -22,8 +22,9 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPError
 
+from mnote_mcp.answers import WithinBudget
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from tests.support.helpers import FIXTURE, call, connect, page_args, store_with_pages, write_args
+from tests.support.helpers import FIXTURE, MODES, call, connect, page_args, store_with_pages, write_args
 
 pytestmark = pytest.mark.anyio
 
@@ -353,7 +354,7 @@ async def test_an_error_says_how_many_it_left_out(template: Path, tmp_path: Path
     ("tool", "key", "arguments", "expected"),
     [
         ("mnote.page.history", "entries", page_args(HISTORY, limit=100), 60),
-        ("mnote.page.search", "hits", {"query": "plan", "limit": 50}, SEARCHED + 2),  # doc_1 and doc_big too
+        ("mnote.page.search", "hits", {"query": "plan", "limit": 50}, SEARCHED + 3),  # doc_1, BIG, HUGE too
     ],
 )
 async def test_a_list_cut_to_the_budget_goes_on_with_its_cursor(
@@ -411,8 +412,9 @@ Answer = dict[str, Any]
 
 
 def _wire(result: Any) -> Answer:
-    """A result as the server put it on the wire (the SDK client parsed it into its model)."""
-    dumped: Answer = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    """A result as the server put it on the wire (the SDK client parsed it into its model, whose
+    defaults the server did not send)."""
+    dumped: Answer = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
     return dumped
 
 
@@ -476,7 +478,9 @@ def _requests() -> list[RequestCase]:
             lambda c: _answer(c.read_resource("mnote://workspaces/ws_1/pages/" + "u" * 50_000)),
             oversized=False,
         ),
-        RequestCase("resources/list", "160 pages, 60 with long titles", lambda c: _answer(c.list_resources())),
+        RequestCase(
+            "resources/list", "160 pages, 60 with long titles", lambda c: _answer(c.list_resources())
+        ),
         RequestCase(
             "resources/templates/list",
             "the page template",
@@ -517,23 +521,32 @@ def test_every_request_kind_has_an_oversized_scenario(template: Path) -> None:
     from tests.support.helpers import make_app
 
     app = make_app(template)
-    handled = set(app.server()._request_handlers)
+    server = app.server()
+    handled = set(server._request_handlers)
     assert {case.method for case in REQUESTS} | UNREQUESTED == handled
+    budget = server.middleware[-1]
+    assert isinstance(budget, WithinBudget) and set(budget.kinds) == handled, "answers.py declares each"
 
 
-async def _request(template: Path, tmp_path: Path, case: RequestCase, budget: int) -> Answer:
+async def _request(
+    template: Path, tmp_path: Path, case: RequestCase, budget: int, mode: str = "legacy"
+) -> Answer:
     db = tmp_path / f"{budget}.db"
     shutil.copyfile(template, db)
-    async with connect(db, max_result_chars=budget, **dict(case.config)) as client:
+    async with connect(db, mode, max_result_chars=budget, **dict(case.config)) as client:
         return await case.run(client)
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", REQUESTS, ids=lambda case: f"{case.method}: {case.name}")
-async def test_every_request_kind_fits_a_small_budget(template: Path, tmp_path: Path, case: RequestCase) -> None:
-    bounded = await _request(template, tmp_path, case, BUDGET)
+async def test_every_request_kind_fits_a_small_budget(
+    template: Path, tmp_path: Path, case: RequestCase, mode: str
+) -> None:
+    """In both protocol eras (2026-07-28 adds `resultType` and a `_meta` to every answer)."""
+    bounded = await _request(template, tmp_path, case, BUDGET, mode)
     if case.method != "tools/list":  # the tool definitions: see docs/decisions.md
         assert _size(bounded) <= BUDGET, (case.method, case.name, _size(bounded))
     if case.oversized:
-        unbounded = await _request(template, tmp_path, case, UNBOUNDED)
+        unbounded = await _request(template, tmp_path, case, UNBOUNDED, mode)
         assert _size(unbounded) > BUDGET, f"{case.name}: not oversized data ({_size(unbounded)} characters)"
         assert ("error" in unbounded) == ("error" in bounded)
