@@ -160,9 +160,12 @@ class WithinBudget:
 
     async def __call__(self, ctx: Context, call_next: CallNext) -> HandlerResult:
         try:
-            result = await call_next(ctx)
+            return await self._within(ctx, call_next)
         except MCPError as error:
             raise self._shortened(error) from None
+
+    async def _within(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
         kind = self.kinds.get(ctx.method) if ctx.request_id is not None else None
         if kind is None or kind.exempt or not isinstance(result, dict):
             return result
