@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 
 from mnote_mcp.prompts.handlers import PagePrompts
 from mnote_mcp.resources.pages import PageResources
-from mnote_mcp.tools.budget import Answer, chars
+from mnote_mcp.tools.budget import Answer, chars, fits
 
 logger = logging.getLogger(__name__)
 Context = ServerRequestContext[Any, Any]
@@ -169,12 +169,15 @@ class WithinBudget:
         kind = self.kinds.get(ctx.method) if ctx.request_id is not None else None
         if kind is None or kind.exempt or not isinstance(result, dict):
             return result
-        size = kind.measure(result)
-        if size <= self.max_chars:
+        if kind.measure is chars:  # serialized once; decoded only near the limit
+            over = not fits(result, self.max_chars)
+        else:
+            over = kind.measure(result) > self.max_chars
+        if not over:
             return result
         if kind.fit is not None:
             result = await kind.fit(ctx, result, self.max_chars)
-            size = kind.measure(result)
+        size = kind.measure(result)
         if size > self.max_chars:
             logger.error(
                 "a %s answer of %d characters is over the budget of %d", ctx.method, size, self.max_chars

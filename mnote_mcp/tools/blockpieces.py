@@ -44,6 +44,7 @@ from mnote_mcp.tools.budget import chars
 PIECE_CURSOR_PREFIX = "piece."  # a kernel cursor is base64url: it never holds a "."
 MAX_CURSOR_CHARS = 1_024  # a piece cursor; the kernel's cursor in it is ~70 characters (view.py)
 MAX_KERNEL_CURSOR_CHARS = 512
+LEAST_CHARS = 256  # of a block's text or Markdown in one piece, whatever the frame around it
 _VERSION = 1
 _MAX_INT = 2**63
 _TAG = re.compile(r"<!-- ([A-Za-z0-9_][A-Za-z0-9_.:-]*) -->")  # kernel/markdown.py's block id comment
@@ -177,7 +178,7 @@ def cut(
     """`piece` (from `piece_at`, at `position`) cut to the longest start whose `measure` is at most
     `limit`, with the cursor to the rest, and its size: a run to its first siblings, or to a piece of
     its first sibling's text when not even that one fits; a text or Markdown to its first characters.
-    At least one character, whatever the limit."""
+    At least `LEAST_CHARS` characters of a text, whatever the limit."""
     strings = (
         "markdown" if "markdown" in piece else "text" if "blockId" in piece.get("blockPiece", {}) else None
     )
@@ -238,8 +239,12 @@ def _cut_string(
 ) -> tuple[Piece, int]:
     """A piece of one block's text (`key` "text") or of one block's Markdown, cut to its first
     characters. Each character costs at least one character of JSON, so the room left over an empty
-    piece bounds the count from above; from there it shrinks in proportion to what it is over."""
+    piece bounds the count from above; from there it shrinks in proportion to what it is over. At
+    least `LEAST_CHARS`: a frame that alone fills the budget (a title of control characters, six
+    characters of JSON each) makes an oversized piece, not 100,000 pieces of one character."""
     whole = _string(piece, key)
+    if len(whole) <= 1:  # nothing to cut: its frame alone is over the limit
+        return piece, measure(piece)
 
     def build(count: int) -> Piece:
         cursor = encode_cursor(query, replace(position, offset=position.offset + count))
@@ -247,14 +252,15 @@ def _cut_string(
             return {**piece, "blocks": [{**piece["blocks"][0], "text": whole[:count]}], "nextCursor": cursor}
         return {**piece, "markdown": whole[:count], "nextCursor": cursor}
 
+    least = min(len(whole) - 1, LEAST_CHARS)
     base = measure(build(0))
-    count = max(1, min(len(whole) - 1, limit - base))
-    while count > 1:
+    count = max(least, min(len(whole) - 1, limit - base))
+    while count > least:
         size = measure(build(count))
         if size <= limit:
             return build(count), size
-        count = max(1, min(count - 1, count * max(limit - base, 0) // max(size - base, 1)))
-    return build(1), measure(build(1))
+        count = max(least, min(count - 1, count * max(limit - base, 0) // max(size - base, 1)))
+    return build(count), measure(build(count))
 
 
 def _siblings(nodes: list[tuple[Block, str | None, int]], index: int) -> list[Block]:

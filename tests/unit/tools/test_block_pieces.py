@@ -328,6 +328,31 @@ async def test_cjk_and_emoji_are_counted_as_characters_and_never_split(tmp_path:
     assert len(cjk[0]) > 0.8 * (BUDGET - 1_000), "a CJK character is one character of the budget"
 
 
+async def test_a_frame_that_fills_the_budget_still_reads_on_in_sizeable_pieces(tmp_path: Path) -> None:
+    """A title of 500 control characters is 3,000 characters of JSON, its summary 1,200: the frame
+    alone fills a 4,000 budget. Each piece is then over it and says so, but holds 256 characters of the
+    block at least, so 20,000 characters take some 80 reads, not 20,000."""
+    page = {
+        "id": "doc_frame",
+        "title": "\x01" * 500,
+        "blocks": [{"id": "long", "type": "paragraph", "text": "\x01" + "x" * 19_999}],
+    }
+    db = store_with_pages(tmp_path / "frame.db", FIXTURE, page)
+    results: list[dict[str, Any]] = []
+    async with _app(db) as app:
+        cursor = None
+        while True:
+            envelope = await _get(app, EDITOR, "doc_frame", **({"cursor": cursor} if cursor else {}))
+            assert envelope["ok"], envelope["error"]
+            results.append(envelope["result"])
+            cursor = envelope["result"].get("nextCursor")
+            if cursor is None:
+                break
+    assert len(results) <= 20_000 // 256 + 2
+    assert all([w["code"] for w in result["warnings"]] == ["result_oversized"] for result in results[:-1])
+    assert join_blocks(results) == page["blocks"]
+
+
 # -- the property: every piece sequence joins into exactly the page ------------------------------
 
 _UNITS = st.text(alphabet=st.sampled_from('ab 中文🙂👍🏽"\\\n\t\x01<!--#>1.'), min_size=1, max_size=12)
