@@ -879,8 +879,8 @@ class ServerConfig(StoreSettings, LogSettings):
     max_result_chars: int = setting(
         DEFAULT_MAX_RESULT_CHARS,
         result_budget,
-        f"largest result, in characters of envelope JSON (at least {MIN_RESULT_CHARS}): a longer page"
-        " read answers a piece with nextCursor",
+        f"largest answer, in characters of JSON (a tool's envelope; at least {MIN_RESULT_CHARS}): a longer"
+        " page read answers a piece with nextCursor, a longer list its first entries",
         metavar="N",
     )
     max_id_chars: int = setting(

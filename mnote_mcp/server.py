@@ -17,6 +17,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.shared.exceptions import MCPError
 
 from mnote_mcp import __version__
+from mnote_mcp.answers import WithinBudget, answer_kinds
 from mnote_mcp.confirmation import ConfirmationPending
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
@@ -229,5 +230,6 @@ def create_server(
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     spans_when_traced(server)
     install_boundary(server, identity_for, state_keys)
+    server.middleware.append(WithinBudget(dispatcher.max_result_chars, answer_kinds(pages, prompts)))
     skip_second_pass()
     return server

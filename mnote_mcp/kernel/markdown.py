@@ -40,12 +40,16 @@ _NUMBERED = re.compile(r"(\d{1,9})\.(?: (.*))?$")
 # -- rendering -------------------------------------------------------------------------------
 
 
-def render_markdown(blocks: list[Block], *, title: str | None = None, with_ids: bool = False) -> str:
+def render_markdown(
+    blocks: list[Block], *, title: str | None = None, with_ids: bool = False, numbered_before: int = 0
+) -> str:
+    """`numbered_before`: how many numbered-list siblings come just before `blocks` (a piece of a
+    body goes on numbering where the one before it stopped, so the pieces join into the whole)."""
     lines: list[str] = []
     if title is not None:
         lines.append(f"# {title}" if title else "#")
         lines.append("")
-    for block, number in _numbered(blocks):
+    for block, number in _numbered(blocks, numbered_before):
         _render(block, "", number, lines, with_ids)
         lines.append("")
     while lines and lines[-1] == "":
@@ -53,10 +57,11 @@ def render_markdown(blocks: list[Block], *, title: str | None = None, with_ids: 
     return "\n".join(lines) + "\n"
 
 
-def _numbered(blocks: list[Block]) -> list[tuple[Block, int]]:
-    """Each block with its number in a run of numbered-list siblings (0 outside one)."""
+def _numbered(blocks: list[Block], before: int = 0) -> list[tuple[Block, int]]:
+    """Each block with its number in a run of numbered-list siblings (0 outside one), the run having
+    `before` items already."""
     out: list[tuple[Block, int]] = []
-    number = 0
+    number = before
     for block in blocks:
         number = number + 1 if block["type"] == "numbered_list" else 0
         out.append((block, number))

@@ -69,7 +69,9 @@ def page_view(
     end = _piece_end(roots, start, query.max_blocks)
     piece = roots[start:end]
     if query.format == "markdown":
-        view["markdown"] = render_markdown(piece, with_ids=True)
+        view["markdown"] = render_markdown(
+            piece, with_ids=True, numbered_before=_numbered_before(roots, start)
+        )
     else:
         view["blocks"] = piece
     if end < len(roots):
@@ -96,6 +98,14 @@ def select(blocks: list[Block], wanted: tuple[str, ...] | None) -> list[Block]:
         return False
 
     return [block for block, _, _ in walk(blocks) if block["id"] in chosen and not covered(block["id"])]
+
+
+def _numbered_before(roots: list[Block], start: int) -> int:
+    """The numbered-list items just before `start`: a piece's list goes on counting from there."""
+    count = 0
+    while count < start and roots[start - count - 1]["type"] == "numbered_list":
+        count += 1
+    return count
 
 
 def _piece_end(roots: list[Block], start: int, max_blocks: int | None) -> int:

@@ -5,7 +5,9 @@ as `tools/list`: registered, the scope granted, not a write on a read-only serve
 reads what it attaches as the caller, through the page resources (`PageResources.view`) and the
 kernel's history, so it can never show more than `resources/read` or `mnote.page.history` would; a
 page the caller may not read is the same "unknown page" as one that does not exist. Everything is in
-the session's locale (`--locale`), tool names as the server advertises them.
+the session's locale (`--locale`), tool names as the server advertises them. A prompt is built whole;
+over `--max-result-chars` the answer budget (`mnote_mcp/answers.py`) has `fit` cut what it attaches:
+the page to its first piece with a line saying how to read the rest, a run's writes to its newest.
 """
 
 from __future__ import annotations
@@ -19,17 +21,35 @@ from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import HistoryEntry, HistoryFilter, HistoryQuery, PageKey, PageView
 from mnote_mcp.mapping import correlate
 from mnote_mcp.prompts.catalog import PROMPTS, ArgumentKind, Attach, PromptSpec
-from mnote_mcp.resources.pages import MIME_TYPE, Context, IdentityResolver, PageResources, document
-from mnote_mcp.resources.uris import page_uri
+from mnote_mcp.resources.pages import (
+    MIME_TYPE,
+    Context,
+    IdentityResolver,
+    PageResources,
+    document,
+    list_offset,
+    piece_uri,
+)
+from mnote_mcp.resources.uris import page_key, page_uri
+from mnote_mcp.tools.blockpieces import Piece
+from mnote_mcp.tools.budget import Answer, chars, text_chars
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
 from mnote_mcp.vocabulary.naming import respell
 from mnote_mcp.vocabulary.scopes import Scope
 
 RUN_ENTRIES = 50  # the most history entries of one run a prompt attaches
-_TOO_LONG: dict[Locale, str] = {
-    "zh-CN": "（页面太长，没有附上：用 mnote.page.get 分段读取它，maxBlocks 与 cursor。）",
-    "en": "(The page is too long to attach: read it in pieces with mnote.page.get, maxBlocks and cursor.)",
+_GOES_ON: dict[Locale, str] = {
+    "zh-CN": (
+        "（页面太长，上面只附上了它的第一段。其余部分用 resources/read {uri} 读取，或调用 mnote.page.get"
+        '（workspaceId {workspaceId}，documentId {documentId}，format "markdown"，cursor "{cursor}"），'
+        "每一段都给出下一段的 cursor。）"
+    ),
+    "en": (
+        "(The page is too long to attach whole: above is its first piece. Read the rest with resources/read"
+        " {uri}, or with mnote.page.get (workspaceId {workspaceId}, documentId {documentId}, format"
+        ' "markdown", cursor "{cursor}"); each piece gives the cursor of the next.)'
+    ),
 }
 _LEFT_OUT: dict[Locale, str] = {
     "zh-CN": "（该运行还有写入没有附上：用 mnote.page.history 查看，filter.runId {runId}。）",
@@ -70,6 +90,8 @@ class PagePrompts:
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         locale = self.locale
+        visible = self.visible(self.identity_for(ctx))
+        start = list_offset(params.cursor if params else None, len(visible))  # a page the budget cut
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(
@@ -83,7 +105,7 @@ class PagePrompts:
                         for kind in prompt.arguments
                     ],
                 )
-                for prompt in self.visible(self.identity_for(ctx))
+                for prompt in visible[start:]
             ]
         )
 
@@ -112,7 +134,7 @@ class PagePrompts:
         locale, style = self.locale, self.dispatcher.registry.style
         text = prompt.text[locale].format(title=view["title"], revision=view["revision"], **arguments)
         attached = (
-            self._page(view, uri, locale)
+            self._page(view, uri)
             if prompt.attach is Attach.PAGE
             else await self._run(ctx, key, arguments[ArgumentKind.RUN], locale)
         )
@@ -126,23 +148,10 @@ class PagePrompts:
             ],
         )
 
-    def _page(self, view: PageView, uri: str, locale: Locale) -> list[types.ContentBlock]:
-        """The page as an embedded resource, or, longer than one result may be, a link to it."""
-        text = document(view, uri)
-        if len(text) <= self.dispatcher.max_result_chars:
-            resource = types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=text)
-            return [types.EmbeddedResource(type="resource", resource=resource)]
-        style = self.dispatcher.registry.style
-        return [
-            types.ResourceLink(
-                type="resource_link",
-                uri=uri,
-                name=view["documentId"],
-                title=view["title"],
-                mime_type=MIME_TYPE,
-            ),
-            types.TextContent(type="text", text=respell(_TOO_LONG[locale], style)),
-        ]
+    def _page(self, view: PageView, uri: str) -> list[types.ContentBlock]:
+        """The page as an embedded resource, as `resources/read` gives it (whole: `fit` cuts it)."""
+        resource = types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=document(view, uri))
+        return [types.EmbeddedResource(type="resource", resource=resource)]
 
     async def _run(self, ctx: Context, key: PageKey, run_id: str, locale: Locale) -> list[types.ContentBlock]:
         """The run's writes on the page, newest first, as JSON, within the result budget."""
@@ -164,14 +173,76 @@ class PagePrompts:
                 types.INVALID_PARAMS, f"Cannot read the page's history: {error.code.value}"
             ) from None
         entries: list[HistoryEntry] = history.get("entries", [])
-        kept = list(entries)
-        while kept and len(_json(kept)) > self.dispatcher.max_result_chars:
-            kept = kept[: len(kept) // 2]
-        blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=_json(kept))]
-        if len(kept) < len(entries) or history.get("nextCursor"):
-            note = _LEFT_OUT[locale].format(runId=run_id)
-            blocks.append(types.TextContent(type="text", text=respell(note, self.dispatcher.registry.style)))
+        blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=_json(entries))]
+        if history.get("nextCursor"):
+            blocks.append(types.TextContent(type="text", text=self._left_out(run_id)))
         return blocks
+
+    def _left_out(self, run_id: str) -> str:
+        return respell(_LEFT_OUT[self.locale].format(runId=run_id), self.dispatcher.registry.style)
+
+    # -- over the answer budget ---------------------------------------------------------------
+
+    async def fit(self, ctx: Context, answer: Answer, limit: int) -> Answer:
+        """A `prompts/get` answer over `limit` characters (its wire form) cut to fit: the attached
+        page to the piece that fits with a line saying how to read the rest (its resource URI, or
+        `mnote.page.get` with the piece's cursor); a run's writes to the newest that fit, with the
+        line naming the rest. The prompt's own text is never cut."""
+        text, *attached = answer["messages"]
+        if not attached:
+            return answer
+        content = attached[0]["content"]
+        if content.get("type") == "resource":
+            return await self._fit_page(ctx, answer, text, content["resource"], limit)
+        return self._fit_run(answer, text, content, limit)
+
+    async def _fit_page(
+        self, ctx: Context, answer: Answer, text: Answer, resource: Answer, limit: int
+    ) -> Answer:
+        uri = resource["uri"]
+        key = page_key(uri)
+        assert key is not None  # the handler attached a page it read
+
+        def with_piece(view: Piece) -> Answer:
+            attached = {
+                "role": "user",
+                "content": {"type": "resource", "resource": {**resource, "text": document(view, uri)}},
+            }
+            messages = [text, attached]
+            cursor = view.get("nextCursor")
+            if cursor:
+                note = _GOES_ON[self.locale].format(
+                    uri=piece_uri(uri, cursor),
+                    workspaceId=key.workspace_id,
+                    documentId=key.document_id,
+                    cursor=cursor,
+                )
+                style = self.dispatcher.registry.style
+                messages.append({"role": "user", "content": {"type": "text", "text": respell(note, style)}})
+            return {**answer, "messages": messages}
+
+        piece = await self.pages.piece(ctx, uri, limit, lambda view: chars(with_piece(view)))
+        return with_piece(piece)
+
+    def _fit_run(self, answer: Answer, text: Answer, content: Answer, limit: int) -> Answer:
+        entries: list[HistoryEntry] = orjson.loads(content["text"])["entries"]
+        run_id = str(entries[0].get("runId")) if entries else ""
+        note = {"role": "user", "content": {"type": "text", "text": self._left_out(run_id)}}
+
+        def with_entries(count: int) -> Answer:
+            shown = {"role": "user", "content": {**content, "text": _json(entries[:count])}}
+            return {**answer, "messages": [text, shown, note]}
+
+        room = limit - chars(with_entries(0))
+        count, used = 0, 0
+        while count < len(entries) - 1:  # each entry's JSON, as a string holds it, and a comma
+            used += text_chars(orjson.dumps(entries[count]).decode("utf-8")) + 1
+            if used > room:
+                break
+            count += 1
+        while count > 0 and chars(with_entries(count)) > limit:
+            count -= 1
+        return with_entries(count)
 
 
 def _json(entries: list[HistoryEntry]) -> str:

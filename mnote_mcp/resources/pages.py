@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -35,7 +36,17 @@ from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery, Pa
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS, Notify, PageWatcher, Watch
-from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS
+from mnote_mcp.tools.blockpieces import (
+    Measure,
+    Piece,
+    Position,
+    cut,
+    decode_cursor,
+    is_piece_cursor,
+    piece_at,
+    read_piece,
+)
+from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, Answer, chars
 from mnote_mcp.tools.pieces import body_roots, longest_piece, markdown_chars
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope
@@ -176,7 +187,7 @@ class PageResources:
         pages = await self.kernel.list_pages(PagesQuery(reader[1])) if reader else []
         if reader is not None and reader[0].workspaces is not None:
             pages = [page for page in pages if page.workspace_id in reader[0].workspaces]
-        start = _offset(params.cursor if params else None, len(pages))
+        start = list_offset(params.cursor if params else None, len(pages))
         chunk = pages[start : start + LIST_PAGE_SIZE]
         more = start + LIST_PAGE_SIZE < len(pages)
         return types.ListResourcesResult(
@@ -195,38 +206,87 @@ class PageResources:
     async def list_templates(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(
-            resource_templates=[
-                types.ResourceTemplate(
-                    uri_template=PAGE_URI_TEMPLATE,
-                    name="page",
-                    title="mnote page",
-                    description=(
-                        "A page as Markdown; every block ends with its <!-- id -->. A long page comes in"
-                        " pieces, each ending with the next one's URI."
-                    ),
-                    mime_type=MIME_TYPE,
-                )
-            ]
-        )
+        templates = [
+            types.ResourceTemplate(
+                uri_template=PAGE_URI_TEMPLATE,
+                name="page",
+                title="mnote page",
+                description=(
+                    "A page as Markdown; every block ends with its <!-- id -->. A long page comes in"
+                    " pieces, each ending with the next one's URI."
+                ),
+                mime_type=MIME_TYPE,
+            )
+        ]
+        start = list_offset(params.cursor if params else None, len(templates))
+        return types.ListResourceTemplatesResult(resource_templates=templates[start:])
 
     async def read(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        """The page as one Markdown document, at most `max_chars` long: a longer page is read in
-        pieces of whole top-level blocks, the kernel's own (`mnote.page.get`'s), each ending with the
-        URI of the next (`?cursor=`), so a host that shows a model only the read's text (Hermes's
-        `read_resource`) loses nothing to its own cut. One top-level block longer than the budget
-        still comes whole, as in `mnote.page.get`."""
+        """The page as one Markdown document, from the piece its URI names (`?cursor=`), whole. Over
+        `--max-result-chars` it is cut to a piece (`fit_read`, which the answer budget runs), of
+        whole top-level blocks, the kernel's own (`mnote.page.get`'s), or within one block larger
+        than the budget; each piece ends with the URI of the next, so a host that shows a model only
+        the read's text (Hermes's `read_resource`) loses nothing to its own cut."""
         uri = str(params.uri)
         page, cursor = split_cursor(uri)
         query = self._query(ctx, page_key(page), uri, cursor)
         with _answered(uri, page if cursor is not None else None):
-            view = await self.kernel.get_page(query)
-            text = document(view, page)
-            if len(text) > self.max_chars:
-                text = await self._piece(query, view, page)
+            if is_piece_cursor(cursor):
+                assert cursor is not None
+                view: Piece = await read_piece(self.kernel, query, decode_cursor(query, cursor))
+            else:
+                view = dict(await self.kernel.get_page(query))
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=text)]
+            contents=[types.TextResourceContents(uri=uri, mime_type=MIME_TYPE, text=document(view, page))]
         )
+
+    async def fit_read(self, ctx: Context, answer: Answer, limit: int) -> Answer:
+        """A `resources/read` answer over `limit` characters, as the piece of it that fits (its wire
+        form: the answer budget's, `mnote_mcp/answers.py`)."""
+        (content,) = answer["contents"]
+        uri = content["uri"]
+        page, _ = split_cursor(uri)
+
+        def measure(view: Piece) -> int:
+            return chars({**answer, "contents": [{**content, "text": document(view, page)}]})
+
+        piece = await self.piece(ctx, uri, limit, measure)
+        return {**answer, "contents": [{**content, "text": document(piece, page)}]}
+
+    async def piece(self, ctx: Context, uri: str, limit: int, measure: Measure) -> Piece:
+        """The longest piece of the page `uri` names, from its cursor, whose `measure` is at most
+        `limit`: whole top-level blocks (the kernel's piece), or one larger block's Markdown in
+        pieces (`tools/blockpieces.py`). What `resources/read` and a prompt's attached page answer."""
+        page, cursor = split_cursor(uri)
+        query = self._query(ctx, page_key(page), uri, cursor)
+        with _answered(uri, page if cursor is not None else None):
+            if is_piece_cursor(cursor):
+                assert cursor is not None
+                position = decode_cursor(query, cursor)
+                within = await read_piece(self.kernel, query, position)
+                return cut(within, position, query, limit=limit, measure=measure)[0]
+            view = dict(await self.kernel.get_page(replace(query, max_blocks=1)))
+            roots = await body_roots(self.kernel, query, view) if view.get("markdown") else []
+            if not roots:
+                return view
+            frame = {**view, "markdown": ""}
+            frame.pop("nextCursor", None)
+            room = limit - measure(frame) - _NEXT_ROOM
+            answer, size = await longest_piece(
+                self.kernel,
+                query,
+                roots,
+                room=room,
+                limit=limit,
+                root_size=markdown_chars,
+                measure=lambda answer: measure(dict(answer)),
+            )
+            if size <= limit:
+                return dict(answer)
+            position = Position(cursor, answer["revision"], 0, 0)
+            return cut(
+                piece_at(dict(answer), position, query), position, query, limit=limit, measure=measure
+            )[0]
 
     async def view(self, ctx: Context, key: PageKey | None, uri: str) -> PageView:
         """The page `key` as Markdown (its `get_page` view, whole), read as the caller: the same
@@ -252,25 +312,6 @@ class PageResources:
             format="markdown",
             cursor=cursor,
         )
-
-    async def _piece(self, query: PageQuery, view: PageView, page: str) -> str:
-        """The longest run of whole top-level blocks whose document fits `max_chars`."""
-        roots = await body_roots(self.kernel, query, view)
-        if not roots:
-            return document(view, page)
-        frame = view.copy()
-        frame["markdown"] = ""
-        room = self.max_chars - len(document(frame, page)) - _NEXT_ROOM
-        piece, _ = await longest_piece(
-            self.kernel,
-            query,
-            roots,
-            room=room,
-            limit=self.max_chars,
-            root_size=markdown_chars,
-            measure=lambda answer: len(document(answer, page)),
-        )
-        return document(piece, page)
 
     # -- 2025-11-25: resources/subscribe, resources/unsubscribe -------------------------------
 
@@ -376,7 +417,8 @@ def _unknown(uri: str) -> MCPError:
     return MCPError(types.INVALID_PARAMS, f"Unknown resource or not readable: {uri}")
 
 
-def _offset(cursor: str | None, total: int) -> int:
+def list_offset(cursor: str | None, total: int) -> int:
+    """Where a page of a list starts: its cursor is the offset of its first entry."""
     if cursor is None:
         return 0
     if not cursor.isdigit() or int(cursor) > total:
@@ -391,18 +433,29 @@ def split_cursor(uri: str) -> tuple[str, str | None]:
     return page, cursors[0] if cursors else None
 
 
-def document(view: PageView, page: str) -> str:
-    """The page as one Markdown document: a front matter naming it (JSON strings are YAML), then the
-    body; a piece ends with where the next one is."""
-    fields = {
+def document(view: Mapping[str, Any], page: str) -> str:
+    """The page as one Markdown document: a front matter naming it (JSON is YAML), then the body; a
+    piece within one block says where it is in the block's Markdown (`piece`), and a piece ends with
+    where the next one is."""
+    fields: dict[str, Any] = {
         "title": view["title"],
         "workspaceId": view["workspaceId"],
         "documentId": view["documentId"],
         "revision": view["revision"],
     }
-    head = "\n".join(f"{name}: {json.dumps(value, ensure_ascii=False)}" for name, value in fields.items())
+    if "blockPiece" in view:
+        fields["piece"] = view["blockPiece"]
+    head = "\n".join(
+        f"{name}: {json.dumps(value, ensure_ascii=False, separators=(', ', ': '))}"
+        for name, value in fields.items()
+    )
     text = f"---\n{head}\n---\n\n{view['markdown']}"
     cursor = view.get("nextCursor")
     if cursor:
-        text += f"\n<!-- {_MORE}: {page}?{urlencode({'cursor': cursor})} -->\n"
+        text += f"\n<!-- {_MORE}: {piece_uri(page, cursor)} -->\n"
     return text
+
+
+def piece_uri(page: str, cursor: str) -> str:
+    """The URI of the piece of the page `page` that `cursor` starts."""
+    return f"{page}?{urlencode({'cursor': cursor})}"

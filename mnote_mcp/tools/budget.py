@@ -17,17 +17,26 @@ from mnote_mcp.vocabulary.envelope import ToolResult, success
 # doubles it and escapes the text copy (x2.1-2.4 measured), "structured" adds 4-7% (docs/hermes.md).
 DEFAULT_MAX_RESULT_CHARS = 40_000
 MIN_RESULT_CHARS = 4_000  # room for the envelope, a piece of one block and its warning
+_UTF8_MOST = 4  # bytes of one character at most
+Answer = dict[str, Any]  # a request's answer in its wire form (what the SDK sends as the result)
 
 
 def chars(value: Any) -> int:
     return len(orjson.dumps(value).decode("utf-8"))
 
 
+def text_chars(text: str) -> int:
+    """The characters `text` takes inside a JSON string (escapes included, quotes not)."""
+    return chars(text) - 2
+
+
 def fits(value: Any, limit: int) -> bool:
-    """Whether `value`'s JSON is at most `limit` characters; bytes bound characters from above, so
-    the decode is only paid near the limit."""
+    """Whether `value`'s JSON is at most `limit` characters; bytes bound characters from above and
+    from below (a character is one to four bytes), so the decode is only paid near the limit."""
     raw = orjson.dumps(value)
-    return len(raw) <= limit or len(raw.decode("utf-8")) <= limit
+    if len(raw) <= limit:
+        return True
+    return len(raw) <= _UTF8_MOST * limit and len(raw.decode("utf-8")) <= limit
 
 
 def _frame_strings(

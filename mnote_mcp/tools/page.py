@@ -6,7 +6,6 @@ from typing import Any
 
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, MAX_TEXT_LENGTH
 from mnote_mcp.kernel.errors import ErrorCode, Reason
-from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.store.commands import page as page_commands
 from mnote_mcp.kernel.store.commands import text as text_commands
 from mnote_mcp.tools.consent import removes_blocks, renames_shared_page
@@ -23,19 +22,13 @@ from mnote_mcp.tools.failures import (
     ErrorCase,
 )
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
-from mnote_mcp.tools.pieces import fit_piece, page_query
+from mnote_mcp.tools.pieces import fit_piece, read_page
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
 from mnote_mcp.tools.schemas import BLOCK_ITEM, BLOCKS_SAID, page_schema, write_schema
 from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
-from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolResult
-
-
-async def _get_page(request: ToolRequest, kernel: Kernel) -> ToolResult:
-    view = await kernel.get_page(page_query(request))
-    return ToolResult(result=dict(view), effect="read")
-
+from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
 
 PAGE_GET = ToolSpec(
     name="mnote.page.get",
@@ -48,7 +41,10 @@ PAGE_GET = ToolSpec(
         "title, revision, body summary, options, blocks — or the body as Markdown with block ids "
         "(`format`), a subset (`blockIds`), in pieces (`maxBlocks`, `cursor`)"
     ),
-    returns="`title`, `revision`, `bodySummary`, `pageOptions`, `blocks` (or `markdown`), `nextCursor`",
+    returns=(
+        "`title`, `revision`, `bodySummary`, `pageOptions`, `blocks` (or `markdown`), `nextCursor`; in a piece"
+        " of a block larger than one result, `blockPiece`"
+    ),
     toolset=Toolset.PAGE,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=page_schema(
@@ -65,7 +61,7 @@ PAGE_GET = ToolSpec(
         "maxBlocks": {"type": "integer", "minimum": 1, "maximum": MAX_BLOCKS},
         "cursor": {"type": "string"},
     },
-    read=_get_page,
+    read=read_page,
     fit=fit_piece,
     empty_means_absent=frozenset({"cursor", "blockIds", "format"}),
     permissions=READ_PAGE,

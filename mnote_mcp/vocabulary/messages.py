@@ -397,10 +397,15 @@ WARNINGS: dict[str, dict[Locale, str]] = {
         "en": "the page is longer than one result may be, so this is one piece of it: call again with"
         " cursor=nextCursor for the next piece",
     },
+    "result_block_piece": {
+        "zh-CN": "有一个块超出单个结果的大小上限，这里只返回其中一段（blockPiece 说明位置）：用 cursor=nextCursor"
+        " 再次调用以读取其余部分；不要只凭一段改写整个块",
+        "en": "one block is longer than one result may be, so this is a piece of it (blockPiece says"
+        " where): call again with cursor=nextCursor for the rest; do not rewrite the block from a piece",
+    },
     "result_oversized": {
-        "zh-CN": "此段只含一个顶层块（连同子块），但仍超出单个结果的大小上限；可用 blockIds 分别读取其子块",
-        "en": "this piece is a single top-level block (with its children) and is still larger than one"
-        " result may be; read its children with blockIds",
+        "zh-CN": "页面的标题和选项已占满单个结果的大小上限，此段仍超出上限",
+        "en": "the page's title and options alone fill what one result may be, so this piece is still larger",
     },
     "result_list": {
         "zh-CN": "单个结果只容得下前 {shown} 项：用 cursor=nextCursor 再次调用以读取其余部分",

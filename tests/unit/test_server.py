@@ -37,10 +37,12 @@ def test_the_sdk_server_ships_one_opentelemetry_middleware() -> None:
 
 def test_mnote_wraps_it_and_keeps_any_other_layer(db: Path) -> None:
     server = make_app(db).server()
-    wrapped, sealing = server.middleware  # the second: the SDK's requestState boundary (elicitation.py)
+    # the SDK's requestState boundary (elicitation.py), then the answer budget, innermost (answers.py)
+    wrapped, sealing, budget = server.middleware
     assert isinstance(wrapped, SpansWhenTraced)
     assert type(wrapped.spans).__name__ == "OpenTelemetryMiddleware"
     assert type(sealing).__name__ == "RequestStateBoundary"
+    assert type(budget).__name__ == "WithinBudget"
 
 
 class _Counting:

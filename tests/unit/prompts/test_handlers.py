@@ -105,12 +105,61 @@ async def test_review_run_attaches_that_run_and_no_other(db: Path, mode: str) ->
     assert "run run_nobody" in nothing
 
 
-async def test_a_page_too_long_to_attach_is_linked(tmp_path: Path) -> None:
+async def test_a_page_too_long_to_attach_is_attached_in_part_with_how_to_read_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Issue 30: within the budget, the prompt's own text whole; of the page its first piece, and a
+    line naming the next piece's resource URI and the cursor mnote.page.get reads it with."""
     db = store_with_pages(tmp_path / "long.db", FIXTURE, list_page("doc_long", 200))
     async with connect(db, locale="en", max_result_chars=4_000) as client:
-        _, (link, note) = await _text(client, "tidy_page", {"workspaceId": "ws_1", "documentId": "doc_long"})
-    assert isinstance(link, types.ResourceLink) and link.uri == "mnote://workspaces/ws_1/pages/doc_long"
-    assert isinstance(note, types.TextContent) and "mnote.page.get" in note.text and "cursor" in note.text
+        got = await client.get_prompt("tidy_page", {"workspaceId": "ws_1", "documentId": "doc_long"})
+        (_, (page, note)) = await _text(
+            client, "tidy_page", {"workspaceId": "ws_1", "documentId": "doc_long"}
+        )
+        assert isinstance(note, types.TextContent)
+        cursor = note.text.split('cursor "', 1)[1].split('"', 1)[0]
+        rest = await call(
+            client,
+            "mnote.page.get",
+            workspaceId="ws_1",
+            documentId="doc_long",
+            format="markdown",
+            cursor=cursor,
+        )
+    assert (
+        len(json.dumps(got.model_dump(by_alias=True, mode="json", exclude_unset=True), ensure_ascii=False))
+        <= 4_000
+    )
+    assert (
+        isinstance(page, types.EmbeddedResource)
+        and page.resource.uri == "mnote://workspaces/ws_1/pages/doc_long"
+    )
+    assert isinstance(page.resource, types.TextResourceContents)
+    assert (
+        page.resource.text.startswith('---\ntitle: "400 blocks"') and "<!-- l00000 -->" in page.resource.text
+    )
+    assert "resources/read mnote://workspaces/ws_1/pages/doc_long?cursor=" in note.text
+    assert rest["ok"] and rest["result"]["markdown"].startswith("- item ")
+
+
+async def test_a_long_run_is_attached_newest_first_within_the_budget(db: Path) -> None:
+    """Issue 30: 42,151 characters at a budget of 40,000 (the entries were cut to the budget, the
+    prompt around them was not); now the newest writes that fit and a line naming the rest."""
+    async with connect(db, locale="en", confirm="never", max_result_chars=4_000) as client:
+        for number in range(12):
+            blocks = [{"type": "paragraph", "text": f"write {number}, block {n}"} for n in range(6)]
+            args = {**write_args(f"insert-{number}", blocks=blocks), "runId": "run_long"}
+            assert (await call(client, "mnote.block.insert", **args))["ok"]
+        got = await client.get_prompt("review_run", {**PAGE, "runId": "run_long"})
+    assert (
+        len(json.dumps(got.model_dump(by_alias=True, mode="json", exclude_unset=True), ensure_ascii=False))
+        <= 4_000
+    )
+    _, entries, note = (message.content for message in got.messages)
+    assert isinstance(entries, types.TextContent) and isinstance(note, types.TextContent)
+    revisions = [entry["revision"] for entry in json.loads(entries.text)["entries"]]
+    assert revisions and revisions == list(range(13, 13 - len(revisions), -1)), "the newest, in order"
+    assert "filter.runId run_long" in note.text
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """No result larger than the budget (`--max-result-chars`): a long page read comes in pieces that
-the kernel cuts and cursors join, a write's report is trimmed and says what it left out."""
+the kernel cuts and cursors join (one block larger than the budget in pieces within it), a write's
+report is trimmed and says what it left out."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tests.support.helpers import (
     store_with_pages,
     write_args,
 )
+from tests.support.pieces import join_blocks, join_markdown
 
 pytestmark = pytest.mark.anyio
 
@@ -114,7 +116,9 @@ async def test_a_piece_never_splits_a_block_from_its_children(tmp_path: Path) ->
     assert all(len(compact(envelope)) <= 8_000 for envelope in envelopes)
 
 
-async def test_a_single_block_larger_than_the_budget_comes_whole_and_says_so(tmp_path: Path) -> None:
+async def test_a_single_block_larger_than_the_budget_comes_in_pieces_within_it(tmp_path: Path) -> None:
+    """Issue 30: it came whole (`result_oversized`), 30,000 characters against a budget of 10,000;
+    now its text comes in pieces, each saying where it is, and the next block after them."""
     huge = {"id": "huge", "type": "code", "text": "y" * 30_000}
     page = {
         "id": "doc_huge",
@@ -123,13 +127,13 @@ async def test_a_single_block_larger_than_the_budget_comes_whole_and_says_so(tmp
     }
     db = store_with(tmp_path / "huge.db", page)
     async with connect(db, max_result_chars=10_000) as client:
-        first = await call(client, "mnote.page.get", **page_args("doc_huge"))
-        rest = await call(
-            client, "mnote.page.get", **page_args("doc_huge", cursor=first["result"]["nextCursor"])
-        )
-    assert first["result"]["blocks"] == [huge]
-    assert [w["code"] for w in first["result"]["warnings"]] == ["result_oversized"]
-    assert [block["id"] for block in rest["result"]["blocks"]] == ["after"]
+        envelopes = await read_all(client, "doc_huge")
+    first = envelopes[0]["result"]
+    assert first["blockPiece"] == {"blockId": "huge", "offset": 0, "length": 30_000}
+    assert [w["code"] for w in first["warnings"]] == ["result_block_piece"]
+    assert all(len(compact(envelope)) <= 10_000 for envelope in envelopes)
+    assert join_blocks([envelope["result"] for envelope in envelopes]) == page["blocks"]
+    assert [block["id"] for block in envelopes[-1]["result"]["blocks"]] == ["after"]
 
 
 async def test_a_write_report_over_the_budget_is_trimmed_and_says_what_it_left_out(big: Path) -> None:
@@ -214,18 +218,15 @@ def test_pieces_cover_the_page_once_within_the_budget(
                 await app.kernel.aclose()
 
         envelopes = anyio.run(read)
+    results = [envelope["result"] for envelope in envelopes]
     if markdown:
-        seen = [m for e in envelopes for m in _MARKER.findall(e["result"]["markdown"])]
+        joined = join_markdown([(result["markdown"], result.get("blockPiece")) for result in results])
         expected = [b["id"] for root in blocks for b in [root, *root.get("children", [])]]
-        assert seen == expected
+        assert _MARKER.findall(joined) == expected
     else:
-        assert [b for e in envelopes for b in e["result"]["blocks"]] == blocks
+        assert join_blocks(results) == blocks
     for envelope in envelopes:
-        codes = [w["code"] for w in envelope["result"].get("warnings", [])]
-        if "result_oversized" not in codes:
-            assert len(compact(envelope)) <= budget
-        else:
-            assert len(envelope["result"].get("blocks", [])) <= 1
+        assert len(compact(envelope)) <= budget
 
 
 _ID = st.text(max_size=40)

@@ -18,17 +18,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mcp.types as types
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 
+from mnote_mcp.answers import WithinBudget
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from tests.support.helpers import FIXTURE, call, connect, page_args, store_with_pages, write_args
+from tests.support.helpers import FIXTURE, MODES, call, connect, page_args, store_with_pages, write_args
 
 pytestmark = pytest.mark.anyio
 
 BUDGET = 4_000
 UNBOUNDED = 10_000_000
-BIG, HISTORY = "doc_big", "doc_history"
+BIG, HISTORY, HUGE = "doc_big", "doc_history", "doc_huge_block"
+# One block of 65,000 characters (prose, Chinese, emoji, quotes, line breaks: what JSON escapes and
+# what a host counts differently) with two children, between two small blocks.
+HUGE_TEXT = ('Notes on the plan, "quoted" \\ 计划与迁移 🙂👍🏽\n' * 2_000)[:65_000]
+HUGE_BLOCK = {
+    "id": "huge_root",
+    "type": "bulleted_list",
+    "text": HUGE_TEXT,
+    "children": [
+        {"id": "huge_child_1", "type": "paragraph", "text": "first child"},
+        {"id": "huge_child_2", "type": "paragraph", "text": "second child 第二"},
+    ],
+}
+COMPLETED = [f"doc_completes_{index:03d}_{'c' * 40}" for index in range(100)]
 BIG_IDS = [f"big_block_{index:05d}" for index in range(2_000)]
 HUGE_KEY = "k" * 50_000
 SEARCHED = 60
@@ -71,7 +86,20 @@ def _pages() -> list[dict[str, Any]]:
         }
         for index in range(SEARCHED)
     ]
-    return [big, history, *searched]
+    huge = {
+        "id": HUGE,
+        "title": "One huge block",
+        "blocks": [
+            {"id": "huge_before", "type": "paragraph", "text": "before"},
+            HUGE_BLOCK,
+            {"id": "huge_after", "type": "paragraph", "text": "after"},
+        ],
+    }
+    completed = [
+        {"id": document_id, "title": f"Completes {index}", "blocks": []}
+        for index, document_id in enumerate(COMPLETED)
+    ]
+    return [big, history, huge, *searched, *completed]
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +159,16 @@ def _cases() -> list[Case]:
     return [
         Case("mnote.page.get", "whole page", lambda c: call(c, "mnote.page.get", **_big())),
         Case("mnote.page.get", "as Markdown", lambda c: call(c, "mnote.page.get", **_big(format="markdown"))),
+        Case(
+            "mnote.page.get",
+            "one 65,000-character block",
+            lambda c: call(c, "mnote.page.get", **page_args(HUGE, blockIds=["huge_root"])),
+        ),
+        Case(
+            "mnote.page.get",
+            "one 65,000-character block as Markdown",
+            lambda c: call(c, "mnote.page.get", **page_args(HUGE, blockIds=["huge_root"], format="markdown")),
+        ),
         Case(
             "mnote.page.get",
             "2,000 missing ids",
@@ -316,7 +354,7 @@ async def test_an_error_says_how_many_it_left_out(template: Path, tmp_path: Path
     ("tool", "key", "arguments", "expected"),
     [
         ("mnote.page.history", "entries", page_args(HISTORY, limit=100), 60),
-        ("mnote.page.search", "hits", {"query": "plan", "limit": 50}, SEARCHED + 2),  # doc_1 and doc_big too
+        ("mnote.page.search", "hits", {"query": "plan", "limit": 50}, SEARCHED + 3),  # doc_1, BIG, HUGE too
     ],
 )
 async def test_a_list_cut_to_the_budget_goes_on_with_its_cursor(
@@ -364,3 +402,152 @@ async def test_resources_read_comes_in_pieces_within_the_budget(template: Path) 
             uri = nexts[0].split(": ", 1)[1].removesuffix(" -->") if nexts else None
     assert pieces > 10
     assert ids == BIG_IDS
+
+
+# -- every other request kind the server answers (issue 30) -------------------------------------
+
+PROMPT = types.PromptReference(type="ref/prompt", name="summarise_page")
+HUGE_URI = f"mnote://workspaces/ws_1/pages/{HUGE}"
+Answer = dict[str, Any]
+
+
+def _wire(result: Any) -> Answer:
+    """A result as the server put it on the wire (the SDK client parsed it into its model, whose
+    defaults the server did not send)."""
+    dumped: Answer = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    return dumped
+
+
+async def _answer(request: Awaitable[Any]) -> Answer:
+    """The result of a request, or the JSON-RPC error it was answered with."""
+    try:
+        return _wire(await request)
+    except MCPError as error:
+        return {"error": error.error.model_dump(by_alias=True, mode="json", exclude_none=True)}
+
+
+@dataclass(frozen=True)
+class RequestCase:
+    method: str
+    name: str
+    run: Callable[[Client], Awaitable[Answer]]
+    oversized: bool = True
+    config: tuple[tuple[str, Any], ...] = ()
+
+
+def _review(client: Client) -> Awaitable[Any]:
+    return client.get_prompt("review_run", {"workspaceId": "ws_1", "documentId": HISTORY, "runId": "run_t"})
+
+
+def _next_piece(answer: Answer) -> str | None:
+    """The URI a resource piece names for the next one, if it is not the last."""
+    text = answer["contents"][0]["text"]
+    last = text.rstrip("\n").rsplit("\n", 1)[-1]
+    return last.split(": ", 1)[1].removesuffix(" -->") if last.startswith("<!-- the page goes on") else None
+
+
+async def _read_every_piece(client: Client) -> Answer:
+    """The largest of the pieces a page is read in as a resource."""
+    uri: str | None = HUGE_URI
+    largest: Answer = {}
+    while uri is not None:
+        answer = await _answer(client.read_resource(uri))
+        largest = max(largest, answer, key=_size)
+        uri = _next_piece(answer) if "error" not in answer else None
+    return largest
+
+
+def _requests() -> list[RequestCase]:
+    return [
+        RequestCase(
+            "tools/call",
+            "an unknown tool with a 50,000-character name",
+            lambda c: _answer(c.call_tool("t" * 50_000, {})),
+            oversized=False,
+        ),
+        RequestCase("tools/list", "every tool", lambda c: _answer(c.list_tools()), oversized=False),
+        RequestCase(
+            "resources/read",
+            "a 2,000-block page",
+            lambda c: _answer(c.read_resource(f"mnote://workspaces/ws_1/pages/{BIG}")),
+        ),
+        RequestCase("resources/read", "one 65,000-character block, every piece", _read_every_piece),
+        RequestCase(
+            "resources/read",
+            "a 50,000-character unknown URI",
+            lambda c: _answer(c.read_resource("mnote://workspaces/ws_1/pages/" + "u" * 50_000)),
+            oversized=False,
+        ),
+        RequestCase(
+            "resources/list", "160 pages, 60 with long titles", lambda c: _answer(c.list_resources())
+        ),
+        RequestCase(
+            "resources/templates/list",
+            "the page template",
+            lambda c: _answer(c.list_resource_templates()),
+            oversized=False,
+        ),
+        RequestCase("prompts/list", "every prompt", lambda c: _answer(c.list_prompts()), oversized=False),
+        RequestCase(
+            "prompts/get",
+            "summarise a 2,000-block page",
+            lambda c: _answer(c.get_prompt("summarise_page", {"workspaceId": "ws_1", "documentId": BIG})),
+        ),
+        RequestCase(
+            "prompts/get",
+            "tidy one 65,000-character block",
+            lambda c: _answer(c.get_prompt("tidy_page", {"workspaceId": "ws_1", "documentId": HUGE})),
+        ),
+        RequestCase("prompts/get", "review a run of 60 writes", lambda c: _answer(_review(c))),
+        RequestCase(
+            "completion/complete",
+            "100 pages by prefix",
+            lambda c: _answer(c.complete(PROMPT, {"name": "documentId", "value": "doc_completes"})),
+            config=(("max_completions", 100),),
+        ),
+        RequestCase("ping", "a ping", lambda c: _answer(c.send_ping()), oversized=False),
+    ]
+
+
+REQUESTS = _requests()
+# Answered by the server but not requested here: the handshake (the SDK client makes it), and what
+# only reaches a session or a stream (subscriptions), whose answers are empty.
+UNREQUESTED = frozenset(
+    {"server/discover", "resources/subscribe", "resources/unsubscribe", "subscriptions/listen"}
+)
+
+
+def test_every_request_kind_has_an_oversized_scenario(template: Path) -> None:
+    from tests.support.helpers import make_app
+
+    app = make_app(template)
+    server = app.server()
+    handled = set(server._request_handlers)
+    assert {case.method for case in REQUESTS} | UNREQUESTED == handled
+    budget = server.middleware[-1]
+    assert isinstance(budget, WithinBudget) and set(budget.kinds) == handled, "answers.py declares each"
+
+
+async def _request(
+    template: Path, tmp_path: Path, case: RequestCase, budget: int, mode: str = "legacy"
+) -> Answer:
+    db = tmp_path / f"{budget}.db"
+    shutil.copyfile(template, db)
+    async with connect(db, mode, max_result_chars=budget, **dict(case.config)) as client:
+        return await case.run(client)
+
+
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # ping, gone from 2026-07-28
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", REQUESTS, ids=lambda case: f"{case.method}: {case.name}")
+async def test_every_request_kind_fits_a_small_budget(
+    template: Path, tmp_path: Path, case: RequestCase, mode: str
+) -> None:
+    """In both protocol eras (2026-07-28 adds `resultType` and a `_meta` to every answer)."""
+    bounded = await _request(template, tmp_path, case, BUDGET, mode)
+    if case.method != "tools/list":  # the tool definitions: see docs/decisions.md
+        assert _size(bounded) <= BUDGET, (case.method, case.name, _size(bounded))
+    if case.oversized:
+        unbounded = await _request(template, tmp_path, case, UNBOUNDED, mode)
+        assert _size(unbounded) > BUDGET, f"{case.name}: not oversized data ({_size(unbounded)} characters)"
+        assert ("error" in unbounded) == ("error" in bounded)
