@@ -36,6 +36,10 @@ logger = logging.getLogger(__name__)
 Context = ServerRequestContext[Any, Any]
 Fit = Callable[[Context, Answer, int], Awaitable[Answer]]
 _ERROR_ROOM = 200  # the code, the count of what was left out and the JSON around the message
+# What the SDK adds to a result after its handler (and this middleware) returned it, on the wire:
+# `resultType`, and in the 2026-07-28 era the cache hints `ttlMs` and `cacheScope` (about 60
+# characters; found by the hostile-input sweep measuring answers as the client receives them).
+SDK_ROOM = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +159,7 @@ class WithinBudget:
     """The server middleware holding every answer to `max_chars` (innermost, next to the handler)."""
 
     def __init__(self, max_chars: int, kinds: Mapping[str, AnswerKind]) -> None:
-        self.max_chars = max_chars
+        self.max_chars = max_chars - SDK_ROOM  # what the handler's answer may take (see SDK_ROOM)
         self.kinds = kinds
 
     async def __call__(self, ctx: Context, call_next: CallNext) -> HandlerResult:
