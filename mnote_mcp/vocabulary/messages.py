@@ -416,6 +416,11 @@ WARNINGS: dict[str, dict[Locale, str]] = {
         "en": "the result was larger than one result may be, so some list entries are left out (see"
         " details.omitted); the write itself is complete: read the page to see it",
     },
+    "page_text_withheld": {
+        "zh-CN": "此连接未被授予 page.read，答复中省略了页面文本（{withheld}）；写入本身不受影响",
+        "en": "this connection is not granted page.read, so page text is left out of this answer"
+        " ({withheld}); the write itself is not affected",
+    },
     "idempotent_replay": {
         "zh-CN": "该 idempotencyKey 已执行过（{commandId}）：真实调用将重放首次结果，不会再次写入",
         "en": "this idempotencyKey was already executed ({commandId}): a real call replays that result and writes nothing",
