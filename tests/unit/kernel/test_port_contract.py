@@ -943,6 +943,29 @@ async def test_revert_refuses_when_a_later_write_touched_the_same_blocks(kit: Ki
     assert viewer.reason == "page_write"
 
 
+async def test_revert_of_a_run_that_wrote_nothing_to_the_page_is_not_found(
+    kit: Kit, adapter: Adapter
+) -> None:
+    """Issue 30: no such run, or another actor's run of the same id, is `not_found` (reason `run`) as an
+    unknown commandId is, real or dry run, and nothing is written: no revision, ledger entry or audit
+    record."""
+    await kit.execute(
+        kit.command(
+            CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "Theirs"}, "n1", actor="user_owner", run="run_x"
+        )
+    )
+    before = _dump(adapter)
+    for run in ("run_typo", "run_x"):
+        for dry_run in (True, False):
+            missing = await _refused(
+                kit.execute(kit.command(CommandName.PAGE_REVERT, {"runId": run}, f"n-{run}", dry_run=dry_run))
+            )
+            assert (missing.code, missing.reason) == (ErrorCode.NOT_FOUND, "run")
+            assert missing.details == {"runId": run, "pointer": "/runId"}
+    assert _dump(adapter) == before
+    assert await kit.revision() == 2
+
+
 # -- authorize ---------------------------------------------------------------------------------
 
 

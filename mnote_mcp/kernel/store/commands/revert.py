@@ -73,8 +73,6 @@ def _plan_revert(tx: Tx, p: RevertPayload) -> Plan:
         target = history.rebuild(state, later)
     else:
         undone = _undone(tx, p)
-        if not undone:
-            return Plan(diff=[], changed=False, data={"revertedRevisions": [], "blockIds": []})
         later = history.revisions_after(tx.conn, page.workspace_id, page.id, undone[0] - 1)
         result = history.undo(state, set(undone), later)
         if result.conflicts:
@@ -85,9 +83,17 @@ def _plan_revert(tx: Tx, p: RevertPayload) -> Plan:
 
 
 def _undone(tx: Tx, p: RevertPayload) -> list[int]:
+    """The revisions to undo, never none: a run that wrote nothing to this page (a mistyped id,
+    another actor's run) is refused as an unknown commandId is, and nothing is recorded (issue 30: it
+    answered a write that changed nothing, with a ledger entry and an audit record)."""
     page = tx.page
     if "runId" in p:
-        return history.run_revisions(tx.conn, page.workspace_id, page.id, p["runId"], tx.command.actor_id)
+        revisions = history.run_revisions(
+            tx.conn, page.workspace_id, page.id, p["runId"], tx.command.actor_id
+        )
+        if not revisions:
+            raise history.run_not_found(p["runId"])
+        return revisions
     revision = history.command_revision(tx.conn, page.workspace_id, page.id, p["commandId"])
     if revision is None:
         raise history.command_not_found(p["commandId"])
