@@ -177,6 +177,7 @@ _EDIT: dict[str, Any] = {
         "newText": {"type": "string"},
         "replaceAll": {"type": "boolean"},
     },
+    "additionalProperties": False,
 }
 
 PAGE_EDIT_TEXT = ToolSpec(
@@ -224,7 +225,7 @@ PAGE_EDIT_TEXT = ToolSpec(
             prior="mnote.block.update",
         ),
     ),
-    budget=SizeBudget(contract=840, strict=1_000),
+    budget=SizeBudget(contract=870, strict=1_000),
 )
 
 PAGE_TOOLS = (PAGE_GET, PAGE_SAVE, PAGE_UPDATE_TITLE, PAGE_UPDATE_OPTIONS, PAGE_EDIT_TEXT)

@@ -761,6 +761,10 @@ async def test_text_replace_relays_its_edits_refusals_and_rebase(kit: Kit, adapt
         kit.execute(kit.command(name, {"edits": [{"oldText": "Third", "newText": "x"}]}, "t3"))
     )
     assert (missing.reason, missing.details["candidates"]) == ("text_missing", [])
+    unknown = await _refused(
+        kit.execute(kit.command(name, {"edits": [{"oldText": "1st", "newText": "x", "bogus": 1}]}, "t8"))
+    )
+    assert (unknown.code, unknown.details["pointer"]) == (ErrorCode.INVALID_ARGUMENT, "/edits/0/bogus")
     assert _dump(adapter) == before, "refusals write nothing"
     every = await kit.execute(
         kit.command(name, {"edits": [{"oldText": "para", "newText": "P", "replaceAll": True}]}, "t4", base=2)
