@@ -16,6 +16,7 @@ import pytest
 
 from mnote_mcp.kernel.store.commands.text import CANDIDATES, CONTEXT
 from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from tests.support.helpers import MODES, call, connect, dump, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -242,8 +243,8 @@ async def test_bad_edits_are_refused_with_a_pointer(db: Path, args: dict[str, An
     assert envelope["error"]["details"]["pointer"] == pointer
 
 
-@pytest.mark.parametrize("form", ["contract", "strict"])
-def test_the_advertised_edit_is_closed(form: str) -> None:
+@pytest.mark.parametrize("form", SCHEMA_FORMS)
+def test_the_advertised_edit_is_closed(form: SchemaForm) -> None:
     """What a model is shown says an edit takes only oldText, newText and replaceAll (issue 30)."""
     tool = next(spec for spec in ALL_TOOLS if spec.name == TOOL).to_mcp(
         style="dotted", strict=False, form=form
