@@ -159,6 +159,13 @@ PAGE_REVERT = ToolSpec(
         ErrorCase(
             ErrorCode.INVALID_ARGUMENT,
             Reason.SCHEMA,
+            "none, or more than one, of `undoRunId`, `commandId` and `toRevision` (`details.given`)",
+            "give exactly one",
+            example={"toRevision": None},
+        ),
+        ErrorCase(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.SCHEMA,
             "`toRevision` is before the page's history (`details.historyFrom`) or after its revision",
             "pick a revision from mnote.page.history",
             example={"toRevision": 0},

@@ -621,6 +621,10 @@ async def test_non_wired_option_fails_a_real_call_and_warns_a_dry_run(kit: Kit) 
         (CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": []}, "schema", "/content"),
         (CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "  "}, "schema", "/title"),
         (CommandName.PAGE_LAYOUT_UPDATE_OPTIONS, {"options": {"colour": True}}, "schema", "/options/colour"),
+        # issue 30: a call asking for nothing is named at an argument, never at ""
+        (CommandName.PAGE_REVERT, {}, "schema", "/runId"),
+        (CommandName.PAGE_REVERT, {"toRevision": 1, "commandId": "c"}, "schema", "/toRevision"),
+        (CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1"}, "schema", "/text"),
         ("page.body.erase", {}, "unknown_command", None),
     ],
 )

@@ -91,6 +91,7 @@ async def test_revert_refusals_name_undo_run_id(db: Path, style: str, case: str)
     error = refused["error"]
     said = json.dumps(error, ensure_ascii=False)
     assert error["code"] == "mnote_tool_invalid_argument"
+    assert error["details"]["pointer"] in ("/undoRunId", "/commandId", "/toRevision"), error  # issue 30
     assert "undoRunId" in said and "runId" not in said.replace("undoRunId", ""), said
 
 

@@ -30,7 +30,7 @@ from mnote_mcp.kernel.store.plan import Plan, Tx, text_diff_of
 from mnote_mcp.kernel.store.rows import TOP, BlockChange, BlockRow, tree_of
 
 MAX_ID_LENGTH = 256
-TARGETS = ("toRevision", "commandId", "runId")
+TARGETS = ("runId", "commandId", "toRevision")  # the tool's order: its `undoRunId` first
 
 
 class RevertPayload(TypedDict, total=False):
@@ -44,7 +44,10 @@ class RevertPayload(TypedDict, total=False):
 def _validate_revert(payload: Mapping[str, Any]) -> RevertPayload:
     given = [name for name in TARGETS if payload.get(name) is not None]
     if len(given) != 1:
-        raise invalid("", "give exactly one of toRevision, commandId or runId", given=given)
+        # Named at an argument (issue 30: the pointer was "", "invalid argument at : ..."): the second
+        # one given, or with none the first way there is to say what to undo.
+        at = given[1] if given else TARGETS[0]
+        raise invalid(f"/{at}", "give exactly one of runId, commandId or toRevision", given=given)
     (name,) = given
     value = payload[name]
     if name == "toRevision":
