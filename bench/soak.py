@@ -1,12 +1,17 @@
-"""`python -m bench.soak [--minutes 10] [--baseline DIR] [--quick]`: burst-then-idle cycles against real
-`mnote-mcp serve --transport http` processes, their open files and resident memory sampled over time.
+"""`python -m bench.soak [--minutes 10] [--baseline DIR] [--arena-max N] [--quick]`: burst-then-idle cycles
+against real `mnote-mcp serve --transport http` processes, their open files and resident memory sampled
+over time.
 
 A cycle is a burst of calls in flight at once on a store of `--pages` pages of 50 blocks (searches,
 which run on worker threads, with page reads and writes among them), then an idle pause longer than anyio's ten seconds after which a worker
 thread ends, so the next burst runs on new threads. Issue 26 found that every new thread opened a
 SQLite connection that was never closed: a ten-minute soak grew the server from 32 to 94 files and
 from 88 to 108 MB, linearly. With `--baseline DIR` (a checkout of an earlier commit) the same cycles
-drive a server of that code too, side by side, at the same moments (each on a store of its own).
+drive a server of that code too, side by side, at the same moments (each on a store of its own). With
+`--arena-max N` a server of this code with `MALLOC_ARENA_MAX=N` runs beside them: glibc gives each
+thread that allocates its own arena (up to eight per core) and keeps what is freed in it, so resident
+memory that grows there while every count of what is in use stays flat is the allocator's, not a leak
+(issue 30).
 
 Prints a table (files and MB at the start, after the first cycle, at the end, and the growth per
 cycle after the first) and writes bench/results/soak.json. `--quick`: two cycles, a smoke run (not
@@ -74,11 +79,13 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve(name: str, db: Path, log: Path, source: Path | None) -> Iterator[Server]:
+def serve(
+    name: str, db: Path, log: Path, source: Path | None, extra_env: dict[str, str] | None = None
+) -> Iterator[Server]:
     """`mnote-mcp serve` over HTTP on `db`, from this tree or from `source` (`python -m` puts the
-    working directory first on sys.path)."""
+    working directory first on sys.path), with `extra_env` in its environment."""
     port = _free_port()
-    env = {**os.environ, **({"PYTHONPATH": str(source)} if source else {})}
+    env = {**os.environ, **({"PYTHONPATH": str(source)} if source else {}), **(extra_env or {})}
     argv = [sys.executable, "-m", "mnote_mcp", "serve", "--transport", "http", "--port", str(port)]
     argv += ["--db", str(db), "--actor", ACTOR, "--unsafe-no-auth", "--log-level", "warning"]
     with log.open("wb") as stderr:
@@ -199,6 +206,9 @@ def main() -> None:
         "--pages", type=int, default=2_000, help="pages of 50 blocks in the store (default 2,000)"
     )
     parser.add_argument("--baseline", type=Path, help="a checkout of earlier code, soaked side by side")
+    parser.add_argument(
+        "--arena-max", type=int, help="also soak this code with MALLOC_ARENA_MAX=N, side by side"
+    )
     parser.add_argument("--quick", action="store_true", help="two cycles: a smoke run")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "soak.json")
     args = parser.parse_args()
@@ -207,14 +217,16 @@ def main() -> None:
         root = Path(tmp)
         store = root / "seed.db"
         facts = make_store(store, 400 if args.quick else args.pages)
-        sources: list[tuple[str, Path | None]] = [("mnote", None)]
+        sources: list[tuple[str, Path | None, dict[str, str]]] = [("mnote", None, {})]
         if args.baseline is not None:
-            sources.append(("mnote-baseline", args.baseline.resolve()))
+            sources.append(("mnote-baseline", args.baseline.resolve(), {}))
+        if args.arena_max is not None:
+            sources.append((f"arena-max-{args.arena_max}", None, {"MALLOC_ARENA_MAX": str(args.arena_max)}))
         servers = []
-        for name, source in sources:
+        for name, source, extra_env in sources:
             db = root / f"{name}.db"
             shutil.copy(store, db)
-            servers.append(stack.enter_context(serve(name, db, root / f"{name}.log", source)))
+            servers.append(stack.enter_context(serve(name, db, root / f"{name}.log", source, extra_env)))
         started = time.monotonic()
         asyncio.run(soak(servers, cycles, args.idle, args.burst))
         results = {

@@ -39,6 +39,7 @@ from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Kernel, PageQuery, Refusal, Refused
 from mnote_mcp.tools.consent import Destruction, never
 from mnote_mcp.vocabulary.consent import Impact, impact_of, question_text
+from mnote_mcp.vocabulary.disclosure import may_read
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.naming import ToolNames, respell
 
@@ -216,7 +217,23 @@ async def _question(
     tool: str,
     style: ToolNames,
 ) -> Question:
-    """The question for this plan, naming the page by its title (read as the caller)."""
+    """The question for this plan, naming the page by its title (read as the caller), quoting what it
+    removes; to a connection not granted `page.read`, by its id and counts alone."""
+    page_text = may_read(request.capability_scope)
+    text = question_text(
+        impact,
+        tool=tool,
+        page=await _title(request, kernel) if page_text else request.document_id,
+        locale=request.locale,
+        shared=destruction is Destruction.RENAMES_SHARED,
+        page_text=page_text,
+    )
+    return Question(
+        text=respell(text, style), digest=impact.digest(), tool=tool, impact=impact, destruction=destruction
+    )
+
+
+async def _title(request: ToolRequest, kernel: Kernel) -> str:
     view = await kernel.get_page(
         PageQuery(
             workspace_id=request.workspace_id,
@@ -228,16 +245,7 @@ async def _question(
             include_blocks=False,
         )
     )
-    text = question_text(
-        impact,
-        tool=tool,
-        page=str(view.get("title") or request.document_id),
-        locale=request.locale,
-        shared=destruction is Destruction.RENAMES_SHARED,
-    )
-    return Question(
-        text=respell(text, style), digest=impact.digest(), tool=tool, impact=impact, destruction=destruction
-    )
+    return str(view.get("title") or request.document_id)
 
 
 @contextmanager

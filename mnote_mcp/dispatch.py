@@ -48,6 +48,7 @@ from mnote_mcp.vocabulary.envelope import (
     Envelope,
     ToolRequest,
     ToolResult,
+    disclosed,
     failure,
     success,
 )
@@ -286,12 +287,15 @@ class Dispatcher:
         # Echoed in the envelope: only ids of a sane length (a longer one is refused below anyway).
         workspace_id = _echo(args.get("workspaceId"), max_id)
         document_id = _echo(args.get("documentId"), max_id)
+        # What the caller may be shown of a page's text: nothing until the connection's scopes are known.
+        scopes: frozenset[Scope] = frozenset()
         try:
             if self.inflight.stopping:
                 raise shutting_down()
             if spec.writes and self.read_only:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY)
             caller = await _checked(heavy, partial(admit, spec, args, meta, identity))
+            scopes = caller.scopes
             try:
                 if heavy:
                     await self._permission_first(spec, caller)
@@ -309,6 +313,8 @@ class Dispatcher:
                         scope=scope,
                         call_timeout=self.call_timeout,
                     )
+                    # Before the budget, so that what is measured is what is sent.
+                    outcome = disclosed(outcome, scopes, request.locale)
                     outcome = await self._within_budget(spec, request, correlation, outcome)
             except MnoteError as error:
                 if error.code is ErrorCode.INVALID_ARGUMENT:
@@ -327,11 +333,20 @@ class Dispatcher:
                 request.workspace_id if spec.page_bound else request.workspace_id or None,
                 request.document_id if spec.page_bound else None,
                 outcome,
+                scopes=scopes,
+                locale=request.locale,
             )
             failed: MnoteError | None = None
         except MnoteError as error:
             envelope = failure(
-                name, correlation, workspace_id, document_id, error, self.locale, self.max_result_chars
+                name,
+                correlation,
+                workspace_id,
+                document_id,
+                error,
+                self.locale,
+                self.max_result_chars,
+                scopes=scopes,
             )
             failed = error
         except ConfirmationPending:
@@ -340,7 +355,14 @@ class Dispatcher:
             logger.exception("tool %s failed unexpectedly (trace %s)", spec.name, correlation.trace_id)
             failed = MnoteError(ErrorCode.INTERNAL, Reason.UNEXPECTED)
             envelope = failure(
-                name, correlation, workspace_id, document_id, failed, self.locale, self.max_result_chars
+                name,
+                correlation,
+                workspace_id,
+                document_id,
+                failed,
+                self.locale,
+                self.max_result_chars,
+                scopes=scopes,
             )
         return respell_envelope(envelope, self.registry.style), failed
 

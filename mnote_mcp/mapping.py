@@ -265,6 +265,10 @@ def _describe(error: ValidationError) -> dict[str, str]:
     if isinstance(missing, str):
         path.append(missing)
         reason = "required property is missing"
+    # An unknown member of a closed object: the member is the argument at fault (`/options/bogus`).
+    unexpected = getattr(error.kind, "unexpected", None)
+    if type(error.kind).__name__ == "AdditionalProperties" and isinstance(unexpected, list) and unexpected:
+        path.append(str(unexpected[0]))
     if len(reason) > _MAX_REASON:  # a message quotes the value first and states the rule last
         reason = reason[: _MAX_REASON // 2] + "…" + reason[-(_MAX_REASON // 2 - 1) :]
     return {"pointer": "/" + "/".join(path), "reason": reason}

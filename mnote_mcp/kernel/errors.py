@@ -49,6 +49,7 @@ class Reason(StrEnum):
     PAGE = "page"
     BLOCK = "block"
     COMMAND = "command"  # a revert's commandId is no write of this page
+    RUN = "run"  # a revert's runId names no write of the caller's to this page
     # invalid argument
     SCHEMA = "schema"
     BLOCK_TYPE = "block_type"

@@ -12,6 +12,7 @@ import orjson
 
 from mnote_mcp.kernel.port import Correlation
 from mnote_mcp.vocabulary.envelope import ToolResult, success
+from mnote_mcp.vocabulary.scopes import ALL_SCOPES
 
 # A result of this many characters fits Hermes's 100,000-character cut in every result form: "both"
 # doubles it and escapes the text copy (x2.1-2.4 measured), "structured" adds 4-7% (docs/hermes.md).
@@ -57,7 +58,7 @@ _EMPTY_CORRELATION = Correlation(session_id="", run_id="", tool_call_id="", trac
 _EMPTY = ToolResult(result={}, effect="none", command_id=None)
 # The envelope's JSON without its variable strings and result: measured once, from the real builder.
 _FRAME = (
-    chars(success("", _EMPTY_CORRELATION, "", "", _EMPTY))
+    chars(success("", _EMPTY_CORRELATION, "", "", _EMPTY, scopes=ALL_SCOPES, locale="en"))
     - chars(_frame_strings("", _EMPTY_CORRELATION, "", "", _EMPTY))
     - chars(_EMPTY.result)
 )

@@ -144,10 +144,24 @@ PAGE_REVERT = ToolSpec(
         ),
         ErrorCase(
             ErrorCode.NOT_FOUND,
+            Reason.RUN,
+            "`undoRunId` names no run of yours that wrote to this page (nothing is recorded)",
+            "use the `runId` one of your writes' results names; mnote.page.history lists the page's writes",
+            example={"toRevision": None, "undoRunId": "run_that_wrote_nothing_here"},
+        ),
+        ErrorCase(
+            ErrorCode.NOT_FOUND,
             Reason.COMMAND,
             "`commandId` names no write of this page",
             "find the write in mnote.page.history",
             example={"toRevision": None, "commandId": "page_head_update_title_no_such_write"},
+        ),
+        ErrorCase(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.SCHEMA,
+            "none, or more than one, of `undoRunId`, `commandId` and `toRevision` (`details.given`)",
+            "give exactly one",
+            example={"toRevision": None},
         ),
         ErrorCase(
             ErrorCode.INVALID_ARGUMENT,

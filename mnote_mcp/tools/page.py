@@ -174,6 +174,7 @@ _EDIT: dict[str, Any] = {
         "newText": {"type": "string"},
         "replaceAll": {"type": "boolean"},
     },
+    "additionalProperties": False,
 }
 
 PAGE_EDIT_TEXT = ToolSpec(
@@ -228,7 +229,7 @@ PAGE_EDIT_TEXT = ToolSpec(
         ),
         Example({"edits": [{"oldText": "a", "newText": "b" * MAX_TEXT_LENGTH, "replaceAll": True}]}),
     ),
-    budget=SizeBudget(contract=840, strict=1_000),
+    budget=SizeBudget(contract=870, strict=1_000),
 )
 
 PAGE_TOOLS = (PAGE_GET, PAGE_SAVE, PAGE_UPDATE_TITLE, PAGE_UPDATE_OPTIONS, PAGE_EDIT_TEXT)

@@ -104,6 +104,7 @@ _WORDS: dict[str, dict[Locale, str]] = {
     "updated": {"zh-CN": "修改 {n} 个块", "en": "updates {n}"},
     "moved": {"zh-CN": "移动 {n} 个块", "en": "moves {n}"},
     "title": {"zh-CN": "标题由《{old}》改为《{new}》", "en": "renames it from “{old}” to “{new}”"},
+    "renamed": {"zh-CN": "修改标题", "en": "renames it"},
     "reverted": {
         "zh-CN": "撤销第 {revisions} 版的写入",
         "en": "undoes the writes of revision(s) {revisions}",
@@ -120,10 +121,14 @@ _WORDS: dict[str, dict[Locale, str]] = {
 }
 
 
-def question_text(impact: Impact, *, tool: str, page: str, locale: Locale, shared: bool = False) -> str:
+def question_text(
+    impact: Impact, *, tool: str, page: str, locale: Locale, shared: bool = False, page_text: bool = True
+) -> str:
     """The question a person is asked before a write: what it changes on which page, the first lines
     it removes, and that nothing happens without their yes. Counts and titles only come from the
-    plan of the caller's own call, on a page the caller may write."""
+    plan of the caller's own call, on a page the caller may write. Without `page_text` (a connection
+    not granted `page.read`: `vocabulary.disclosure`) it quotes no text of the page: no titles, no
+    removed lines, only counts."""
     words = {key: texts[locale] for key, texts in _WORDS.items()}
     parts = [
         words[key].format(n=count)
@@ -135,8 +140,10 @@ def question_text(impact: Impact, *, tool: str, page: str, locale: Locale, share
         )
         if count
     ]
-    if impact.title is not None:
+    if impact.title is not None and page_text:
         parts.append(words["title"].format(old=impact.title[0], new=impact.title[1]))
+    elif impact.title is not None:
+        parts.append(words["renamed"])
     if impact.reverted:
         parts.append(words["reverted"].format(revisions=", ".join(map(str, impact.reverted))))
     change = words["sep"].join(parts) or words["nothing"]
@@ -145,7 +152,7 @@ def question_text(impact: Impact, *, tool: str, page: str, locale: Locale, share
     lines = [words["head"].format(page=_cut(page, TITLE_CHARS), tool=tool), change + words["end"]]
     if shared:
         lines.append(words["others"])
-    if impact.removed_lines:
+    if impact.removed_lines and page_text:
         lines.append(words["lines"])
         lines.extend(f"  - {line}" for line in impact.removed_lines)
     lines.append(words["foot"])

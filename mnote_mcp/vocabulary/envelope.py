@@ -15,7 +15,8 @@ from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Correlation, JSONObject
-from mnote_mcp.vocabulary.messages import SHOWN_STEPS, Locale, RenderedError, render_error
+from mnote_mcp.vocabulary.disclosure import WITHHELD_WARNING, withheld_details, withheld_result
+from mnote_mcp.vocabulary.messages import SHOWN_STEPS, Locale, RenderedError, render_error, render_warning
 from mnote_mcp.vocabulary.scopes import Scope
 
 Effect = Literal["read", "write", "dry_run", "none"]
@@ -77,13 +78,30 @@ class Envelope(TypedDict):
     error: RenderedError | None
 
 
+def disclosed(outcome: ToolResult, scopes: frozenset[Scope], locale: Locale) -> ToolResult:
+    """`outcome` as a caller granted `scopes` may see it: without page text unless it may read the
+    page (`vocabulary.disclosure`), a `page_text_withheld` warning naming what was left out."""
+    result, withheld = withheld_result(outcome.result, scopes)
+    if not withheld:
+        return outcome
+    warning = render_warning({"code": WITHHELD_WARNING, "details": {"withheld": withheld}}, locale)
+    result["warnings"] = [*result.get("warnings", []), warning]
+    return ToolResult(result=result, effect=outcome.effect, command_id=outcome.command_id)
+
+
 def success(
     tool_name: str,
     correlation: Correlation,
     workspace_id: str | None,
     document_id: str | None,
     outcome: ToolResult,
+    *,
+    scopes: frozenset[Scope],
+    locale: Locale,
 ) -> Envelope:
+    """The success envelope, as the caller granted `scopes` may see it (`disclosed`: no page text
+    without `page.read`; no default, so no answer can leave the question out)."""
+    outcome = disclosed(outcome, scopes, locale)
     return {
         "ok": True,
         "toolName": tool_name,
@@ -108,9 +126,13 @@ def failure(
     error: MnoteError,
     locale: Locale,
     max_chars: int | None = None,
+    *,
+    scopes: frozenset[Scope],
 ) -> Envelope:
     """The failure envelope; with `max_chars`, its error shown more and more briefly until the whole
-    envelope's JSON fits (an error is a result too: `--max-result-chars` holds it)."""
+    envelope's JSON fits (an error is a result too: `--max-result-chars` holds it). Its details as a
+    caller granted `scopes` may see them: no page text without `page.read` (`vocabulary.disclosure`)."""
+    shown_error = MnoteError(error.code, error.reason, withheld_details(error.details, scopes))
     envelope: Envelope = {
         "ok": False,
         "toolName": tool_name,
@@ -121,7 +143,7 @@ def failure(
         "error": None,
     }
     for shown in SHOWN_STEPS:
-        envelope["error"] = render_error(error, locale, shown)
+        envelope["error"] = render_error(shown_error, locale, shown)
         if max_chars is None or len(to_json(envelope)) <= max_chars:
             break
     return envelope

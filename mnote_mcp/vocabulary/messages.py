@@ -87,6 +87,10 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "该页面的历史中没有 commandId 为 {commandId} 的写入",
         "en": "this page's history has no write with commandId {commandId}",
     },
+    (_C.NOT_FOUND, _R.RUN): {
+        "zh-CN": "该页面的历史中没有你在运行 {runId} 中的写入",
+        "en": "this page's history has no write of yours in the run {runId}",
+    },
     (_C.INVALID_ARGUMENT, None): {
         "zh-CN": "参数无效：{pointer} {reason}",
         "en": "invalid argument at {pointer}: {reason}",
@@ -196,6 +200,11 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (_C.CONFLICT, _R.REVERT): {
         "zh-CN": "用 mnote.page.history 查看之后的写入；撤销到某个 revision（toRevision）会一并撤销它们",
         "en": "see the later writes with mnote.page.history; reverting to a revision (toRevision) undoes them too",
+    },
+    (_C.NOT_FOUND, _R.RUN): {
+        "zh-CN": "使用你的写入结果中给出的 runId；mnote.page.history 列出该页面的写入及其 runId",
+        "en": "use the runId one of your writes' results names; mnote.page.history lists this page's"
+        " writes with theirs",
     },
     (_C.CONFLICT, _R.PLAN_CHANGED): {
         "zh-CN": "用 mnote.page.get 重新读取页面，再决定是否重试",
@@ -420,6 +429,11 @@ WARNINGS: dict[str, dict[Locale, str]] = {
         "zh-CN": "结果超出大小上限，已省略部分列表项（见 details.omitted）；写入本身已完整完成，可重新读取页面查看",
         "en": "the result was larger than one result may be, so some list entries are left out (see"
         " details.omitted); the write itself is complete: read the page to see it",
+    },
+    "page_text_withheld": {
+        "zh-CN": "此连接未被授予 page.read，答复中省略了页面文本（{withheld}）；写入本身不受影响",
+        "en": "this connection is not granted page.read, so page text is left out of this answer"
+        " ({withheld}); the write itself is not affected",
     },
     "idempotent_replay": {
         "zh-CN": "该 idempotencyKey 已执行过（{commandId}）：真实调用将重放首次结果，不会再次写入",

@@ -161,3 +161,12 @@ async def test_both_spellings_are_accepted_and_the_envelope_names_the_tool_as_se
     async with connect(db) as client:
         underscore = await call(client, "mnote_page_get", **BASE)
     assert underscore["toolName"] == "mnote.page.get"
+
+
+async def test_an_unknown_field_of_a_closed_object_is_named_by_its_pointer(db: Path) -> None:
+    """A refusal names the argument at fault (issue 30): the unexpected member, not the object."""
+    async with connect(db) as client:
+        refused = await call(
+            client, "mnote.page.update_options", **write_args("k", options={"showToc": True, "bogus": 1})
+        )
+    assert refused["error"]["details"]["pointer"] == "/options/bogus", refused["error"]

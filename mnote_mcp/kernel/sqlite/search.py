@@ -6,8 +6,8 @@ the page's number, and `search_index` a row per block, keyed by the block's *key
 a chunk (`workspace number << 34 | m`, its workspace's m-th chunk) holds 63 consecutive keys of one
 page. So a workspace's rows are one rowid range (a search reads only the ranges of the workspaces the
 actor may read: other workspaces cost nothing, not even time), a matching key's page is its chunk's
-(`search_chunks`, cached in `Fts5Index.chunk_pages`: a chunk never changes page), and ranking pages
-needs no join, however many blocks match.
+(`search_chunks`, cached in `Fts5Index.chunk_pages`: a chunk never changes page; at most
+`MAX_CHUNK_PAGES` of them), and ranking pages needs no join, however many blocks match.
 
 Numbers are handed out by `search_workspaces` (its next page and next chunk), `search_pages` (a page's
 next key) and `search_blocks` (a block row's key, by the row's `seq`). The index follows the writes
@@ -30,8 +30,9 @@ import heapq
 import itertools
 import json
 import operator
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult, Snippet
@@ -63,6 +64,11 @@ WORKSPACE_SHIFT = 40  # a key: workspace number << 40 | (chunk number << 6 | slo
 SLOT_BITS = 6  # 64 keys per chunk; slot 0 is never used, so a page's next key with slot 0 means "no chunk"
 SLOTS = (1 << SLOT_BITS) - 1
 MAX_WORKSPACES = (1 << (63 - WORKSPACE_SHIFT)) - 1
+# Chunks whose page the index remembers (`ChunkPages`): about 6 MB at most (~116 bytes an entry), all
+# the chunks of a store of three million block rows. Edits make new chunks for as long as the server
+# runs (a row's key is never reused), so without a bound the cache grew with every edited page a search
+# met (issue 30).
+MAX_CHUNK_PAGES = 50_000
 
 SEARCH_DDL = """
 CREATE TABLE IF NOT EXISTS search_workspaces (
@@ -139,13 +145,48 @@ class SqliteClock:
 SQLITE_CLOCK = SqliteClock()
 
 
+class ChunkPages:
+    """The chunk -> page map, learnt as searches meet chunks: a chunk never changes page (chunk numbers
+    only grow), so what is known stays true, whichever process wrote it. At most `MAX_CHUNK_PAGES`
+    entries: one that would take it past the bound starts it again empty (what a search needs is
+    learnt again in one query). Thread-safe: searches run on worker threads."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def pages(self, conn: Connection, chunks: Collection[int]) -> dict[int, int]:
+        """The page of each of `chunks` the store knows, from the cache or, for the rest, one query."""
+        with self._lock:
+            known = self._known
+            found = {chunk: known[chunk] for chunk in chunks if chunk in known}
+        missing = [chunk for chunk in chunks if chunk not in found]
+        if not missing:
+            return found
+        learnt: dict[int, int] = dict(
+            conn.execute(
+                "SELECT c.num, c.page FROM json_each(?) j JOIN search_chunks c ON c.num = j.value",
+                (json.dumps(missing),),
+            ).fetchall()
+        )
+        found.update(learnt)
+        limit = MAX_CHUNK_PAGES
+        with self._lock:
+            if len(self._known) + len(learnt) > limit:
+                self._known = {}
+            if len(learnt) <= limit:
+                self._known.update(learnt)
+        return found
+
+
 class Fts5Index:
     """The index of one SQLite store (the dialect's `SearchIndex`; see the module)."""
 
     def __init__(self) -> None:
-        # The chunk -> page map, filled as searches meet chunks: a chunk never changes page (chunk
-        # numbers only grow), so what is known stays true, whichever process wrote it.
-        self.chunk_pages: dict[int, int] = {}
+        self.chunk_pages = ChunkPages()
 
     @property
     def clock(self) -> SqliteClock:
@@ -316,7 +357,7 @@ def _matches(
     query: SearchQuery,
     segments: Sequence[Segment],
     workspaces: dict[str, int | None],
-    chunk_pages: dict[int, int],
+    chunk_pages: ChunkPages,
 ) -> SearchResult:
     """Pages ranked by (matched as written, title matched, number of matching rows, page number),
     best first: a page matching only where a bare word was forgiven as a prefix ranks below every
@@ -342,15 +383,15 @@ def _matches(
     )
     keys, titles = _rows(conn, match_expression(segments), ranges)
     counts = Counter(map(operator.rshift, keys, itertools.repeat(SLOT_BITS)))
-    _learn_chunks(conn, chunk_pages, [chunk for chunk in counts if chunk not in chunk_pages])
+    owners = chunk_pages.pages(conn, counts)
     written_as = strict(segments)
     exact: set[int] | None = None  # the pages matching the query as written (None: every page)
     if written_as is not None:  # a second pass over the index, for the whole words alone
         exact_keys, exact = _rows(conn, match_expression(written_as), ranges)
-        exact.update(chunk_pages.get(chunk, -1) for chunk in {key >> SLOT_BITS for key in exact_keys})
+        exact.update(owners.get(chunk, -1) for chunk in {key >> SLOT_BITS for key in exact_keys})
     pages: dict[int, list[int]] = {}  # page -> [matching rows, first chunk, last chunk]
     for chunk, count in counts.items():
-        page = chunk_pages.get(chunk)
+        page = owners.get(chunk)
         if page is None:  # cannot happen while the triggers keep both tables; never fail a read on it
             continue
         entry = pages.get(page)
@@ -446,17 +487,6 @@ def _ends(keys: list[int], entry: list[int]) -> set[int]:
     low = bisect.bisect_left(keys, first << SLOT_BITS)
     high = bisect.bisect_right(keys, (last << SLOT_BITS) | SLOTS) - 1
     return {keys[low], keys[high]}
-
-
-def _learn_chunks(conn: Connection, chunk_pages: dict[int, int], missing: list[int]) -> None:
-    """Add the pages of `missing` chunks to the cache, in one query."""
-    if missing:
-        chunk_pages.update(
-            conn.execute(
-                "SELECT c.num, c.page FROM json_each(?) j JOIN search_chunks c ON c.num = j.value",
-                (json.dumps(missing),),
-            ).fetchall()
-        )
 
 
 def _page_hit(conn: Connection, page: int) -> SearchHit:

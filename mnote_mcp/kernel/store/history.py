@@ -469,5 +469,9 @@ def command_not_found(command_id: str) -> MnoteError:
     return MnoteError(ErrorCode.NOT_FOUND, Reason.COMMAND, {"commandId": command_id, "pointer": "/commandId"})
 
 
+def run_not_found(run_id: str) -> MnoteError:
+    return MnoteError(ErrorCode.NOT_FOUND, Reason.RUN, {"runId": run_id, "pointer": "/runId"})
+
+
 def ids_by_revision(revisions: Iterable[Revision]) -> Mapping[int, set[str]]:
     return {r.revision: {entry[0] for entry in r.blocks if not entry[3]} for r in revisions}

@@ -621,6 +621,10 @@ async def test_non_wired_option_fails_a_real_call_and_warns_a_dry_run(kit: Kit) 
         (CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": []}, "schema", "/content"),
         (CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "  "}, "schema", "/title"),
         (CommandName.PAGE_LAYOUT_UPDATE_OPTIONS, {"options": {"colour": True}}, "schema", "/options/colour"),
+        # issue 30: a call asking for nothing is named at an argument, never at ""
+        (CommandName.PAGE_REVERT, {}, "schema", "/runId"),
+        (CommandName.PAGE_REVERT, {"toRevision": 1, "commandId": "c"}, "schema", "/toRevision"),
+        (CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1"}, "schema", "/text"),
         ("page.body.erase", {}, "unknown_command", None),
     ],
 )
@@ -761,6 +765,10 @@ async def test_text_replace_relays_its_edits_refusals_and_rebase(kit: Kit, adapt
         kit.execute(kit.command(name, {"edits": [{"oldText": "Third", "newText": "x"}]}, "t3"))
     )
     assert (missing.reason, missing.details["candidates"]) == ("text_missing", [])
+    unknown = await _refused(
+        kit.execute(kit.command(name, {"edits": [{"oldText": "1st", "newText": "x", "bogus": 1}]}, "t8"))
+    )
+    assert (unknown.code, unknown.details["pointer"]) == (ErrorCode.INVALID_ARGUMENT, "/edits/0/bogus")
     assert _dump(adapter) == before, "refusals write nothing"
     every = await kit.execute(
         kit.command(name, {"edits": [{"oldText": "para", "newText": "P", "replaceAll": True}]}, "t4", base=2)
@@ -941,6 +949,29 @@ async def test_revert_refuses_when_a_later_write_touched_the_same_blocks(kit: Ki
         kit.execute(kit.command(CommandName.PAGE_REVERT, {"toRevision": 1}, "x5", actor="user_viewer"))
     )
     assert viewer.reason == "page_write"
+
+
+async def test_revert_of_a_run_that_wrote_nothing_to_the_page_is_not_found(
+    kit: Kit, adapter: Adapter
+) -> None:
+    """Issue 30: no such run, or another actor's run of the same id, is `not_found` (reason `run`) as an
+    unknown commandId is, real or dry run, and nothing is written: no revision, ledger entry or audit
+    record."""
+    await kit.execute(
+        kit.command(
+            CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "Theirs"}, "n1", actor="user_owner", run="run_x"
+        )
+    )
+    before = _dump(adapter)
+    for run in ("run_typo", "run_x"):
+        for dry_run in (True, False):
+            missing = await _refused(
+                kit.execute(kit.command(CommandName.PAGE_REVERT, {"runId": run}, f"n-{run}", dry_run=dry_run))
+            )
+            assert (missing.code, missing.reason) == (ErrorCode.NOT_FOUND, "run")
+            assert missing.details == {"runId": run, "pointer": "/runId"}
+    assert _dump(adapter) == before
+    assert await kit.revision() == 2
 
 
 # -- authorize ---------------------------------------------------------------------------------

@@ -301,12 +301,12 @@ REFUSALS: dict[str, tuple[str, dict[str, Any], str, str]] = {
         "invalid_argument",
         "/parentId",
     ),
-    "update with nothing to change": ("mnote.block.update", {"blockId": "p"}, "invalid_argument", ""),
+    "update with nothing to change": ("mnote.block.update", {"blockId": "p"}, "invalid_argument", "/text"),
     "update with empty props only": (
         "mnote.block.update",
         {"blockId": "p", "props": {}},
         "invalid_argument",
-        "",
+        "/props",
     ),
     "delete zero blocks": ("mnote.block.delete", {"blockIds": []}, "invalid_argument", "/blockIds"),
     "delete a block listed twice": (

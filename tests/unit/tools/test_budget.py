@@ -250,11 +250,12 @@ def test_the_envelope_frame_is_measured_exactly(
     from mnote_mcp.kernel.port import Correlation
     from mnote_mcp.tools.budget import chars, result_limit
     from mnote_mcp.vocabulary.envelope import ToolResult, success
+    from mnote_mcp.vocabulary.scopes import ALL_SCOPES
 
     call_id, trace_id, workspace_id, document_id = ids
     correlation = Correlation(session_id="s", run_id="r", tool_call_id=call_id, trace_id=trace_id)
     outcome = ToolResult(result=result, effect=effect, command_id=command_id)
-    envelope = success(tool, correlation, workspace_id, document_id, outcome)
+    envelope = success(tool, correlation, workspace_id, document_id, outcome, scopes=ALL_SCOPES, locale="en")
     room = result_limit(100_000, tool, correlation, workspace_id, document_id, outcome)
     assert chars(envelope) == 100_000 - room + chars(result)
 

@@ -14,12 +14,23 @@ import pytest
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.registry import ToolSpec
-from tests.support.helpers import IDS, MODES, call, connect, page_args, write_args
+from tests.support.helpers import (
+    FIXTURE,
+    IDS,
+    MODES,
+    call,
+    connect,
+    dump,
+    page_args,
+    store_with_pages,
+    write_args,
+)
 from tests.support.tool_calls import call_example, target
 
 pytestmark = pytest.mark.anyio
 
 WRITES = [spec for spec in ALL_TOOLS if spec.writes]
+SECOND_PAGE = {"id": "doc_2", "title": "Two", "blocks": [{"id": "q_1", "type": "paragraph", "text": "x"}]}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -80,4 +91,50 @@ async def test_revert_refusals_name_undo_run_id(db: Path, style: str, case: str)
     error = refused["error"]
     said = json.dumps(error, ensure_ascii=False)
     assert error["code"] == "mnote_tool_invalid_argument"
+    assert error["details"]["pointer"] in ("/undoRunId", "/commandId", "/toRevision"), error  # issue 30
     assert "undoRunId" in said and "runId" not in said.replace("undoRunId", ""), said
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_run_that_wrote_nothing_to_the_page_is_not_found(tmp_path: Path, mode: str) -> None:
+    """Issue 30: a mistyped `undoRunId` answered `ok`, `effect: "write"`, a commandId and `changed:
+    false`, with a ledger entry and an audit record of a write. A run that wrote nothing to this page
+    (no such run, another page's run, another actor's run of the same id) is refused as an unknown
+    `commandId` is, real or dry run, and nothing is recorded."""
+    db = store_with_pages(tmp_path / "two.db", FIXTURE, SECOND_PAGE)
+    async with connect(db, mode, confirm="never") as client:
+        await call(
+            client, "mnote.block.update", **write_args("w1", blockId="p_1", text="A", runId="run_mine")
+        )
+        await call(
+            client,
+            "mnote.block.update",
+            **write_args("w2", document_id="doc_2", blockId="q_1", text="B", runId="run_elsewhere"),
+        )
+    async with connect(db, mode, confirm="never", actor="user_owner") as client:
+        await call(client, "mnote.page.update_title", **write_args("w3", title="T", runId="run_theirs"))
+    before = dump(db)
+    async with connect(db, mode, confirm="never") as client:
+        answers = [
+            await call(
+                client, "mnote.page.revert", **write_args(f"u-{run}-{dry}", dry_run=dry, undoRunId=run)
+            )
+            for run in ("run_mnie", "run_elsewhere", "run_theirs")
+            for dry in (False, True)
+        ]
+        mine = await call(client, "mnote.page.revert", **write_args("u-mine", undoRunId="run_mine"))
+    assert dump(db) != before and mine["ok"] and mine["result"]["revertedRevisions"] == [2]
+    for refused in answers:
+        assert refused["audit"] == {"effect": "none", "workspaceId": "ws_1", "documentId": "doc_1"}
+        error = refused["error"]
+        assert (error["code"], error["details"]["pointer"]) == ("mnote_tool_not_found", "/undoRunId"), error
+        assert error["details"]["runId"] in ("run_mnie", "run_elsewhere", "run_theirs")
+        assert "runId" not in error["message"].replace("undoRunId", ""), error["message"]
+
+
+async def test_nothing_is_recorded_for_a_run_that_wrote_nothing(db: Path) -> None:
+    before = dump(db)
+    async with connect(db, confirm="never") as client:
+        refused = await call(client, "mnote.page.revert", **write_args("u-typo", undoRunId="run_typo"))
+    assert refused["error"]["code"] == "mnote_tool_not_found"
+    assert dump(db) == before, "no ledger entry, no audit record, no revision"

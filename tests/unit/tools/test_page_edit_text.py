@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from mnote_mcp.kernel.store.commands.text import CANDIDATES, CONTEXT
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from tests.support.helpers import MODES, call, connect, dump, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -223,6 +225,12 @@ async def test_a_retry_replays_and_other_arguments_conflict(db: Path, mode: str)
         ({"edits": [edit("", "x")]}, "/edits/0/oldText"),
         ({"edits": [{"oldText": "teh"}]}, "/edits/0/newText"),
         ({"edits": [edit("teh", "the")] * 51}, "/edits"),
+        # issue 30: an edit's fields are closed, as a block's and options are
+        ({"edits": [{**edit("teh", "the"), "bogus": 1}]}, "/edits/0/bogus"),
+        (
+            {"edits": [edit("teh", "the"), {**edit("a", "b"), "replaceAll": True, "old_text": "a"}]},
+            "/edits/1/old_text",
+        ),
     ],
 )
 async def test_bad_edits_are_refused_with_a_pointer(db: Path, args: dict[str, Any], pointer: str) -> None:
@@ -233,6 +241,20 @@ async def test_bad_edits_are_refused_with_a_pointer(db: Path, args: dict[str, An
         assert dump(db) == before
     assert envelope["error"]["code"] == "mnote_tool_invalid_argument"
     assert envelope["error"]["details"]["pointer"] == pointer
+
+
+@pytest.mark.parametrize("form", SCHEMA_FORMS)
+def test_the_advertised_edit_is_closed(form: SchemaForm) -> None:
+    """What a model is shown says an edit takes only oldText, newText and replaceAll (issue 30)."""
+    tool = next(spec for spec in ALL_TOOLS if spec.name == TOOL).to_mcp(
+        style="dotted", strict=False, form=form
+    )
+    item = tool.input_schema["properties"]["edits"]["items"]
+    assert item["additionalProperties"] is False and set(item["properties"]) == {
+        "oldText",
+        "newText",
+        "replaceAll",
+    }
 
 
 @pytest.mark.parametrize("mode", MODES)

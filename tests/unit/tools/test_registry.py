@@ -106,6 +106,10 @@ async def test_each_error_a_tool_shows_by_example_is_what_the_server_answers(
                 case.when,
                 error,
             )
+            # issue 30: every refusal names its argument ("invalid argument at : ..." named none)
+            pointer = error.get("details", {}).get("pointer")
+            assert pointer is None or pointer.startswith("/"), (name, case.when, error)
+            assert " at :" not in error["message"], (name, case.when, error)
     assert dump(db, audit=False) == before
 
 

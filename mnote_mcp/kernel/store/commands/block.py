@@ -115,8 +115,10 @@ class UpdatePayload(TypedDict):
 def _validate_update(payload: Mapping[str, Any]) -> UpdatePayload:
     target = block_id(payload.get("blockId"), "/blockId")
     given = {name: payload[name] for name in ("type", "text", "props") if payload.get(name) not in (None, {})}
-    if not given:
-        raise invalid("", "nothing to change: give type, text or props")
+    if not given:  # named at the argument meant (issue 30: the pointer was "", "invalid argument at : ...")
+        raise invalid(
+            "/props" if "props" in payload else "/text", "nothing to change: give type, text or props"
+        )
     out: UpdatePayload = {"blockId": target}
     if "type" in given:
         kind = given["type"]

@@ -30,7 +30,7 @@ from mnote_mcp.kernel.store.plan import Plan, Tx, text_diff_of
 from mnote_mcp.kernel.store.rows import TOP, BlockChange, BlockRow, tree_of
 
 MAX_ID_LENGTH = 256
-TARGETS = ("toRevision", "commandId", "runId")
+TARGETS = ("runId", "commandId", "toRevision")  # the tool's order: its `undoRunId` first
 
 
 class RevertPayload(TypedDict, total=False):
@@ -44,7 +44,10 @@ class RevertPayload(TypedDict, total=False):
 def _validate_revert(payload: Mapping[str, Any]) -> RevertPayload:
     given = [name for name in TARGETS if payload.get(name) is not None]
     if len(given) != 1:
-        raise invalid("", "give exactly one of toRevision, commandId or runId", given=given)
+        # Named at an argument (issue 30: the pointer was "", "invalid argument at : ..."): the second
+        # one given, or with none the first way there is to say what to undo.
+        at = given[1] if given else TARGETS[0]
+        raise invalid(f"/{at}", "give exactly one of runId, commandId or toRevision", given=given)
     (name,) = given
     value = payload[name]
     if name == "toRevision":
@@ -72,8 +75,6 @@ def _plan_revert(tx: Tx, p: RevertPayload) -> Plan:
         target = history.rebuild(state, later)
     else:
         undone = _undone(tx, p)
-        if not undone:
-            return Plan(diff=[], changed=False, data={"revertedRevisions": [], "blockIds": []})
         later = history.revisions_after(tx.conn, page.workspace_id, page.id, undone[0] - 1)
         result = history.undo(state, set(undone), later)
         if result.conflicts:
@@ -84,9 +85,17 @@ def _plan_revert(tx: Tx, p: RevertPayload) -> Plan:
 
 
 def _undone(tx: Tx, p: RevertPayload) -> list[int]:
+    """The revisions to undo, never none: a run that wrote nothing to this page (a mistyped id,
+    another actor's run) is refused as an unknown commandId is, and nothing is recorded (issue 30: it
+    answered a write that changed nothing, with a ledger entry and an audit record)."""
     page = tx.page
     if "runId" in p:
-        return history.run_revisions(tx.conn, page.workspace_id, page.id, p["runId"], tx.command.actor_id)
+        revisions = history.run_revisions(
+            tx.conn, page.workspace_id, page.id, p["runId"], tx.command.actor_id
+        )
+        if not revisions:
+            raise history.run_not_found(p["runId"])
+        return revisions
     revision = history.command_revision(tx.conn, page.workspace_id, page.id, p["commandId"])
     if revision is None:
         raise history.command_not_found(p["commandId"])

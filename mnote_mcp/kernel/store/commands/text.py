@@ -67,6 +67,11 @@ def _validate(payload: Mapping[str, Any]) -> ReplacePayload:
         at = f"/edits/{index}"
         if not isinstance(item, Mapping):
             raise invalid(at, "must be an object {oldText, newText, replaceAll?}")
+        # Closed, as a block's fields and page options are: a misspelt `replace_all` is refused, not
+        # ignored into a different edit than the caller meant (issue 30).
+        unknown = sorted(set(item) - TextEdit.__annotations__.keys())
+        if unknown:
+            raise invalid(f"{at}/{unknown[0]}", "unknown edit field; allowed: oldText, newText, replaceAll")
         every = item.get("replaceAll")
         if every is not None and not isinstance(every, bool):
             raise invalid(f"{at}/replaceAll", "must be a boolean")

@@ -237,7 +237,8 @@ async def test_undoing_a_run_never_undoes_another_actors_writes(db: Path, mode: 
         )
         undo = await call(editor, "mnote.page.revert", **write_args("k_undo", undoRunId="shared"))
         page = await call(editor, "mnote.page.get", **page_args())
-    assert plan["ok"] and plan["result"]["changed"] is False and plan["result"]["revertedRevisions"] == []
+    # before the editor wrote under it, "shared" is a run of no write of theirs: nothing to undo (issue 30)
+    assert plan["error"]["code"] == "mnote_tool_not_found", plan
     assert undo["ok"], undo["error"]
     assert undo["result"]["revertedRevisions"] == [mine["result"]["revision"]]
     assert undo["result"]["blockIds"] == ["editors"]
