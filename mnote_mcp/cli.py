@@ -242,8 +242,10 @@ def _main(argv: Sequence[str]) -> int:
     configure_logging(config.log_level, config.log_format)
     try:
         if command == "serve":
+            from mnote_mcp.allocator import limit_arenas
             from mnote_mcp.serve import loop_options, serve
 
+            limit_arenas(config.malloc_arenas)
             anyio.run(serve, config, backend_options=loop_options(config))
             return 0
         status: int = RUNNERS[command](config)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
+from mnote_mcp.allocator import DEFAULT_MALLOC_ARENAS
 from mnote_mcp.confirmation import (
     CONFIRM_FALLBACKS,
     CONFIRM_POLICIES,
@@ -925,6 +926,13 @@ class ServerConfig(StoreSettings, LogSettings):
         default=True,
         flag="--no-uvloop",
         env="MNOTE_NO_UVLOOP",
+    )
+    malloc_arenas: int = setting(
+        DEFAULT_MALLOC_ARENAS,
+        non_negative_int,
+        "most glibc malloc arenas (0: glibc's default, eight per core); worker threads that come and go"
+        " otherwise grow resident memory that is free but kept (MALLOC_ARENA_MAX, when set, wins)",
+        metavar="N",
     )
     # relay adapters
     runtime_timeout: float = setting(10.0, positive_number, "seconds per runtime request", group=RELAY)

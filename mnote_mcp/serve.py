@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mnote_mcp import __version__
+from mnote_mcp import __version__, allocator
 from mnote_mcp.app import App, kernel_adapter, open_app
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.drain import DrainingReadStream
@@ -58,7 +58,7 @@ async def announce(app: App, auth: str | None = None) -> None:
         served or ", ".join(f"{ws} ({n} pages)" for ws, n in sorted(workspaces.items())) or "none readable"
     )
     logger.info(
-        "mnote-mcp %s on %s: actor=%s scopes=%s%s kernel=%s store=%s workspaces=%s%s loop=%s",
+        "mnote-mcp %s on %s: actor=%s scopes=%s%s kernel=%s store=%s workspaces=%s%s loop=%s arenas=%s",
         __version__,
         config.transport,
         actor,
@@ -69,6 +69,7 @@ async def announce(app: App, auth: str | None = None) -> None:
         served,
         f" auth={auth}" if auth else "",
         loop_name(),
+        allocator.chosen,
     )
 
 
