@@ -16,6 +16,7 @@ from mcp.server import Server
 from mnote_mcp.config import ServerConfig, default_runtime_token_path
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.elicitation import read_keys
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.traced import traced
 from mnote_mcp.net import is_loopback
@@ -153,6 +154,9 @@ async def open_app(config: ServerConfig) -> AsyncIterator[App]:
             max_result_chars=config.max_result_chars,
             max_argument_depth=config.max_argument_depth,
             confirmation=config.confirmation,
+            fair=FairShare(
+                config.call_limit_of, requests=config.requests_limit, admission=config.admission_bounds
+            ),
         )
         keys = tuple(read_keys(config.confirm_key_file)) if config.confirm_key_file is not None else ()
         yield App(

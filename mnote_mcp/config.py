@@ -44,17 +44,22 @@ from mnote_mcp.confirmation import (
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES, PageLimits
-from mnote_mcp.kernel.postgres.gate import (
-    DEFAULT_SEARCH_CONNECTIONS,
-    DEFAULT_SEARCH_TIMEOUT,
-    DEFAULT_SEARCHES_PER_ACTOR,
-    SearchBounds,
-)
+from mnote_mcp.kernel.postgres.bounds import DEFAULT_SEARCH_TIMEOUT, SearchBounds
 from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.net import is_loopback
 from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
+from mnote_mcp.tools.cost import (
+    DEFAULT_EXPENSIVE_CALLS,
+    DEFAULT_EXPENSIVE_PER_ACTOR,
+    DEFAULT_EXPENSIVE_WAIT,
+    DEFAULT_LIMITS,
+    DEFAULT_REQUEST_LIMIT,
+    CallLimit,
+    Cost,
+    call_limit,
+)
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
 from mnote_mcp.vocabulary.envelope import DEFAULT_MAX_ARGUMENT_DEPTH, DEFAULT_MAX_ID_CHARS
@@ -66,6 +71,7 @@ from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, par
 if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
     from _typeshed import DataclassInstance
 
+    from mnote_mcp.admission import AdmissionBounds
     from mnote_mcp.httpguard import ClientLimits
     from mnote_mcp.tools.selection import ToolSelection
 
@@ -83,6 +89,7 @@ LOGGING = "logging (stderr)"
 STORE = "the embedded kernel's store (--kernel local, runtime serve|cli)"
 OBSERVE = "probes, metrics and traces (docs/deploy.md, 'Watching it run')"
 OAUTH = "OAuth resource server (--auth oauth): access tokens from an authorization server"
+FAIR = "fair share: what one actor may ask of this replica (docs/security.md, 'Fair share')"
 _SETTING = "mnote_mcp.setting"
 T = TypeVar("T")
 W = TypeVar("W", bound=str)
@@ -558,20 +565,6 @@ class StoreSettings:
         "most PostgreSQL connections (and calls at once) this process holds (--db postgresql://…)",
         group=STORE,
     )
-    db_search_connections: int = setting(
-        DEFAULT_SEARCH_CONNECTIONS,
-        positive_int,
-        "most of those connections searches hold at once (at most one less than the pool: other calls"
-        " keep the rest; --db postgresql://…)",
-        group=STORE,
-    )
-    db_searches_per_actor: int = setting(
-        DEFAULT_SEARCHES_PER_ACTOR,
-        positive_int,
-        "searches one actor may have in flight (they run one at a time, the others wait); one more is"
-        " refused at once (search_busy, retryable; --db postgresql://…)",
-        group=STORE,
-    )
     db_search_timeout: float = setting(
         DEFAULT_SEARCH_TIMEOUT,
         positive_number,
@@ -594,7 +587,7 @@ class StoreSettings:
 
     @property
     def search_bounds(self) -> SearchBounds:
-        return SearchBounds(self.db_search_connections, self.db_searches_per_actor, self.db_search_timeout)
+        return SearchBounds(self.db_search_timeout)
 
 
 def store_location(value: str) -> Path | str | None:
@@ -952,6 +945,80 @@ class ServerConfig(StoreSettings, LogSettings):
     shutdown_grace: float = setting(
         30.0, positive_number, "seconds calls in flight get to answer on shutdown", group=HTTP
     )
+    # fair share (issue 32): per-actor rates, on every transport, and the admission of expensive calls
+    read_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.READ],
+        call_limit,
+        "page reads (mnote.page.get, resources/read, prompts/get) one actor may make: N/min or N/s with"
+        " 'burst N', or off; one more is answered mnote_tool_rate_limited with the seconds to wait",
+        metavar="RATE",
+        group=FAIR,
+    )
+    write_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.WRITE],
+        call_limit,
+        "writes (every write tool) one actor may make",
+        metavar="RATE",
+        group=FAIR,
+    )
+    search_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.SEARCH],
+        call_limit,
+        "searches and listings (mnote.page.search, resources/list) one actor may make",
+        metavar="RATE",
+        group=FAIR,
+    )
+    heavy_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.HEAVY],
+        call_limit,
+        "heavy reads (mnote.page.history) one actor may make; a call with thousands of argument items"
+        " (block ids) counts here too, one call per 2,000 items",
+        metavar="RATE",
+        group=FAIR,
+    )
+    completion_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.COMPLETION],
+        call_limit,
+        "completion/complete requests one actor may make",
+        metavar="RATE",
+        group=FAIR,
+    )
+    request_limit: CallLimit | None = setting(
+        DEFAULT_REQUEST_LIMIT,
+        call_limit,
+        "HTTP requests one actor may send (/mcp, /sse, /messages/), counted from the headers: one more is"
+        " answered 429 with Retry-After before its body is read",
+        metavar="RATE",
+        group=FAIR,
+    )
+    call_limits: bool = switch(
+        "turn every rate above off (a single trusted client, benchmarks); the admission stays",
+        default=True,
+        flag="--no-call-limits",
+        env="MNOTE_NO_CALL_LIMITS",
+        group=FAIR,
+    )
+    expensive_calls: int = setting(
+        DEFAULT_EXPENSIVE_CALLS,
+        positive_int,
+        "expensive calls (searches, listings, history, completions) running at once on this replica, any"
+        " actor's (on PostgreSQL at most --db-pool-size - 1: other calls keep a connection); others wait",
+        group=FAIR,
+    )
+    expensive_calls_per_actor: int = setting(
+        DEFAULT_EXPENSIVE_PER_ACTOR,
+        positive_int,
+        "expensive calls one actor may have in flight (they run one at a time, the others wait); one more"
+        " is refused at once (mnote_tool_rate_limited, in_flight)",
+        group=FAIR,
+    )
+    expensive_wait: float = setting(
+        DEFAULT_EXPENSIVE_WAIT,
+        positive_number,
+        "seconds an expensive call may wait for its turn and a place; then it is refused"
+        " (mnote_tool_rate_limited, busy, with the seconds to wait)",
+        group=FAIR,
+    )
     ready_timeout: float = setting(
         2.0,
         positive_number,
@@ -1112,6 +1179,32 @@ class ServerConfig(StoreSettings, LogSettings):
     @property
     def confirmation(self) -> Confirmation:
         return Confirmation(policy=self.confirm, fallback=self.confirm_fallback, timeout=self.confirm_timeout)
+
+    @property
+    def call_limit_of(self) -> dict[Cost, CallLimit | None]:
+        """Each class's rate (`--<class>-limit`), all None with `--no-call-limits`."""
+        limits = {
+            Cost.READ: self.read_limit,
+            Cost.WRITE: self.write_limit,
+            Cost.SEARCH: self.search_limit,
+            Cost.HEAVY: self.heavy_limit,
+            Cost.COMPLETION: self.completion_limit,
+        }
+        return {cost: limit if self.call_limits else None for cost, limit in limits.items()}
+
+    @property
+    def requests_limit(self) -> CallLimit | None:
+        return self.request_limit if self.call_limits else None
+
+    @property
+    def admission_bounds(self) -> AdmissionBounds:
+        """`--expensive-*`; on PostgreSQL at most one less than the pool, so other calls keep a connection."""
+        from mnote_mcp.admission import AdmissionBounds
+
+        running = self.expensive_calls
+        if isinstance(self.store, str):  # a PostgreSQL URL
+            running = max(1, min(running, self.db_pool_size - 1))
+        return AdmissionBounds(running, self.expensive_calls_per_actor, self.expensive_wait)
 
 
 @dataclass(frozen=True)

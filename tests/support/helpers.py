@@ -20,6 +20,7 @@ from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.delivery import CALLER_REFUSALS
 from mnote_mcp.dispatch import Dispatcher
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.stores import open_kernel, open_store
@@ -126,6 +127,7 @@ def make_app(db: Path | str, **config: Any) -> App:
         max_result_chars=cfg.max_result_chars,
         max_argument_depth=cfg.max_argument_depth,
         confirmation=cfg.confirmation,
+        fair=FairShare(cfg.call_limit_of, requests=cfg.requests_limit, admission=cfg.admission_bounds),
     )
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 
