@@ -89,9 +89,10 @@ class FairShare:
             cost, Reason.RATE, refused.retry_after, perMinute=limit.per_minute, burst=limit.burst
         )
 
-    def request(self, actor_id: str | None) -> Refused | None:
-        """One HTTP request of this actor (from its headers): None, or how long to wait."""
-        refused = self.buckets.take(REQUESTS, actor_id or "")
+    def request(self, actor_id: str | None, weight: int = 1) -> Refused | None:
+        """One HTTP request of this actor (from its headers), weighing `weight` requests: None, or how
+        long to wait."""
+        refused = self.buckets.take(REQUESTS, actor_id or "", weight)
         if refused is not None:
             self._count(REQUESTS, Reason.RATE)
         return refused

@@ -103,5 +103,7 @@ def rate_limited(cost: Cost, reason: Reason, retry_after: float, **details: Any)
     limit (`details.limit`, the class), why (`reason`: rate, in_flight, busy) and the seconds to wait
     (`details.retryAfterSeconds`); nothing was run."""
     return MnoteError(
-        ErrorCode.RATE_LIMITED, reason, {"limit": cost.value, "retryAfterSeconds": retry_after, **details}
+        ErrorCode.RATE_LIMITED,
+        reason,
+        {"limit": cost.value, "reason": reason.value, "retryAfterSeconds": retry_after, **details},
     )

@@ -6,7 +6,8 @@ transport, and how many requests one actor may send.
 - `--max-listen-streams-per-token` (`429`): how many 2026-era `subscriptions/listen` streams one token
   may hold open (everyone's together are bounded by the connection cap: each holds a connection).
 - `--request-limit` (`429` with `Retry-After`, `RequestLimit`): how many requests one actor may send,
-  counted from the headers once the token is accepted, before any body is read (issue 32). Above
+  counted from the headers once the token is accepted, before any body is read (issue 32); a body
+  announced larger than 64 KiB counts one request more per 64 KiB (parsing it is the cost). Above
   what the call limits let through (`mnote_mcp/fairshare.py`), so only a client that keeps sending
   after being told to wait meets it.
 
@@ -30,6 +31,8 @@ from mnote_mcp.transports.bearer import CallerToken
 
 # Where a refusal made here names its reason for `observe.Refusals` (a 429 is otherwise a session cap's).
 REFUSAL_REASON = "mnote.refusal_reason"
+# A request body counts as one request more per this many bytes announced (`RequestLimit`).
+REQUEST_BYTES = 64 * 1024
 
 
 def owner_of(scope: Scope) -> Hashable:
@@ -108,7 +111,9 @@ class RequestLimit:
 
     def __call__(self, endpoint: ASGIApp) -> ASGIApp:
         async def limited(scope: Scope, receive: Receive, send: Send) -> None:
-            refused = self.fair.request(actor_of(scope) or self.fallback_actor)
+            refused = self.fair.request(
+                actor_of(scope) or self.fallback_actor, 1 + _announced(scope) // REQUEST_BYTES
+            )
             if refused is None:
                 await endpoint(scope, receive, send)
                 return
@@ -118,6 +123,15 @@ class RequestLimit:
             await _jsonrpc_error(send, 429, words, retry_after=wait)
 
         return limited
+
+
+def _announced(scope: Scope) -> int:
+    """The body's size its `Content-Length` announces (0 when it announces none: chunked bodies are
+    bounded by `--max-body-bytes` as they arrive)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 0
+    return 0
 
 
 async def _jsonrpc_error(send: Send, status: int, message: str, *, retry_after: int | None) -> None:
