@@ -16,9 +16,13 @@ embedded SQLite and PostgreSQL stores and a relay alike:
   the calls already running;
 - an actor may have `--expensive-calls-per-actor` in flight, running or waiting: one more is refused at
   once (`mnote_tool_rate_limited`, reason `in_flight`), before any work;
-- a call waits for its turn and a place at most `--expensive-wait` seconds, then is refused
-  (`in_flight` while its own earlier calls still ran, else `busy`), retryable, with an estimate of the
-  seconds to wait (the calls ahead times the mean time a place is held).
+- an actor's expensive calls may keep a place at most `--expensive-share` of the time (a tenth by
+  default): after a call that held its place t seconds, the actor's next one starts no sooner than
+  t x (1/share - 1) later. What they cost is what is shared, not how many they are: a 60 ms listing
+  run on the event loop (SQLite's completions) is followed by a 540 ms rest, a 5 ms search by 45 ms;
+- a call waits for its turn, its rest and a place at most `--expensive-wait` seconds, then is refused
+  (`in_flight` while its own earlier calls still ran, `share` while it rested, else `busy`),
+  retryable, with an estimate of the seconds to wait.
 
 Waiting rather than refusing below the bounds matters: a client keeping many calls in flight and
 sending a refused one again at once costs the replica a request each time, a waiting one nothing. Used
@@ -39,6 +43,7 @@ from mnote_mcp.kernel.errors import MnoteError, Reason
 from mnote_mcp.tools.cost import (
     DEFAULT_EXPENSIVE_CALLS,
     DEFAULT_EXPENSIVE_PER_ACTOR,
+    DEFAULT_EXPENSIVE_SHARE,
     DEFAULT_EXPENSIVE_WAIT,
     Cost,
     rate_limited,
@@ -46,19 +51,22 @@ from mnote_mcp.tools.cost import (
 
 _FIRST_HOLD = 0.05  # seconds a place is held, assumed until one has been measured
 _SMOOTHING = 0.2  # weight of the newest hold time in the running mean
+_RESTS_KEPT = 4096  # actors' rests remembered before the ended ones are forgotten
 
 
 @dataclass(frozen=True, slots=True)
 class AdmissionBounds:
-    """The three bounds above (`--expensive-calls`, `--expensive-calls-per-actor`, `--expensive-wait`)."""
+    """The bounds above (`--expensive-calls`, `--expensive-calls-per-actor`, `--expensive-wait`,
+    `--expensive-share`)."""
 
     running: int = DEFAULT_EXPENSIVE_CALLS
     per_actor: int = DEFAULT_EXPENSIVE_PER_ACTOR
     wait: float = DEFAULT_EXPENSIVE_WAIT
+    share: float = DEFAULT_EXPENSIVE_SHARE
 
     def __post_init__(self) -> None:
-        if self.running < 1 or self.per_actor < 1 or not self.wait > 0:
-            raise ValueError("admission bounds must be positive")
+        if self.running < 1 or self.per_actor < 1 or not self.wait > 0 or not 0 < self.share <= 1:
+            raise ValueError("admission bounds must be positive (and the share at most 1)")
 
 
 class Admission:
@@ -71,6 +79,7 @@ class Admission:
         self._turns: dict[str, Lock] = {}  # an actor's, while it has a call in flight
         self._admitted = 0  # calls in flight, running or waiting (every actor's)
         self._mean_hold = _FIRST_HOLD
+        self._rests: dict[str, float] = {}  # an actor's next expensive call starts no sooner than this
 
     def in_flight(self, actor_id: str) -> int:
         return self._in_flight.get(actor_id, 0)
@@ -98,6 +107,7 @@ class Admission:
             with anyio.move_on_after(self.bounds.wait):
                 await turn.acquire()
                 has_turn = True
+                await anyio.sleep(max(0.0, self._rests.get(actor_id, 0.0) - anyio.current_time()))
                 await limiter.acquire()
                 has_place = True
             if not has_place:
@@ -107,8 +117,10 @@ class Admission:
                 yield
             finally:
                 limiter.release()
-                took = anyio.current_time() - started
+                ended = anyio.current_time()
+                took = ended - started
                 self._mean_hold += _SMOOTHING * (took - self._mean_hold)
+                self._rest(actor_id, ended + took * (1 / self.bounds.share - 1))
         finally:
             if has_turn:
                 turn.release()
@@ -119,17 +131,30 @@ class Admission:
             else:  # nobody holds or waits for its turn
                 del self._in_flight[actor_id], self._turns[actor_id]
 
+    def _rest(self, actor_id: str, until: float) -> None:
+        if len(self._rests) >= _RESTS_KEPT:  # forget the rests that have ended
+            now = anyio.current_time()
+            self._rests = {actor: time for actor, time in self._rests.items() if time > now}
+        self._rests[actor_id] = until
+
     def _busy(self, cost: Cost, had_turn: bool, actor_id: str, waited: float) -> MnoteError:
         waited = round(waited, 1)
         if not had_turn:  # its own earlier calls held its turn all along
             ahead = self._in_flight.get(actor_id, 1)
             return self._refusal(cost, Reason.IN_FLIGHT, ahead, inFlight=ahead, waitedSeconds=waited)
+        rest = self._rests.get(actor_id, 0.0) - anyio.current_time()
+        if rest > 0:  # it rests after its own calls: they used their share
+            return self._refusal(
+                cost, Reason.SHARE, 0, seconds=rest, share=self.bounds.share, waitedSeconds=waited
+            )
         running, waiting = self.counts()
         ahead = math.ceil((running + waiting) / self.bounds.running)
         return self._refusal(cost, Reason.BUSY, ahead, waitedSeconds=waited, places=self.bounds.running)
 
-    def _refusal(self, cost: Cost, reason: Reason, ahead: int, **details: object) -> MnoteError:
-        """Refused, with an estimate of when a place will be free: the calls `ahead` times the mean
-        time a place is held (at least half a second, at most a minute)."""
-        estimate = min(60.0, max(0.5, ahead * self._mean_hold))
+    def _refusal(
+        self, cost: Cost, reason: Reason, ahead: int, seconds: float = 0.0, **details: object
+    ) -> MnoteError:
+        """Refused, with an estimate of when a place will be free: `seconds`, or the calls `ahead`
+        times the mean time a place is held (at least half a second, at most a minute)."""
+        estimate = min(60.0, max(0.5, seconds, ahead * self._mean_hold))
         return rate_limited(cost, reason, round(math.ceil(estimate * 10) / 10, 1), **details)

@@ -53,6 +53,7 @@ from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.cost import (
     DEFAULT_EXPENSIVE_CALLS,
     DEFAULT_EXPENSIVE_PER_ACTOR,
+    DEFAULT_EXPENSIVE_SHARE,
     DEFAULT_EXPENSIVE_WAIT,
     DEFAULT_LIMITS,
     DEFAULT_REQUEST_LIMIT,
@@ -261,6 +262,14 @@ def boolean(value: str) -> bool:
     if lowered in _FALSE:
         return False
     raise ValueError(f"{value!r} is not a boolean; use 1/true/yes/on or 0/false/no/off")
+
+
+def share_of_time(value: str) -> float:
+    """A fraction of the time, more than 0 and at most 1."""
+    share = positive_number(value)
+    if share > 1:
+        raise ValueError(f"{value!r}: a share of the time is at most 1")
+    return share
 
 
 def non_negative_number(value: str) -> float:
@@ -1019,6 +1028,13 @@ class ServerConfig(StoreSettings, LogSettings):
         " (mnote_tool_rate_limited, busy, with the seconds to wait)",
         group=FAIR,
     )
+    expensive_share: float = setting(
+        DEFAULT_EXPENSIVE_SHARE,
+        share_of_time,
+        "most of the time one actor's expensive calls may keep a place (0 to 1): after a call that took"
+        " t seconds, its next one starts no sooner than t x (1/share - 1) later",
+        group=FAIR,
+    )
     ready_timeout: float = setting(
         2.0,
         positive_number,
@@ -1204,7 +1220,9 @@ class ServerConfig(StoreSettings, LogSettings):
         running = self.expensive_calls
         if isinstance(self.store, str):  # a PostgreSQL URL
             running = max(1, min(running, self.db_pool_size - 1))
-        return AdmissionBounds(running, self.expensive_calls_per_actor, self.expensive_wait)
+        return AdmissionBounds(
+            running, self.expensive_calls_per_actor, self.expensive_wait, self.expensive_share
+        )
 
 
 @dataclass(frozen=True)

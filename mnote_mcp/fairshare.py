@@ -49,7 +49,7 @@ def limited_series() -> list[tuple[str, str]]:
             (cost.value, reason.value)
             for cost in Cost
             if cost.admitted
-            for reason in (Reason.IN_FLIGHT, Reason.BUSY)
+            for reason in (Reason.IN_FLIGHT, Reason.SHARE, Reason.BUSY)
         ),
         (REQUESTS, Reason.RATE.value),
     ]

@@ -87,6 +87,7 @@ class Reason(StrEnum):
     RATE = "rate"  # the actor's calls of this class came faster than --<class>-limit
     IN_FLIGHT = "in_flight"  # the actor has --expensive-calls-per-actor expensive calls in flight already
     BUSY = "busy"  # every place for expensive calls stayed taken for --expensive-wait
+    SHARE = "share"  # the actor's expensive calls used their --expensive-share of the time; it rests
     # internal
     UNEXPECTED = "unexpected"
     UNKNOWN_ERROR_CODE = "unknown_error_code"

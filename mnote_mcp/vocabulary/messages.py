@@ -176,6 +176,11 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "你同时进行的 {limit} 类调用已达上限（{inFlight} 个），请 {retryAfterSeconds} 秒后重试",
         "en": "you have {inFlight} {limit} calls in flight already, the most allowed; retry in {retryAfterSeconds} s",
     },
+    (_C.RATE_LIMITED, _R.SHARE): {
+        "zh-CN": "你的 {limit} 类调用已用完在服务器上的时间份额（{share}），请 {retryAfterSeconds} 秒后重试",
+        "en": "your {limit} calls have used their share ({share}) of the server's time; retry in"
+        " {retryAfterSeconds} s",
+    },
     (_C.RATE_LIMITED, _R.BUSY): {
         "zh-CN": "服务器正忙于其他用户的 {limit} 类调用（等待了 {waitedSeconds} 秒），请 {retryAfterSeconds} 秒后重试",
         "en": "the server is busy with other callers' {limit} calls (waited {waitedSeconds} s); retry in"

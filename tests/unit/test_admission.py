@@ -185,3 +185,24 @@ async def test_on_sqlite_another_actors_search_runs_beside_an_attackers_sixteen(
         stall.release.set()
         await app.kernel.aclose()
     assert stall.started == ["user_editor"] * 16
+
+
+async def test_an_actor_rests_after_its_calls_for_its_share_of_the_time() -> None:
+    """`--expensive-share`: after a call that held its place t seconds, the same actor's next starts no
+    sooner than t x (1/share - 1) later (here 3t); another actor's does not wait; a rest longer than the
+    wait is refused `share`, with the seconds left."""
+    admission = Admission(AdmissionBounds(running=2, per_actor=4, wait=0.3, share=0.25))
+    async with admission.admit("a", Cost.COMPLETION):
+        await anyio.sleep(0.2)  # held 0.2 s: a rests 0.6 s
+    started = anyio.current_time()
+    async with admission.admit("b", Cost.COMPLETION):
+        assert anyio.current_time() - started < 0.1, "another actor does not rest for a"
+    with pytest.raises(MnoteError) as resting:
+        async with admission.admit("a", Cost.COMPLETION):
+            pass
+    error = resting.value
+    assert (error.code, error.reason) == (ErrorCode.RATE_LIMITED, Reason.SHARE)
+    assert 0.2 <= error.details["retryAfterSeconds"] <= 0.7 and error.details["share"] == 0.25
+    await anyio.sleep(0.35)
+    async with admission.admit("a", Cost.COMPLETION):  # its rest is over
+        assert anyio.current_time() - started >= 0.6
