@@ -7,7 +7,7 @@ transport, and how many requests one actor may send.
   may hold open (everyone's together are bounded by the connection cap: each holds a connection).
 - `--request-limit` (`429` with `Retry-After`, `RequestLimit`): how many requests one actor may send,
   counted from the headers once the token is accepted, before any body is read (issue 32); a body
-  announced larger than 64 KiB counts one request more per 64 KiB (parsing it is the cost). Above
+  announced counts one request more per 16 KiB (parsing it is the cost). Above
   what the call limits let through (`mnote_mcp/fairshare.py`), so only a client that keeps sending
   after being told to wait meets it.
 
@@ -32,7 +32,7 @@ from mnote_mcp.transports.bearer import CallerToken
 # Where a refusal made here names its reason for `observe.Refusals` (a 429 is otherwise a session cap's).
 REFUSAL_REASON = "mnote.refusal_reason"
 # A request body counts as one request more per this many bytes announced (`RequestLimit`).
-REQUEST_BYTES = 64 * 1024
+REQUEST_BYTES = 16 * 1024
 
 
 def owner_of(scope: Scope) -> Hashable:

@@ -109,10 +109,14 @@ def dump(path: Path | str, *, audit: bool = True) -> str:
 # server in the spec's fullest form. What each setting sends, the defaults included, is
 # tests/unit/test_delivery.py's; the end-to-end tests run the defaults.
 SPEC_FORM: dict[str, Any] = {"refusals": "error", "result_form": "both"}
+# In-process servers of the unit tests send calls as fast as a test can: no per-actor rates and no rest
+# after expensive calls unless a test asks (tests/unit/test_fairshare.py); the admission's places and
+# turns stay as served.
+UNLIMITED: dict[str, Any] = {"call_limits": False, "expensive_share": 1.0}
 
 
 def make_app(db: Path | str, **config: Any) -> App:
-    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM)
+    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM, **UNLIMITED)
     cfg = replace(base, **config)
     kernel = (
         open_kernel(db, demo=False, limits=cfg.page_limits)

@@ -69,7 +69,7 @@ REFUSALS: dict[ErrorCode, tuple[dict[str, Any], Refusal]] = {
         ),
     ),
     # over the caller's own rate (issue 32): one search a minute, the second refused
-    ErrorCode.RATE_LIMITED: ({"search_limit": CallLimit(1, 1)}, _rate_limited),
+    ErrorCode.RATE_LIMITED: ({"search_limit": CallLimit(1, 1), "call_limits": True}, _rate_limited),
 }
 
 
