@@ -61,7 +61,7 @@ async def _limited_then_let_through(client: Client) -> dict[str, Any]:
     await anyio.sleep(wait)
     again = await call(client, "mnote.page.get", **page_args())
     assert again["ok"], again
-    return error
+    return dict(error)
 
 
 async def _two_at_once(client: Client) -> list[dict[str, Any]]:

@@ -24,12 +24,16 @@ import pytest
 
 from mnote_mcp.admission import Admission, AdmissionBounds
 from mnote_mcp.config import ServerConfig
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import SearchQuery, SearchResult
 from mnote_mcp.kernel.store.dialect import MoveToThread
 from mnote_mcp.kernel.store.store import Store
+from mnote_mcp.telemetry.metrics import Metrics
 from mnote_mcp.tools.cost import Cost
+from mnote_mcp.transports.http import admission_gauges
 from tests.support.helpers import IDS, make_app
+from tests.support.metrics import scrape
 
 pytestmark = pytest.mark.anyio
 
@@ -206,3 +210,30 @@ async def test_an_actor_rests_after_its_calls_for_its_share_of_the_time() -> Non
     await anyio.sleep(0.35)
     async with admission.admit("a", Cost.COMPLETION):  # its rest is over
         assert anyio.current_time() - started >= 0.6
+
+
+async def test_the_metrics_show_the_calls_running_and_waiting() -> None:
+    metrics = Metrics()
+    fair = FairShare(admission=AdmissionBounds(running=1))
+    admission_gauges(metrics, fair)
+    running, waiting = (
+        ("mnote_admitted_calls", (("state", "running"),)),
+        ("mnote_admitted_calls", (("state", "waiting"),)),
+    )
+    idle = await scrape(metrics)
+    assert idle[running] == 0 and idle[waiting] == 0
+    release = anyio.Event()
+
+    async def hold(actor: str) -> None:
+        async with fair.admitted(Cost.SEARCH, actor):
+            await release.wait()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(hold, "a")
+        tasks.start_soon(hold, "b")
+        await anyio.wait_all_tasks_blocked()
+        busy = await scrape(metrics)
+        release.set()
+    assert busy[running] == 1 and busy[waiting] == 1
+    done = await scrape(metrics)
+    assert done[running] == 0 and done[waiting] == 0

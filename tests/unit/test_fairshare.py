@@ -64,7 +64,7 @@ def test_limits_read_as_operators_write_them() -> None:
     assert call_limit("off") is None
     assert str(CallLimit(120, 30)) == "120/min burst 30"
     for bad in ("fast", "0/min", "10/h", "10/min burst 0"):
-        with pytest.raises(ValueError, match="N/min|call limit"):
+        with pytest.raises(ValueError, match=r"N/min|call limit"):
             call_limit(bad)
 
 
