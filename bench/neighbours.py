@@ -18,9 +18,9 @@ refusal says (a client that does not wait as told: a flood):
 - `many-id writes`: 4 `mnote.block.delete` calls in flight naming 60,000 block ids (660 KB) on the
   attacker's own page.
 
-The tenant sends one call every 50 ms, alternately `mnote.page.get` of its 5-block page and a
+The tenant sends one call every 100 ms (a busy agent: 10 a second, within its limits), alternately `mnote.page.get` of its 5-block page and a
 `mnote.block.update` of one of its blocks (an agent's pace, well within its own limits), for `--window`
-seconds (15 by default) per measure. Stores: SQLite and PostgreSQL (the `pgserver` wheel's 16, no
+seconds (25 by default) per measure. Stores: SQLite and PostgreSQL (the `pgserver` wheel's 16, no
 `pg_trgm`), the same data in each. `--before DIR` (a checkout of the code before, e.g. `git worktree add
 --detach DIR main`) runs the same servers from that code too, on the same databases, in the same run,
 so before and after are side by side; the machine may be shared: compare within one run. Figures as
@@ -61,7 +61,7 @@ TOKENS: dict[str, dict[str, Any]] = {
 IDS = {"sessionId": "s", "runId": "r", "toolCallId": "c", "traceId": "t"}
 RUN = "long_run"
 BOGUS = [f"x_{n:06d}" for n in range(60_000)]
-PACE = 0.05  # seconds between the tenant's calls
+PACE = 0.1  # seconds between the tenant's calls: 10 a second, a busy agent's pace within its limits
 RETRY = 0.05  # seconds an attacker lane waits after a refusal, whatever it was told
 
 # name -> (lanes, method, params)
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.neighbours", description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, help="a checkout of the code before, run side by side")
     parser.add_argument("--quick", action="store_true", help="a tenth of the data, to try the bench out")
-    parser.add_argument("--window", type=float, default=15.0, help="seconds the tenant is measured per case")
+    parser.add_argument("--window", type=float, default=25.0, help="seconds the tenant is measured per case")
     parser.add_argument("--attacker", nargs=2, metavar=("ATTACK", "URL"), help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.attacker:

@@ -91,7 +91,7 @@ DEFAULT_LIMITS: dict[Cost, CallLimit | None] = {
 # Every HTTP request an actor sends (/mcp, /sse, /messages/), counted from the headers before any body
 # is read: above what the call limits let through, so only a client that keeps sending after being
 # told to wait meets it (429 with Retry-After).
-DEFAULT_REQUEST_LIMIT: CallLimit | None = CallLimit(600, 100)
+DEFAULT_REQUEST_LIMIT: CallLimit | None = CallLimit(1200, 200)
 # The admission (mnote_mcp/admission.py): places on a replica, one actor's calls in flight, the wait.
 DEFAULT_EXPENSIVE_CALLS = 2
 DEFAULT_EXPENSIVE_PER_ACTOR = 16

@@ -135,7 +135,8 @@ async def test_a_request_flood_gets_429_before_any_body_is_read(db: Path, tokens
         head = received.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
         assert head.startswith("http/1.1 429"), received[:300]
         retry_after = re.search(r"\r\nretry-after: (\d+)", head)
-        assert retry_after is not None and 20 <= int(retry_after.group(1)) <= 60, head
+        # until the bucket holds what this request weighs (its 4 MiB: the whole burst of 2, 60 s each)
+        assert retry_after is not None and 60 <= int(retry_after.group(1)) <= 120, head
         assert took < 5, "answered without waiting for the body (--body-timeout is 30 s)"
         assert b"Too many requests for this actor" in received
         # Another actor is not limited by the first one's requests.
