@@ -324,7 +324,9 @@ async def test_searches_that_never_end_leave_the_other_calls_a_connection(big: s
             with anyio.fail_after(30):  # 65cea2d: every thread held by a search, this never answered
                 page = await kernel.get_page(_small_read())
             assert page["documentId"] == "small"
-            assert sorted(stall.started) == ["attacker", "other"], "the attacker's second search waits its turn"
+            assert sorted(stall.started) == ["attacker", "other"], (
+                "the attacker's second search waits its turn"
+            )
             stall.release.set()
         assert len(stall.started) == 3, "the waiting search ran once a place was free"
     finally:
