@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from bench.measure import without_call_limits
 from bench.rawclient import StdioPeer
 from bench.targets import ROOT
 from mnote_mcp.kernel.limits import DEFAULT_MAX_PAGE_BLOCKS, DEFAULT_MAX_PAGE_BYTES
@@ -134,6 +135,7 @@ async def read_memory(db: Path) -> dict[str, float]:
 
 
 async def main() -> dict[str, Any]:
+    without_call_limits()
     from tests.support.helpers import seeded_store
 
     with tempfile.TemporaryDirectory(prefix="mnote-bigpage-") as tmp:

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.measure import without_call_limits
+
 ROOT = Path(__file__).resolve().parent.parent
 INIT = (
     b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
@@ -175,6 +177,7 @@ def per_start(target: str, db: Path, root: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    without_call_limits()
     parser = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__)
     parser.add_argument("--calls", type=int, default=320)
     parser.add_argument("--width", type=int, default=32)

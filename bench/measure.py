@@ -76,3 +76,11 @@ async def checked(answer: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     if result.get("isError"):
         raise RuntimeError(f"tool failed: {result.get('structuredContent') or result.get('content')}")
     return result
+
+
+def without_call_limits() -> None:
+    """The servers this process starts from now on run without per-actor rates (`MNOTE_NO_CALL_LIMITS`,
+    issue 32): a benchmark of what a call costs sends calls as fast as it can, which the rates are there
+    to stop. Set in the environment, which a checkout from before the rates ignores. The noisy-neighbour
+    and attack benchmarks keep the defaults."""
+    os.environ.setdefault("MNOTE_NO_CALL_LIMITS", "1")

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from bench import fixtures
-from bench.measure import checked, cpu_seconds, in_flight
+from bench.measure import checked, cpu_seconds, in_flight, without_call_limits
 from bench.rawclient import StdioPeer
 from bench.targets import Target, echo, mnote
 
@@ -75,6 +75,7 @@ async def run(rounds: int, calls: int) -> dict[str, dict[int, list[dict[str, flo
 
 
 def main(argv: list[str] | None = None) -> int:
+    without_call_limits()
     parser = argparse.ArgumentParser(prog="python -m bench.percall", description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=600)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fixtures import blocks
-from bench.measure import cpu_seconds, median
+from bench.measure import cpu_seconds, median, without_call_limits
 from bench.rawclient import HttpPeer
 from bench.run import _free_port, _wait_for_port
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, Kernel, PageQuery
@@ -257,6 +257,7 @@ async def run(quick: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    without_call_limits()
     parser = argparse.ArgumentParser(prog="python -m bench.postgres", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer calls, shorter rounds")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "postgres.json")

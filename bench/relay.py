@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench.measure import without_call_limits
+
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 
@@ -103,6 +105,7 @@ def _median(rounds: list[dict[str, float]]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    without_call_limits()
     parser = argparse.ArgumentParser(prog="python -m bench.relay", description=__doc__)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)

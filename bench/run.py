@@ -20,7 +20,15 @@ from typing import Any
 from bench import fixtures
 from bench.fixtures import ACTOR, SCALING, WORKSPACE, page_id
 from bench.history import block_ops_suite, history_suite
-from bench.measure import checked, cpu_per_call, in_flight, median, percentiles, sequential
+from bench.measure import (
+    checked,
+    cpu_per_call,
+    in_flight,
+    median,
+    percentiles,
+    sequential,
+    without_call_limits,
+)
 from bench.rawclient import HttpPeer, StdioPeer, cold_start
 from bench.report import plot, save, table
 from bench.search import search_suite
@@ -573,6 +581,7 @@ async def run(
 
 
 def main(argv: list[str] | None = None) -> int:
+    without_call_limits()
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a smoke run of under a minute (CI)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")

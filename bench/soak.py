@@ -41,6 +41,7 @@ import httpx2
 
 from bench.attacks import rss_mb
 from bench.fixtures import ACTOR
+from bench.measure import without_call_limits
 from bench.rawclient import HttpPeer
 from bench.search import make_store, queries
 from bench.targets import ROOT
@@ -196,6 +197,7 @@ def summary(server: Server) -> dict[str, Any]:
 
 
 def main() -> None:
+    without_call_limits()
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="how long to soak (default 10)")
     parser.add_argument("--idle", type=float, default=IDLE_SECONDS, help="pause after each burst, seconds")

@@ -40,7 +40,7 @@ from typing import Any
 
 from bench import fixtures
 from bench.fixtures import ACTOR, PAGE, WORKSPACE
-from bench.measure import cpu_seconds, percentiles
+from bench.measure import cpu_seconds, percentiles, without_call_limits
 from bench.rawclient import INIT, PROTOCOL
 from bench.run import seed_baseline
 from bench.targets import ROOT
@@ -447,6 +447,7 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    without_call_limits()
     parser = argparse.ArgumentParser(prog="python -m bench.streamable", description=__doc__)
     parser.add_argument("command", nargs="?", default="run", choices=("run", "profile"))
     parser.add_argument("target", nargs="?", help="profile: the target to sample")

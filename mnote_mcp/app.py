@@ -14,6 +14,7 @@ from mcp.server import Server
 from mnote_mcp.config import ServerConfig, local_service_token, service_token
 from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.elicitation import read_keys
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.traced import traced
 from mnote_mcp.resources.pages import PageResources
@@ -126,6 +127,9 @@ async def open_app(config: ServerConfig) -> AsyncIterator[App]:
             max_result_chars=config.max_result_chars,
             max_argument_depth=config.max_argument_depth,
             confirmation=config.confirmation,
+            fair=FairShare(
+                config.call_limit_of, requests=config.requests_limit, admission=config.admission_bounds
+            ),
         )
         keys = tuple(read_keys(config.confirm_key_file)) if config.confirm_key_file is not None else ()
         yield App(

@@ -58,12 +58,7 @@ from mnote_mcp.kernel.limits import (
     DEFAULT_MAX_PAGE_BYTES,
     PageLimits,
 )
-from mnote_mcp.kernel.postgres.gate import (
-    DEFAULT_SEARCH_CONNECTIONS,
-    DEFAULT_SEARCH_TIMEOUT,
-    DEFAULT_SEARCHES_PER_ACTOR,
-    SearchBounds,
-)
+from mnote_mcp.kernel.postgres.bounds import DEFAULT_SEARCH_TIMEOUT, SearchBounds
 from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.logs import LogFormat, LogLevel
 from mnote_mcp.net import is_loopback
@@ -71,6 +66,17 @@ from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
 from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS
 from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
+from mnote_mcp.tools.cost import (
+    DEFAULT_EXPENSIVE_CALLS,
+    DEFAULT_EXPENSIVE_PER_ACTOR,
+    DEFAULT_EXPENSIVE_SHARE,
+    DEFAULT_EXPENSIVE_WAIT,
+    DEFAULT_LIMITS,
+    DEFAULT_REQUEST_LIMIT,
+    CallLimit,
+    Cost,
+    call_limit,
+)
 from mnote_mcp.tools.schemas import SCHEMA_FORMS, SchemaForm
 from mnote_mcp.tools.toolsets import Toolset, parse_toolsets
 from mnote_mcp.vocabulary.envelope import DEFAULT_MAX_ARGUMENT_DEPTH, DEFAULT_MAX_ID_CHARS
@@ -82,6 +88,7 @@ from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, par
 if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
     from _typeshed import DataclassInstance
 
+    from mnote_mcp.admission import AdmissionBounds
     from mnote_mcp.httpguard import ClientLimits
     from mnote_mcp.tools.selection import ToolSelection
 
@@ -99,6 +106,7 @@ LOGGING = "logging (stderr)"
 STORE = "the embedded kernel's store (--kernel local, runtime serve|cli)"
 OBSERVE = "probes, metrics and traces (docs/deploy.md, 'Watching it run')"
 OAUTH = "OAuth resource server (--auth oauth): access tokens from an authorization server"
+FAIR = "fair share: what one actor may ask of this replica (docs/security.md, 'Fair share')"
 _SETTING = "mnote_mcp.setting"
 T = TypeVar("T")
 W = TypeVar("W", bound=str)
@@ -305,6 +313,14 @@ def boolean(value: str) -> bool:
     if lowered in _FALSE:
         return False
     raise ValueError(f"{value!r} is not a boolean; use 1/true/yes/on or 0/false/no/off")
+
+
+def share_of_time(value: str) -> float:
+    """A fraction of the time, more than 0 and at most 1."""
+    share = positive_number(value)
+    if share > 1:
+        raise ValueError(f"{value!r}: a share of the time is at most 1")
+    return share
 
 
 def non_negative_number(value: str) -> float:
@@ -616,20 +632,6 @@ class StoreSettings:
         "most PostgreSQL connections (and calls at once) this process holds (--db postgresql://…)",
         group=STORE,
     )
-    db_search_connections: int = setting(
-        DEFAULT_SEARCH_CONNECTIONS,
-        positive_int,
-        "most of those connections searches hold at once (at most one less than the pool: other calls"
-        " keep the rest; --db postgresql://…)",
-        group=STORE,
-    )
-    db_searches_per_actor: int = setting(
-        DEFAULT_SEARCHES_PER_ACTOR,
-        positive_int,
-        "searches one actor may have in flight (they run one at a time, the others wait); one more is"
-        " refused at once (search_busy, retryable; --db postgresql://…)",
-        group=STORE,
-    )
     db_search_timeout: float = setting(
         DEFAULT_SEARCH_TIMEOUT,
         positive_number,
@@ -652,7 +654,7 @@ class StoreSettings:
 
     @property
     def search_bounds(self) -> SearchBounds:
-        return SearchBounds(self.db_search_connections, self.db_searches_per_actor, self.db_search_timeout)
+        return SearchBounds(self.db_search_timeout)
 
 
 def store_location(value: str) -> Path | str | None:
@@ -1028,6 +1030,87 @@ class ServerConfig(StoreSettings, LogSettings):
         group=HTTP,
     )
     shutdown_grace: float = http_limit(SHUTDOWN_GRACE, HTTP)
+    # fair share (issue 32): per-actor rates, on every transport, and the admission of expensive calls
+    read_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.READ],
+        call_limit,
+        "page reads (mnote.page.get, resources/read, prompts/get) one actor may make: N/min or N/s with"
+        " 'burst N', or off; one more is answered mnote_tool_rate_limited with the seconds to wait",
+        metavar="RATE",
+        group=FAIR,
+    )
+    write_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.WRITE],
+        call_limit,
+        "writes (every write tool) one actor may make",
+        metavar="RATE",
+        group=FAIR,
+    )
+    search_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.SEARCH],
+        call_limit,
+        "searches and listings (mnote.page.search, resources/list) one actor may make",
+        metavar="RATE",
+        group=FAIR,
+    )
+    heavy_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.HEAVY],
+        call_limit,
+        "heavy reads (mnote.page.history) one actor may make; a call with thousands of argument items"
+        " (block ids) counts here too, one call per 2,000 items",
+        metavar="RATE",
+        group=FAIR,
+    )
+    completion_limit: CallLimit | None = setting(
+        DEFAULT_LIMITS[Cost.COMPLETION],
+        call_limit,
+        "completion/complete requests one actor may make",
+        metavar="RATE",
+        group=FAIR,
+    )
+    request_limit: CallLimit | None = setting(
+        DEFAULT_REQUEST_LIMIT,
+        call_limit,
+        "HTTP requests one actor may send (/mcp, /sse, /messages/), counted from the headers: one more is"
+        " answered 429 with Retry-After before its body is read",
+        metavar="RATE",
+        group=FAIR,
+    )
+    call_limits: bool = switch(
+        "turn every rate above off (a single trusted client, benchmarks); the admission stays",
+        default=True,
+        flag="--no-call-limits",
+        env="MNOTE_NO_CALL_LIMITS",
+        group=FAIR,
+    )
+    expensive_calls: int = setting(
+        DEFAULT_EXPENSIVE_CALLS,
+        positive_int,
+        "expensive calls (searches, listings, history, completions) running at once on this replica, any"
+        " actor's (on PostgreSQL at most --db-pool-size - 1: other calls keep a connection); others wait",
+        group=FAIR,
+    )
+    expensive_calls_per_actor: int = setting(
+        DEFAULT_EXPENSIVE_PER_ACTOR,
+        positive_int,
+        "expensive calls one actor may have in flight (they run one at a time, the others wait); one more"
+        " is refused at once (mnote_tool_rate_limited, in_flight)",
+        group=FAIR,
+    )
+    expensive_wait: float = setting(
+        DEFAULT_EXPENSIVE_WAIT,
+        positive_number,
+        "seconds an expensive call may wait for its turn and a place; then it is refused"
+        " (mnote_tool_rate_limited, busy, with the seconds to wait)",
+        group=FAIR,
+    )
+    expensive_share: float = setting(
+        DEFAULT_EXPENSIVE_SHARE,
+        share_of_time,
+        "most of the time one actor's expensive calls may keep a place (0 to 1): after a call that took"
+        " t seconds, its next one starts no sooner than t x (1/share - 1) later",
+        group=FAIR,
+    )
     ready_timeout: float = setting(
         2.0,
         positive_number,
@@ -1216,6 +1299,34 @@ class ServerConfig(StoreSettings, LogSettings):
     @property
     def confirmation(self) -> Confirmation:
         return Confirmation(policy=self.confirm, fallback=self.confirm_fallback, timeout=self.confirm_timeout)
+
+    @property
+    def call_limit_of(self) -> dict[Cost, CallLimit | None]:
+        """Each class's rate (`--<class>-limit`), all None with `--no-call-limits`."""
+        limits = {
+            Cost.READ: self.read_limit,
+            Cost.WRITE: self.write_limit,
+            Cost.SEARCH: self.search_limit,
+            Cost.HEAVY: self.heavy_limit,
+            Cost.COMPLETION: self.completion_limit,
+        }
+        return {cost: limit if self.call_limits else None for cost, limit in limits.items()}
+
+    @property
+    def requests_limit(self) -> CallLimit | None:
+        return self.request_limit if self.call_limits else None
+
+    @property
+    def admission_bounds(self) -> AdmissionBounds:
+        """`--expensive-*`; on PostgreSQL at most one less than the pool, so other calls keep a connection."""
+        from mnote_mcp.admission import AdmissionBounds
+
+        running = self.expensive_calls
+        if isinstance(self.store, str):  # a PostgreSQL URL
+            running = max(1, min(running, self.db_pool_size - 1))
+        return AdmissionBounds(
+            running, self.expensive_calls_per_actor, self.expensive_wait, self.expensive_share
+        )
 
 
 @dataclass(frozen=True)

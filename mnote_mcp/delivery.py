@@ -5,8 +5,9 @@ execution errors (`isError: true`); Hermes counts every `isError` result toward 
 cuts the whole server off after three in a row, and pydantic-ai spends a retry on each (its run ends
 after two in a row by default). So by default a refusal caused by the call itself is an ordinary
 result whose envelope says `ok: false`, with its code, `retryable` and hint (`--refusals error` for the
-spec's `isError`). Real failures (the runtime unreachable or too slow, a bug) keep `isError` whatever
-the setting: there a breaker is right to back off.
+spec's `isError`); so is a call over the caller's own limits (`rate_limited`: wait, then retry).
+Real failures (the runtime unreachable or too slow, a bug) keep `isError` whatever the setting: there
+a breaker is right to back off.
 
 Forms: `text` (the default: one text block and no `structuredContent`; tools then declare no
 `outputSchema`, because a client must reject a successful result that lacks the structured content its
@@ -41,6 +42,8 @@ CALLER_REFUSALS = frozenset(
         ErrorCode.CONFLICT,
         ErrorCode.IDEMPOTENCY_CONFLICT,
         ErrorCode.OPTION_NOT_WIRED,
+        # over the caller's own limits (issue 32): it waits and retries; a breaker must not count it
+        ErrorCode.RATE_LIMITED,
     }
 )
 _CALLER_REFUSAL_VALUES = frozenset(code.value for code in CALLER_REFUSALS)

@@ -26,6 +26,7 @@ from mnote_mcp.confirmation import (
     ConfirmationPending,
     confirmed_write,
 )
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
@@ -33,14 +34,15 @@ from mnote_mcp.mapping import (
     Arguments,
     Caller,
     admit,
+    argument_items,
     build_request,
     correlate,
     exact_numbers,
-    heavy_arguments,
     normalize_arguments,
 )
 from mnote_mcp.telemetry.tracing import call_span, new_trace_id, record_outcome, span_ids, tracing_on
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
+from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
 from mnote_mcp.vocabulary.envelope import (
@@ -63,6 +65,9 @@ DEFAULT_GRACE_SECONDS = 30.0
 # Arguments with more items than this (array entries, object members: 20,000 block ids) are heavy:
 # checked on a worker thread once the caller is let in. Below it, checks take well under a millisecond.
 INLINE_ARGUMENT_ITEMS = 2_000
+# A call with heavy arguments is charged as a heavy read, one call per this many items (counted up to
+# 16 times it): 20,000 block ids weigh 11 calls (fair share, issue 32).
+HEAVY_WEIGHT_CAP = 16 * INLINE_ARGUMENT_ITEMS
 _QUIET_ROUNDS = 3
 _ROUND_SECONDS = 0.02
 
@@ -161,6 +166,7 @@ class Dispatcher:
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         max_argument_depth: int = DEFAULT_MAX_ARGUMENT_DEPTH,
         confirmation: Confirmation = DEFAULT_CONFIRMATION,
+        fair: FairShare | None = None,
     ) -> None:
         self.registry = registry
         self.kernel = kernel
@@ -170,6 +176,7 @@ class Dispatcher:
         self.max_result_chars = max_result_chars
         self.max_argument_depth = max_argument_depth
         self.confirmation = confirmation
+        self.fair = fair or FairShare()  # per-actor rates and the admission (nothing limited by default)
         self.inflight = InFlight()
         self.observer: CallObserver | None = None  # metrics, when served (telemetry.metrics.Metrics)
 
@@ -224,8 +231,13 @@ class Dispatcher:
         # Long arguments (20,000 block ids) are checked on a worker thread, and only once the kernel
         # has let the caller in: nothing the size of a request runs on the event loop, and a caller
         # who may not make the call costs no more for sending much (issue 26).
-        heavy = heavy_arguments(raw, schema, INLINE_ARGUMENT_ITEMS, skip=spec.kernel_validated)
-        args = await _checked(heavy, partial(normalize_arguments, spec, raw, schema))
+        items = argument_items(raw, schema, HEAVY_WEIGHT_CAP, skip=spec.kernel_validated)
+        heavy = items > INLINE_ARGUMENT_ITEMS
+        # Over its actor's rate, a call is answered before any other work (fair share, issue 32).
+        cost = Cost.HEAVY if heavy else spec.cost_class
+        refused = self.fair.check(cost, identity.actor_id, 1 + items // INLINE_ARGUMENT_ITEMS)
+        heavy = heavy and refused is None
+        args = raw if refused else await _checked(heavy, partial(normalize_arguments, spec, raw, schema))
         max_id = self.registry.max_id_chars
         correlation = correlate(args, meta, identity, max_id, new_trace_id if traced else None)
         ids = correlation.to_wire()
@@ -233,7 +245,7 @@ class Dispatcher:
             if traced:
                 with call_span(spec.name, ids, start_ns, identity.actor_id) as span:
                     envelope, error = await self._answer(
-                        spec, name, args, meta, identity, correlation, heavy, asker
+                        spec, name, args, meta, identity, correlation, heavy, asker, refused, cost
                     )
                     audit = envelope["audit"]
                     record_outcome(
@@ -248,7 +260,7 @@ class Dispatcher:
                 ids = {**ids, **span_ids(span, correlation.trace_id)}
             else:
                 envelope, error = await self._answer(
-                    spec, name, args, meta, identity, correlation, heavy, asker
+                    spec, name, args, meta, identity, correlation, heavy, asker, refused, cost
                 )
         except ConfirmationPending:
             # The question goes back as this request's result; the call goes on with its retry.
@@ -281,8 +293,12 @@ class Dispatcher:
         correlation: Correlation,
         heavy: bool,
         asker: Asker | None,
+        refused: MnoteError | None = None,
+        cost: Cost = Cost.READ,
     ) -> tuple[Envelope, MnoteError | None]:
-        """The call's envelope, and the error it answers (None for a success)."""
+        """The call's envelope, and the error it answers (None for a success): `refused` when the
+        call was over its rate; an expensive call (`cost`) runs once admitted (never a write: it may
+        wait for the person's confirmation)."""
         max_id = self.registry.max_id_chars
         # Echoed in the envelope: only ids of a sane length (a longer one is refused below anyway).
         workspace_id = _echo(args.get("workspaceId"), max_id)
@@ -290,6 +306,8 @@ class Dispatcher:
         # What the caller may be shown of a page's text: nothing until the connection's scopes are known.
         scopes: frozenset[Scope] = frozenset()
         try:
+            if refused is not None:
+                raise refused
             if self.inflight.stopping:
                 raise shutting_down()
             if spec.writes and self.read_only:
@@ -301,21 +319,23 @@ class Dispatcher:
                     await self._permission_first(spec, caller)
                 request = await _checked(heavy, partial(self._request, spec, args, caller, correlation))
                 deadline = anyio.current_time() + self.call_timeout
+                admitted = self.fair.admitted(Cost.WRITE if spec.writes else cost, caller.actor_id)
                 with self.inflight.cancellable(anyio.CancelScope(deadline=deadline)) as scope:
-                    outcome = await confirmed_write(
-                        spec,
-                        request,
-                        self.kernel,
-                        self.confirmation,
-                        asker,
-                        tool=name,
-                        style=self.registry.style,
-                        scope=scope,
-                        call_timeout=self.call_timeout,
-                    )
-                    # Before the budget, so that what is measured is what is sent.
-                    outcome = disclosed(outcome, scopes, request.locale)
-                    outcome = await self._within_budget(spec, request, correlation, outcome)
+                    async with admitted:  # an expensive call's place and turn (fair share)
+                        outcome = await confirmed_write(
+                            spec,
+                            request,
+                            self.kernel,
+                            self.confirmation,
+                            asker,
+                            tool=name,
+                            style=self.registry.style,
+                            scope=scope,
+                            call_timeout=self.call_timeout,
+                        )
+                        # Before the budget, so that what is measured is what is sent.
+                        outcome = disclosed(outcome, scopes, request.locale)
+                        outcome = await self._within_budget(spec, request, correlation, outcome)
             except MnoteError as error:
                 if error.code is ErrorCode.INVALID_ARGUMENT:
                     await self._permission_first(spec, caller)

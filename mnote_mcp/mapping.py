@@ -222,10 +222,21 @@ def heavy_arguments(
     skip: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether checking these arguments is work the size of the request: more than `limit` items all
-    told (array entries, object members, characters of an argument sent as JSON text), counting only
-    until past `limit`, so that asking costs a light call next to nothing. Properties in `skip`
-    (block content: the kernel checks it, and moves a long one to a thread itself) count only as
-    JSON text to decode."""
+    told (`argument_items`)."""
+    return argument_items(arguments, schema, limit, skip=skip) > limit
+
+
+def argument_items(
+    arguments: Arguments,
+    schema: Schema,
+    limit: int,
+    *,
+    skip: frozenset[str] = frozenset(),
+) -> int:
+    """How many items the arguments hold all told (array entries, object members, characters of an
+    argument sent as JSON text), counting only until past `limit`, so that asking costs a light call
+    next to nothing. Properties in `skip` (block content: the kernel checks it, and moves a long one
+    to a thread itself) count only as JSON text to decode."""
     properties = members(schema.get("properties"))
     count = 0
     stack: list[object] = []
@@ -244,7 +255,7 @@ def heavy_arguments(
                     for item in (value.values() if isinstance(value, dict) else value)
                     if isinstance(item, dict | list)
                 ]
-    return count > limit
+    return count
 
 
 def check_arguments(validator: Validator, arguments: Arguments) -> None:

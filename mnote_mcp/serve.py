@@ -15,6 +15,7 @@ from mnote_mcp import __version__, allocator
 from mnote_mcp.app import App, kernel_adapter, open_app
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.drain import DrainingReadStream
+from mnote_mcp.fairshare import limited_series
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import PagesQuery
 from mnote_mcp.secretfiles import read_secret
@@ -145,7 +146,8 @@ async def serve_http(config: ServerConfig, flush: Callable[[], None] = lambda: N
             from mnote_mcp.telemetry.metrics import Metrics
 
             metrics = Metrics()
-            app.dispatcher.observer = metrics
+            app.dispatcher.observer = app.dispatcher.fair.observer = metrics
+            metrics.limits(limited_series())
         asgi = build_http_app(app, auth, metrics)
         await announce(app, auth.description)
         settle_memory()

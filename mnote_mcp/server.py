@@ -22,6 +22,7 @@ from mnote_mcp.confirmation import ConfirmationPending
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.elicitation import asker_for, input_required, install_boundary
+from mnote_mcp.fairshare import FairRequests
 from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS
 from mnote_mcp.prompts.completions import Completions
 from mnote_mcp.prompts.handlers import PagePrompts
@@ -229,6 +230,8 @@ def create_server(
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     spans_when_traced(server)
+    # resources/read, prompts/get, resources/list, completion/complete: limited like tool calls (issue 32)
+    server.middleware.append(FairRequests(dispatcher.fair, identity_for, dispatcher.locale))
     install_boundary(server, identity_for, state_keys)
     server.middleware.append(WithinBudget(dispatcher.max_result_chars, answer_kinds(pages, prompts)))
     skip_second_pass()

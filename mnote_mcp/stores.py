@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.postgres.gate import SearchBounds
+from mnote_mcp.kernel.postgres.bounds import SearchBounds
 from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
@@ -69,7 +69,7 @@ def open_kernel(
     """The kernel on that store, with `seed` loaded into it, or the demo workspace if the store is new
     (and `demo`): what `serve` and `runtime serve` both do, so a first run of either has something to
     show. `read_only` opens an existing store read-only and unseeded, never created nor migrated
-    (`open_store`). `pool_size` and `search` (its bounds: `kernel.postgres.gate`) and
+    (`open_store`). `pool_size` and `search` (its statement timeout: `kernel.postgres.bounds`) and
     `connect_timeout` are PostgreSQL's."""
     if read_only and seed is not None:
         raise ValueError(

@@ -45,6 +45,7 @@ def run_side(srv: Servers, key: str, run: Run, place: Place) -> dict[str, Any]:
         "readBytes": definitions + results,
         "writtenBytes": sum(agent.tally.written_bytes for agent in agents),
         "cutByHermes": sum(agent.tally.cut for agent in agents),
+        "limited": sum(agent.tally.limited for agent in agents),
         "perCall": [entry for agent in agents for entry in agent.tally.log],
         "done": done,
         **({"error": error} if error else {}),
@@ -114,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         "pages": len(pages),
         "tasks": rows,
     }
+    figures["limitedCalls"] = sum(row["mnote"]["limited"] for row in rows)
     print(table(figures))
+    print(f"\nCalls limited at the default limits (mnote_tool_rate_limited): {figures['limitedCalls']}")
     for row in rows:
         for side in SIDES:
             if row.get(side, {}).get("error"):

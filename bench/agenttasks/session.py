@@ -46,6 +46,7 @@ class Tally:
     result_bytes: int = 0
     written_bytes: int = 0
     cut: int = 0  # results Hermes replaced by a preview
+    limited: int = 0  # calls refused over a per-actor limit (mnote_tool_rate_limited): 0 at the defaults
     log: list[tuple[str, int]] = field(default_factory=list)  # each call and the bytes the model read
 
 
@@ -70,6 +71,8 @@ class Agent:
         self.tally.written_bytes += len(json.dumps(arguments, ensure_ascii=False).encode())
         if "[Truncated: tool response was" in shown or "<persisted-output>" in shown:
             self.tally.cut += 1
+        if "mnote_tool_rate_limited" in shown:
+            self.tally.limited += 1
         return payload(shown)
 
     def result(self, tool: str, **arguments: Any) -> Any:

@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     IDEMPOTENCY_CONFLICT = "mnote_tool_idempotency_conflict"
     OPTION_NOT_WIRED = "mnote_tool_option_not_wired"
     RUNTIME_UNAVAILABLE = "mnote_tool_runtime_unavailable"
+    RATE_LIMITED = "mnote_tool_rate_limited"
     INTERNAL = "mnote_tool_internal"
 
 
@@ -82,8 +83,12 @@ class Reason(StrEnum):
     STORE_BUSY = "store_busy"  # the embedded store stayed locked past its busy timeout
     STORE_UNAVAILABLE = "store_unavailable"  # the embedded store could not be opened (out of descriptors)
     SHUTTING_DOWN = "shutting_down"  # the server is stopping: the call was not (or not wholly) run
-    SEARCH_BUSY = "search_busy"  # the actor has --db-searches-per-actor searches in flight already
     SEARCH_TIMEOUT = "search_timeout"  # a search statement ran past --db-search-timeout
+    # rate limited (issue 32): nothing was run; `details.retryAfterSeconds` says when to try again
+    RATE = "rate"  # the actor's calls of this class came faster than --<class>-limit
+    IN_FLIGHT = "in_flight"  # the actor has --expensive-calls-per-actor expensive calls in flight already
+    BUSY = "busy"  # every place for expensive calls stayed taken for --expensive-wait
+    SHARE = "share"  # the actor's expensive calls used their --expensive-share of the time; it rests
     # internal
     UNEXPECTED = "unexpected"
     UNKNOWN_ERROR_CODE = "unknown_error_code"
@@ -91,7 +96,7 @@ class Reason(StrEnum):
     REPLAY = "replay"
 
 
-RETRYABLE_CODES = frozenset({ErrorCode.RUNTIME_UNAVAILABLE})
+RETRYABLE_CODES = frozenset({ErrorCode.RUNTIME_UNAVAILABLE, ErrorCode.RATE_LIMITED})
 # Runtime failures that waiting cannot fix: the operator must change the server's configuration.
 NOT_RETRYABLE_REASONS = frozenset({Reason.SERVICE_TOKEN})
 

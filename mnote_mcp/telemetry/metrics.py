@@ -48,6 +48,7 @@ REFUSAL_REASONS: dict[str, int] = {
     "body_too_large": 413,
     "headers_too_large": 400,
     "too_many_for_token": 429,
+    "rate_limited": 429,
     "too_many": 503,
 }
 Kind = Literal["gauge", "counter"]
@@ -106,6 +107,14 @@ class Metrics:
         )
         for reason, status in REFUSAL_REASONS.items():
             self._refused.labels(str(status), reason)
+        self._limited = Counter(
+            "mnote_calls_limited",
+            "Calls and requests refused over a per-actor limit (fair share), by class (read, write, search,"
+            " heavy, completion; request: an HTTP request) and reason (rate, in_flight, busy)",
+            ("class", "reason"),
+            registry=self.registry,
+        )
+
         Info("mnote_build", "The server's version", registry=self.registry).info({"version": __version__})
         self._sampled = _Sampled()
         self.registry.register(self._sampled)
@@ -118,6 +127,15 @@ class Metrics:
         outcome = "ok" if code is None else "error"
         self._calls.labels(tool, outcome, code or "", reason or "").inc()
         self._latency.labels(tool).observe(seconds)
+
+    def call_limited(self, limit: str, reason: str) -> None:
+        """`fairshare.LimitObserver`: one call (or HTTP request) refused over a limit."""
+        self._limited.labels(limit, reason).inc()
+
+    def limits(self, series: Iterable[tuple[str, str]]) -> None:
+        """Every (class, reason) a call can be limited for, shown at 0 from the start."""
+        for limit, reason in series:
+            self._limited.labels(limit, reason)
 
     def refused(self, status: int, reason: str) -> None:
         """One request (or connection) refused with `status`, for `reason` (a word of REFUSAL_REASONS,

@@ -16,6 +16,7 @@ from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import HistoryFilter, HistoryQuery, Kernel
 from mnote_mcp.kernel.store.commands import revert as revert_commands
 from mnote_mcp.tools.consent import reverts
+from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.lists import fit_list
@@ -64,6 +65,7 @@ PAGE_HISTORY = ToolSpec(
     ),
     returns="`revision`, `historyFrom`, `entries` (newest first: revision, command, actor, ids, time, diff), `nextCursor`",
     toolset=Toolset.HISTORY,
+    cost=Cost.HEAVY,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema=page_schema(
         {

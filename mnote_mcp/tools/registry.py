@@ -29,6 +29,7 @@ import orjson
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.tools.consent import Destructive, never
+from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
 from mnote_mcp.tools.permissions import Permissions
@@ -108,6 +109,9 @@ class ToolSpec:
     # When a planned write of this tool is destructive, so that `--confirm destructive` asks the person
     # first (`tools/consent.py`): read from the plan of a dry run of the same call.
     consent: Destructive = never
+    # What a call costs (`tools/cost.py`): its per-actor rate and, for an expensive class, its fair
+    # admission. A write tool is `write` (None: derived); a read tool is `read` unless it says more.
+    cost: Cost | None = None
     # Payload keys the tool's arguments call otherwise (payload key -> argument, as `payload` maps
     # them): the kernel's refusals of the command are told in the argument's name, which the model gave.
     renamed: Mapping[str, str] = field(default_factory=dict)
@@ -119,6 +123,8 @@ class ToolSpec:
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):
             raise ValueError(f"{self.name}: give either read, or command and payload")
+        if self.cost is not None and (self.cost is Cost.WRITE) != (self.command is not None):
+            raise ValueError(f"{self.name}: a write tool costs as a write, a read tool never does")
         if self.consent is not never and self.command is None:
             raise ValueError(f"{self.name}: only a write asks for consent")
         if not self.examples or not self.errors:
@@ -133,6 +139,13 @@ class ToolSpec:
     @property
     def writes(self) -> bool:
         return self.command is not None
+
+    @property
+    def cost_class(self) -> Cost:
+        """The class its calls are limited and admitted by (declared, else derived)."""
+        if self.cost is not None:
+            return self.cost
+        return Cost.WRITE if self.writes else Cost.READ
 
     @property
     def scope(self) -> Scope:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import Kernel, SearchQuery
 from mnote_mcp.kernel.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
+from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import BAD_CURSOR, ErrorCase
 from mnote_mcp.tools.lists import fit_list
@@ -49,6 +50,7 @@ PAGE_SEARCH = ToolSpec(
     ),
     returns="`hits`: `workspaceId`, `documentId`, `title`, `revision`, `updatedAt`, `snippets`; `nextCursor`",
     toolset=Toolset.PAGE,
+    cost=Cost.SEARCH,
     annotations=Annotations(destructive=False, idempotent=True),
     contract_schema={
         "type": "object",

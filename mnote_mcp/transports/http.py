@@ -1,7 +1,8 @@
 """One ASGI app for both HTTP transports: streamable HTTP at `/mcp` and the legacy HTTP+SSE transport
 at `/sse` + `/messages/`, behind bearer-token authentication (from the headers, before any body is
 read), Host/Origin validation (DNS-rebinding protection), a request body limit and deadline
-(`mnote_mcp/httpguard.py`), session caps per token and overall (`transports/limits.py`), and an
+(`mnote_mcp/httpguard.py`), session caps per token and overall and a request rate per actor, from the
+headers too (`transports/limits.py`), and an
 unauthenticated `/healthz` that reports how many sessions, resource watches and calls are open. A session
 belongs to the token that opened it.
 
@@ -38,6 +39,7 @@ from mnote_mcp import __version__
 from mnote_mcp.app import App
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.dispatch import InFlight
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.httpguard import CloseUnreadBodies, ReadBody
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.net import is_loopback
@@ -51,7 +53,7 @@ from mnote_mcp.transports.auth import (
 )
 from mnote_mcp.transports.bearer import ExplainingBearerBackend
 from mnote_mcp.transports.headers import identity_from_request
-from mnote_mcp.transports.limits import SessionCaps, owner_of
+from mnote_mcp.transports.limits import RequestLimit, SessionCaps, owner_of
 from mnote_mcp.transports.observe import Readiness, Refusals, store_round_trip
 from mnote_mcp.transports.revocation import OpenStreams
 from mnote_mcp.transports.sticky import TaggedSessionManager, messages_path
@@ -195,9 +197,12 @@ def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) ->
             if transport is not None:
                 await manager._discard_session(session_id, transport)
 
+    limited = RequestLimit(app.dispatcher.fair, config.actor if fallback is not None else None)
+
     def guarded(endpoint: ASGIApp) -> ASGIApp:
-        """Authentication (from the headers alone) before anything else, the body included."""
-        return auth.gate(endpoint) if auth.required else _Asgi(endpoint)
+        """Authentication, then the actor's request rate (both from the headers alone) before anything
+        else, the body included."""
+        return auth.gate(limited(endpoint)) if auth.required else _Asgi(limited(endpoint))
 
     inflight = app.dispatcher.inflight
     readiness = Readiness(
@@ -210,6 +215,7 @@ def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) ->
         from mnote_mcp.transports.storemetrics import store_metrics  # (prometheus_client: see above)
 
         gauges(metrics, caps, listens, pages, inflight, readiness)
+        admission_gauges(metrics, app.dispatcher.fair)
         store_metrics(metrics, app.kernel)
 
     async def healthz(request: Request) -> JSONResponse:
@@ -293,6 +299,24 @@ def gauges(
         "mnote_ready_check_seconds",
         "How long the last readiness round trip took",
         lambda: readiness.check_seconds,
+    )
+
+
+def admission_gauges(metrics: Metrics, fair: FairShare) -> None:
+    """The expensive calls holding a place and waiting (`mnote_mcp/admission.py`), read when scraped."""
+    admission = fair.admission
+    if admission is None:
+        return
+
+    def states() -> list[tuple[dict[str, str], float]]:
+        running, waiting = admission.counts()
+        return [({"state": "running"}, running), ({"state": "waiting"}, waiting)]
+
+    metrics.sampled(
+        "mnote_admitted_calls",
+        "Expensive calls (searches, listings, history, completions) at the admission, running or waiting",
+        "gauge",
+        states,
     )
 
 

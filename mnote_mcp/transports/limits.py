@@ -1,10 +1,15 @@
 """How many sessions and listen streams one token, and everyone together, may hold on the MCP HTTP
-transport.
+transport, and how many requests one actor may send.
 
 - `--max-sessions-per-token` (`429`) and `--max-sessions` (`503`): how many stateful sessions (a
   streamable-HTTP session or a legacy SSE stream) one token, and everyone together, may hold open.
 - `--max-listen-streams-per-token` (`429`): how many 2026-era `subscriptions/listen` streams one token
   may hold open (everyone's together are bounded by the connection cap: each holds a connection).
+- `--request-limit` (`429` with `Retry-After`, `RequestLimit`): how many requests one actor may send,
+  counted from the headers once the token is accepted, before any body is read (issue 32); a body
+  announced counts one request more per 16 KiB (parsing it is the cost). Above
+  what the call limits let through (`mnote_mcp/fairshare.py`), so only a client that keeps sending
+  after being told to wait meets it.
 
 What a connection may hold below the session (connections, header and body deadlines, body size) is
 `mnote_mcp/httpguard.py`, shared with the reference runtime's server.
@@ -13,13 +18,23 @@ What a connection may hold below the session (connections, header and body deadl
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Hashable
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.httpguard import CLOSE
+from mnote_mcp.transports.bearer import CallerToken
+
+# Where a refusal made here names its reason for `observe.Refusals` (a 429 is otherwise a session cap's).
+REFUSAL_REASON = "mnote.refusal_reason"
+# A request body counts as one request more per this many bytes announced (`RequestLimit`), at most
+# `MAX_BODY_WEIGHT` more: a whole 4 MiB page saved weighs a quarter of the default burst, not all of it.
+REQUEST_BYTES = 16 * 1024
+MAX_BODY_WEIGHT = 24
 
 
 def owner_of(scope: Scope) -> Hashable:
@@ -61,10 +76,10 @@ class SessionCaps:
         with every refusal: `transports/observe.Refusals`)."""
         counts = self.counts()
         if counts[owner] >= self.per_token:
-            await _jsonrpc_error(send, 429, f"Too many open {self.what} for this token", retry_after=True)
+            await _jsonrpc_error(send, 429, f"Too many open {self.what} for this token", retry_after=5)
             return True
         if self.total is not None and sum(counts.values()) >= self.total:
-            await _jsonrpc_error(send, 503, f"Too many open {self.what}", retry_after=True)
+            await _jsonrpc_error(send, 503, f"Too many open {self.what}", retry_after=5)
             return True
         return False
 
@@ -81,10 +96,51 @@ class SessionCaps:
                 del self._held[owner]
 
 
-async def _jsonrpc_error(send: Send, status: int, message: str, *, retry_after: bool) -> None:
+def actor_of(scope: Scope) -> str | None:
+    """The actor an accepted token acts as, or None (no authentication: the configured actor's)."""
+    user = scope.get("user")
+    token = user.access_token if isinstance(user, AuthenticatedUser) else None
+    return token.actor_id if isinstance(token, CallerToken) else None
+
+
+class RequestLimit:
+    """`--request-limit`: an actor's requests over it are answered 429 with `Retry-After` (whole seconds,
+    rounded up) from the headers, the connection closed with the body unread."""
+
+    def __init__(self, fair: FairShare, fallback_actor: str | None) -> None:
+        self.fair = fair
+        self.fallback_actor = fallback_actor
+
+    def __call__(self, endpoint: ASGIApp) -> ASGIApp:
+        async def limited(scope: Scope, receive: Receive, send: Send) -> None:
+            refused = self.fair.request(
+                actor_of(scope) or self.fallback_actor,
+                1 + min(MAX_BODY_WEIGHT, _announced(scope) // REQUEST_BYTES),
+            )
+            if refused is None:
+                await endpoint(scope, receive, send)
+                return
+            scope[REFUSAL_REASON] = "rate_limited"
+            wait = math.ceil(refused.retry_after)
+            words = f"Too many requests for this actor ({refused.limit}): retry after {wait} s"
+            await _jsonrpc_error(send, 429, words, retry_after=wait)
+
+        return limited
+
+
+def _announced(scope: Scope) -> int:
+    """The body's size its `Content-Length` announces (0 when it announces none: chunked bodies are
+    bounded by `--max-body-bytes` as they arrive)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 0
+    return 0
+
+
+async def _jsonrpc_error(send: Send, status: int, message: str, *, retry_after: int | None) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), CLOSE]
-    if retry_after:
-        headers.append((b"retry-after", b"5"))
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -33,6 +33,7 @@ from mnote_mcp.httpguard import plain
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.logs import Throttle
+from mnote_mcp.transports.limits import REFUSAL_REASON
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -92,7 +93,7 @@ class Refusals:
     def refused(self, scope: Scope, message: Message) -> None:
         status: int = message["status"]
         path: str = scope.get("path", "")
-        reason = refusal_reason(status, path)
+        reason = scope.get(REFUSAL_REASON) or refusal_reason(status, path)
         if self.count is not None:
             self.count(status, reason)
         logged, left_out = self.throttle.allow(reason)

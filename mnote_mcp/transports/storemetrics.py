@@ -81,13 +81,6 @@ def _postgres(figures: StoreFigures) -> Iterator[Metric]:
             "1 while the database cannot be reached (calls answer store_unreachable), else 0",
             float(figures.unreachable),
         )
-    if figures.searches_running is not None and figures.searches_waiting is not None:
-        searches = GaugeMetricFamily(
-            "mnote_store_searches", "Searches in flight at the gate, running or waiting", labels=["state"]
-        )
-        searches.add_metric(["running"], figures.searches_running)
-        searches.add_metric(["waiting"], figures.searches_waiting)
-        yield searches
 
 
 def _sqlite(figures: StoreFigures) -> Iterator[Metric]:

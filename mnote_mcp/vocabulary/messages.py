@@ -167,9 +167,28 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "服务器正在关闭，请稍后重试",
         "en": "the server is shutting down; retry later",
     },
-    (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_BUSY): {
-        "zh-CN": "你同时进行的搜索已达上限（{searchesPerActor} 个），请等其中一个返回后再试",
-        "en": "you have {searchesPerActor} searches in flight already, the most allowed; retry when one has answered",
+    (_C.RATE_LIMITED, None): {
+        "zh-CN": "调用过于频繁，请 {retryAfterSeconds} 秒后重试",
+        "en": "too many calls; retry in {retryAfterSeconds} s",
+    },
+    (_C.RATE_LIMITED, _R.RATE): {
+        "zh-CN": "{limit} 类调用过于频繁（每个用户每分钟至多 {perMinute} 次，突发至多 {burst} 次），请 {retryAfterSeconds} 秒后重试",
+        "en": "too many {limit} calls (at most {perMinute} a minute per actor, bursts of {burst}); retry in"
+        " {retryAfterSeconds} s",
+    },
+    (_C.RATE_LIMITED, _R.IN_FLIGHT): {
+        "zh-CN": "你同时进行的 {limit} 类调用已达上限（{inFlight} 个），请 {retryAfterSeconds} 秒后重试",
+        "en": "you have {inFlight} {limit} calls in flight already, the most allowed; retry in {retryAfterSeconds} s",
+    },
+    (_C.RATE_LIMITED, _R.SHARE): {
+        "zh-CN": "你的 {limit} 类调用已用完在服务器上的时间份额（{share}），请 {retryAfterSeconds} 秒后重试",
+        "en": "your {limit} calls have used their share ({share}) of the server's time; retry in"
+        " {retryAfterSeconds} s",
+    },
+    (_C.RATE_LIMITED, _R.BUSY): {
+        "zh-CN": "服务器正忙于其他用户的 {limit} 类调用（等待了 {waitedSeconds} 秒），请 {retryAfterSeconds} 秒后重试",
+        "en": "the server is busy with other callers' {limit} calls (waited {waitedSeconds} s); retry in"
+        " {retryAfterSeconds} s",
     },
     (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_TIMEOUT): {
         "zh-CN": "搜索超过 {searchTimeoutSeconds} 秒，已被停止",
@@ -238,9 +257,15 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "稍后用相同的 idempotencyKey 重试，不会重复写入",
         "en": "retry later with the same idempotencyKey; it will not be written twice",
     },
-    (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_BUSY): {
-        "zh-CN": "等已发出的搜索返回后再发新的搜索",
-        "en": "wait for the searches already sent to answer before sending another",
+    (_C.RATE_LIMITED, None): {
+        "zh-CN": "等待 {retryAfterSeconds} 秒后以相同参数重试（写入用相同的 idempotencyKey）；这次调用没有执行任何操作",
+        "en": "wait {retryAfterSeconds} s, then retry the same call (a write with the same idempotencyKey);"
+        " nothing was run",
+    },
+    (_C.RATE_LIMITED, _R.IN_FLIGHT): {
+        "zh-CN": "等已发出的 {limit} 类调用返回后再发新的（约 {retryAfterSeconds} 秒）；这次调用没有执行任何操作",
+        "en": "wait for the {limit} calls already sent to answer (about {retryAfterSeconds} s) before sending"
+        " another; nothing was run",
     },
     (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_TIMEOUT): {
         "zh-CN": "缩小搜索范围（更长或更多的词、指定 workspaceId）后重试",

@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -890,6 +891,67 @@ def test_twenty_edits_in_a_row_draw_no_loop_warning(tmp_path: Path, form: str) -
     assert "Twenty edits are done." in run.stdout
     envelopes = [unwrap(content) for content in contents]
     assert all(envelope["ok"] for envelope in envelopes)
+    assert _blocks(db, "doc_1")[1]["text"] == f"Edit {EDITS} of the agent loop."
+
+
+def patient_edits(tool: str) -> Callable[[Transcript], Turn]:
+    """Twenty block edits as a model that meets a rate limit acts: the first time, it sends the refused
+    edit again at once, three refusals in a row (what a breaker counting them would trip on); from then
+    on it waits the seconds the refusal gives, then sends the same edit (the same idempotencyKey)."""
+    waited = {"once": False}
+
+    def next_turn(transcript: Transcript) -> Turn:
+        envelopes = [
+            json.loads(json.loads(payload(content))["result"]) for content in transcript.tool_contents()
+        ]
+        done = sum(envelope["ok"] for envelope in envelopes)
+        if done >= EDITS:
+            return Turn(text="Twenty edits are done.")
+        streak = 0
+        for envelope in reversed(envelopes):
+            if envelope["ok"]:
+                break
+            streak += 1
+        if streak and (streak >= 3 or waited["once"]):
+            waited["once"] = True
+            time.sleep(envelopes[-1]["error"]["details"]["retryAfterSeconds"])
+        arguments: dict[str, Any] = {
+            "workspaceId": "ws_1",
+            "documentId": "doc_1",
+            "blockId": "p_1",
+            "text": f"Edit {done + 1} of the agent loop.",
+            "idempotencyKey": f"edit-{done}",
+            "dryRun": False,
+        }
+        return Turn((ToolCall(tool, arguments),))
+
+    return next_turn
+
+
+def test_twenty_edits_under_a_write_limit_wait_and_go_on(tmp_path: Path) -> None:
+    """Issue 32: a rate-limited write is an ordinary result (`ok: false`, `mnote_tool_rate_limited`,
+    retryable, the seconds to wait), so Hermes 0.19.0's breaker (three `isError` results in a row cut
+    the server off) and its loop guardrail (hard stops on) count none of them: three refusals in a row,
+    then a model that waits the given time, and all twenty edits land."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db")
+    config = stdio_example(db).replace(
+        '"--actor", "user_1"]', '"--actor", "user_1", "--write-limit", "120/min burst 5"]'
+    )
+    assert "--write-limit" in config
+    script = patient_edits(model_name(STDIO, "mnote.block.update"))
+    with scripted_model(script) as (base_url, transcript):
+        home = write_home(tmp_path / "home", config + GUARDRAILS + model_section(base_url))
+        run = run_agent_loop(home, "Edit the first paragraph twenty times.", STDIO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    contents = transcript.tool_contents()
+    assert not [content for content in contents if LOOP_NOTE.search(content)]
+    envelopes = [unwrap(content) for content in contents]  # every one a result: none cut off as an error
+    limited = [envelope for envelope in envelopes if not envelope["ok"]]
+    assert len(limited) >= 3, "the limit was met, three times in a row at least"
+    assert all(envelope["error"]["code"] == "mnote_tool_rate_limited" for envelope in limited), limited[:1]
+    assert sum(envelope["ok"] for envelope in envelopes) == EDITS
+    assert "Twenty edits are done." in run.stdout
     assert _blocks(db, "doc_1")[1]["text"] == f"Edit {EDITS} of the agent loop."
 
 

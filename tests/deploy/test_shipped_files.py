@@ -21,6 +21,7 @@ import yaml
 
 from mnote_mcp.cli import parse
 from mnote_mcp.config import ServerConfig, SettingError
+from mnote_mcp.tools.cost import DEFAULT_REQUEST_LIMIT
 from tests.support.helpers import ROOT
 
 EXAMPLES = ROOT / "examples"
@@ -122,6 +123,17 @@ def test_the_replicas_proxy_and_tokens_fit_together() -> None:
     assert "install -d -o 10001 -g 10001 -m 0700 /etc/mnote" in DOCKERFILE.read_text(), (
         "the tokens volume starts owned by the image's user, who writes it 0600 and reads it"
     )
+
+
+def test_the_proxy_bounds_a_tokens_requests_as_one_replica_does() -> None:
+    """docs/deploy.md, "Limits across replicas": nginx limits each bearer token to one replica's
+    --request-limit default, for the whole fleet (issue 32)."""
+    nginx = NGINX.read_text(encoding="utf-8")
+    zone = re.search(r"limit_req_zone \$http_authorization zone=(\w+):\w+ rate=(\d+)r/s;", nginx)
+    assert zone is not None, "no per-token zone"
+    limit = DEFAULT_REQUEST_LIMIT
+    assert limit is not None and int(zone.group(2)) * 60 == limit.per_minute
+    assert f"limit_req zone={zone.group(1)} burst={limit.burst} nodelay;" in nginx
 
 
 def test_the_replicas_are_probed_for_readiness_before_the_proxy_starts() -> None:

@@ -6,11 +6,11 @@ and the matching done in SQL answers exactly what the matching rule says.
   full-width forms, digits of other scripts, CJK, astral Han, regex and LIKE metacharacters), the
   hits, their order (title, matching rows) and snippets are the rule's (`kernel/search.matches`).
 - Restricted pages the actor may not read are left out in the query: none of their rows comes back.
-- Places: searches hold at most `--db-search-connections` of the pool, so with every search place
+- Places: through the dispatcher, searches take at most `--expensive-calls` places (the admission of
+  expensive calls, `mnote_mcp/admission.py`, issue 32: it was this dialect's gate), so with every place
   taken by searches that do not end, another actor's page read is answered (on 65cea2d it waited for
-  a thread behind them); an actor's searches take turns (one runs, the others wait), so another
-  actor's search runs beside them, not behind them; one beyond `--db-searches-per-actor` is refused
-  at once (`search_busy`, retryable).
+  a thread behind them), and an actor's searches take turns. The admission itself (turns, the bound
+  in flight, the bounded wait) is tests/unit/test_admission.py's, store-free.
 - Under real load (24 broad `w*` searches kept in flight over 20,000 blocks), another actor's page
   read stays within a generous bound of its idle time (65cea2d: seconds).
 - A search statement past `--db-search-timeout` is stopped: `search_timeout`, retryable, through the
@@ -31,16 +31,23 @@ import anyio
 import pytest
 from mcp import Client
 
+from mnote_mcp.admission import AdmissionBounds
+from mnote_mcp.dispatch import Dispatcher
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, PageQuery, SearchQuery, SearchResult
 from mnote_mcp.kernel.postgres import search as pg_search
-from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate
+from mnote_mcp.kernel.postgres.bounds import SearchBounds
 from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
 from mnote_mcp.kernel.search import matches, parse_query, snippet, strict
 from mnote_mcp.kernel.store.fixtures import load_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
 from mnote_mcp.stores import open_store
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.registry import Registry
+from mnote_mcp.vocabulary.envelope import Envelope
+from mnote_mcp.vocabulary.identity import Identity
 from tests.support.helpers import IDS, call, stdio_params
 from tests.support.postgres import PgServer, pg_dialect
 
@@ -185,68 +192,6 @@ def test_rows_of_restricted_pages_the_actor_may_not_read_never_leave_the_databas
         store.close()
 
 
-def test_search_places_are_fewer_than_the_pool() -> None:
-    assert [SearchBounds(connections=2).places(n) for n in (1, 2, 3, 8)] == [1, 1, 2, 2]
-    assert SearchBounds(connections=16).places(8) == 7
-    with pytest.raises(ValueError, match="positive"):
-        SearchBounds(per_actor=0)
-
-
-async def test_an_actor_over_its_searches_in_flight_is_refused_at_once() -> None:
-    gate = SearchGate(SearchBounds(connections=2, per_actor=2), pool_size=4)
-    entered = anyio.Event()
-
-    async def second() -> None:
-        async with gate.admit("a"):  # waits for its turn, though a place is free
-            entered.set()
-
-    async with anyio.create_task_group() as tasks, gate.admit("a"):
-        tasks.start_soon(second)
-        await anyio.wait_all_tasks_blocked()
-        assert gate.in_flight("a") == 2 and not entered.is_set()
-        with pytest.raises(MnoteError) as refused:
-            async with gate.admit("a"):
-                pass
-        error = refused.value
-        assert (error.code, error.reason, error.retryable) == (
-            ErrorCode.RUNTIME_UNAVAILABLE,
-            Reason.SEARCH_BUSY,
-            True,
-        )
-        assert error.details == {"adapter": "postgres", "cause": "search_busy", "searchesPerActor": 2}
-        other = anyio.Event()
-
-        async def another_actor() -> None:
-            async with gate.admit("b"):  # takes the free place at once
-                other.set()
-
-        tasks.start_soon(another_actor)
-        with anyio.fail_after(5):
-            await other.wait()
-    assert entered.is_set() and gate.in_flight("a") == gate.in_flight("b") == 0
-
-
-async def test_one_actors_waiting_searches_do_not_queue_another_actors_search() -> None:
-    gate = SearchGate(SearchBounds(connections=2, per_actor=16), pool_size=8)
-    release = anyio.Event()
-    order: list[str] = []
-
-    async def search(actor: str) -> None:
-        async with gate.admit(actor):
-            order.append(actor)
-            await release.wait()
-
-    async with anyio.create_task_group() as tasks:
-        for _ in range(10):
-            tasks.start_soon(search, "a")
-        await anyio.wait_all_tasks_blocked()
-        tasks.start_soon(search, "b")
-        await anyio.wait_all_tasks_blocked()
-        assert order == ["a", "b"], "b ran beside a's first search, not behind its nine others"
-        release.set()
-    assert order == ["a", "b", *["a"] * 9]
-
-
 # -- a replica under broad searches ------------------------------------------------------------
 
 
@@ -356,21 +301,34 @@ def stall(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stall]:
         stall.release.set()
 
 
+def _dispatcher(kernel: StoreKernel, places: int = 2) -> Dispatcher:
+    """The dispatcher over `kernel` with the admission of a server's defaults (`places` places)."""
+    fair = FairShare(admission=AdmissionBounds(running=places))
+    return Dispatcher(Registry(ALL_TOOLS), kernel, locale="en", call_timeout=120, fair=fair)
+
+
+async def _search(dispatcher: Dispatcher, actor: str = "attacker") -> Envelope:
+    arguments: dict[str, Any] = {**IDS, "query": "w*", "limit": 20}
+    return await dispatcher.call("mnote.page.search", arguments, None, Identity(actor))
+
+
 async def test_searches_that_never_end_leave_the_other_calls_a_connection(big: str, stall: Stall) -> None:
     kernel = StoreKernel(open_store(big, pool_size=3))
+    dispatcher = _dispatcher(kernel)  # two places: at most the pool less one
     try:
         async with anyio.create_task_group() as tasks:
             for actor in ("attacker", "attacker", "other"):
-                tasks.start_soon(kernel.search_pages, _broad(actor))
+                tasks.start_soon(_search, dispatcher, actor)
             with anyio.fail_after(30):
                 await stall.until_started(2)  # two searches hold their places; the third waits for one
             with anyio.fail_after(30):  # 65cea2d: every thread held by a search, this never answered
                 page = await kernel.get_page(_small_read())
             assert page["documentId"] == "small"
-            assert stall.started == ["attacker", "other"], "the attacker's second search waits its turn"
+            assert sorted(stall.started) == ["attacker", "other"], (
+                "the attacker's second search waits its turn"
+            )
             stall.release.set()
         assert len(stall.started) == 3, "the waiting search ran once a place was free"
-        assert pg_dialect(kernel.store).gate.places == 2
     finally:
         stall.release.set()
         await kernel.aclose()
@@ -390,20 +348,21 @@ async def test_another_actors_read_is_not_starved_by_broad_searches_in_flight(ke
     """24 `w*` searches kept in flight (a refused one is sent again 50 ms later, as a retrying client
     does); the other actor's page read stays well within a generous bound (65cea2d: seconds, behind
     every search queued for a thread)."""
+    dispatcher = _dispatcher(kernel)
     await kernel.search_pages(_broad())  # warm: the first search pays for caches
     idle = statistics.median(await _read_latencies(kernel, 15))
     finished = 0
-    refusals: list[MnoteError] = []
+    refusals: list[Any] = []
     stop = anyio.Event()
 
     async def attacker() -> None:
         nonlocal finished
         while not stop.is_set():
-            try:
-                await kernel.search_pages(_broad())
+            envelope = await _search(dispatcher)
+            if envelope["ok"]:
                 finished += 1
-            except MnoteError as exc:
-                refusals.append(exc)
+            else:
+                refusals.append(envelope["error"])
                 await anyio.sleep(0.05)
 
     async with anyio.create_task_group() as tasks:
@@ -414,7 +373,7 @@ async def test_another_actors_read_is_not_starved_by_broad_searches_in_flight(ke
         stop.set()
     attacked = statistics.median(under)
     assert finished >= 2, "the searches ran"
-    assert all(error.retryable for error in refusals), refusals[:1]
+    assert all(error["retryable"] for error in refusals), refusals[:1]
     bound = max(0.5, 20 * idle)
     assert attacked < bound, (
         f"idle {idle * 1e3:.1f} ms, under attack {attacked * 1e3:.1f} ms (bound {bound:.2f} s)"

@@ -1,6 +1,7 @@
 """The PostgreSQL dialect's figures through the metrics endpoint (issue 23, `mnote_store_*`): the pool's
-size and connections in use (psycopg_pool's `get_stats`), a transaction waiting for a connection, the
-searches running and waiting at the gate, no connection error and the database reachable."""
+size and connections in use (psycopg_pool's `get_stats`), a transaction waiting for a connection, no
+connection error and the database reachable. (The expensive calls running and waiting were the search
+gate's figures; they are the admission's now, on every store: tests/unit/test_admission.py.)"""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-import anyio
 import pytest
-from anyio.abc import TaskStatus
 
 from mnote_mcp.kernel.postgres.opening import open_kernel
 from mnote_mcp.kernel.store.kernel import StoreKernel
@@ -22,8 +21,6 @@ from tests.support.postgres import pg_dialect
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 IN_USE = ("mnote_store_pool_connections", (("state", "in_use"),))
 WAITING = ("mnote_store_pool_waiting", ())
-RUNNING_SEARCHES = ("mnote_store_searches", (("state", "running"),))
-WAITING_SEARCHES = ("mnote_store_searches", (("state", "waiting"),))
 
 
 def wait_for(condition: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
@@ -40,7 +37,7 @@ def kernel(pg_url: str) -> Iterator[StoreKernel]:
     kernel.store.close()
 
 
-async def test_the_pool_and_search_figures_follow_what_holds_and_waits(kernel: StoreKernel) -> None:
+async def test_the_pool_figures_follow_what_holds_and_waits(kernel: StoreKernel) -> None:
     metrics = Metrics()
     store_metrics(metrics, kernel)
     dialect = pg_dialect(kernel.store)
@@ -49,7 +46,7 @@ async def test_the_pool_and_search_figures_follow_what_holds_and_waits(kernel: S
     assert idle[IN_USE] == 0 and idle[WAITING] == 0
     assert idle[("mnote_store_unreachable", ())] == 0
     assert idle[("mnote_store_connection_errors_total", ())] == 0
-    assert idle[RUNNING_SEARCHES] == 0 and idle[WAITING_SEARCHES] == 0
+    assert not [key for key in idle if key[0] == "mnote_store_searches"], "the gate's figures are gone"
 
     lent = threading.Event()
 
@@ -69,21 +66,3 @@ async def test_the_pool_and_search_figures_follow_what_holds_and_waits(kernel: S
     assert waiting[IN_USE] == 1 and waiting[WAITING] == 1
     after = await scrape(metrics)
     assert after[IN_USE] == 0 and after[WAITING] == 0
-
-    second = anyio.Event()
-
-    async def search_again(*, task_status: TaskStatus[None]) -> None:
-        task_status.started()  # (this task runs on into the gate before the test goes on)
-        async with dialect.gate.admit("a"):  # waits for the actor's turn
-            second.set()
-
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tasks:
-            async with dialect.gate.admit("a"):
-                await tasks.start(search_again)
-                assert dialect.gate.in_flight("a") == 2 and not second.is_set()
-                searching = await scrape(metrics)
-            await second.wait()
-    assert searching[RUNNING_SEARCHES] == 1 and searching[WAITING_SEARCHES] == 1
-    done = await scrape(metrics)
-    assert done[RUNNING_SEARCHES] == 0 and done[WAITING_SEARCHES] == 0

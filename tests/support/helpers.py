@@ -20,6 +20,7 @@ from mnote_mcp.app import App, build_registry
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.delivery import CALLER_REFUSALS
 from mnote_mcp.dispatch import Dispatcher
+from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.stores import open_kernel, open_store
@@ -108,10 +109,14 @@ def dump(path: Path | str, *, audit: bool = True) -> str:
 # server in the spec's fullest form. What each setting sends, the defaults included, is
 # tests/unit/test_delivery.py's; the end-to-end tests run the defaults.
 SPEC_FORM: dict[str, Any] = {"refusals": "error", "result_form": "both"}
+# In-process servers of the unit tests send calls as fast as a test can: no per-actor rates and no rest
+# after expensive calls unless a test asks (tests/unit/test_fairshare.py); the admission's places and
+# turns stay as served.
+UNLIMITED: dict[str, Any] = {"call_limits": False, "expensive_share": 1.0}
 
 
 def make_app(db: Path | str, **config: Any) -> App:
-    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM)
+    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM, **UNLIMITED)
     cfg = replace(base, **config)
     kernel = (
         open_kernel(db, demo=False, limits=cfg.page_limits)
@@ -127,6 +132,7 @@ def make_app(db: Path | str, **config: Any) -> App:
         max_result_chars=cfg.max_result_chars,
         max_argument_depth=cfg.max_argument_depth,
         confirmation=cfg.confirmation,
+        fair=FairShare(cfg.call_limit_of, requests=cfg.requests_limit, admission=cfg.admission_bounds),
     )
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 

@@ -15,6 +15,7 @@ from mcp.types import TextContent
 from mnote_mcp.delivery import CALLER_REFUSALS
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import PageView
+from mnote_mcp.tools.cost import CallLimit
 from tests.support.helpers import MODES, connect, page_args, write_args
 
 pytestmark = pytest.mark.anyio
@@ -37,6 +38,11 @@ async def _conflict(client: Client) -> Any:
 async def _idempotency_conflict(client: Client) -> Any:
     await client.call_tool("mnote.page.update_title", write_args("same-key", title="One"))
     return await client.call_tool("mnote.page.update_title", write_args("same-key", title="Two"))
+
+
+async def _rate_limited(client: Client) -> Any:
+    await client.call_tool("mnote.page.search", {"query": "plan"})
+    return await client.call_tool("mnote.page.search", {"query": "plan"})
 
 
 # One real call per refusal the call itself causes (actor user_editor unless the case says otherwise).
@@ -62,6 +68,8 @@ REFUSALS: dict[ErrorCode, tuple[dict[str, Any], Refusal]] = {
             "mnote.page.update_options", write_args("wired", options={"protectEditing": True})
         ),
     ),
+    # over the caller's own rate (issue 32): one search a minute, the second refused
+    ErrorCode.RATE_LIMITED: ({"search_limit": CallLimit(1, 1), "call_limits": True}, _rate_limited),
 }
 
 

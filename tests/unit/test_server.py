@@ -22,6 +22,7 @@ from opentelemetry import trace
 
 import mnote_mcp.server as mnote_server
 from mnote_mcp.delivery import RESULT_FORMS, Delivery
+from mnote_mcp.fairshare import FairRequests
 from mnote_mcp.server import SpansWhenTraced, serialize_result
 from mnote_mcp.vocabulary.envelope import Envelope
 from tests.support.helpers import MODES, call, connect, make_app, page_args, write_args
@@ -37,10 +38,12 @@ def test_the_sdk_server_ships_one_opentelemetry_middleware() -> None:
 
 def test_mnote_wraps_it_and_keeps_any_other_layer(db: Path) -> None:
     server = make_app(db).server()
-    # the SDK's requestState boundary (elicitation.py), then the answer budget, innermost (answers.py)
-    wrapped, sealing, budget = server.middleware
+    # then the fair share of requests that are not tool calls, the SDK's requestState boundary
+    # (elicitation.py), and the answer budget, innermost (answers.py)
+    wrapped, fair, sealing, budget = server.middleware
     assert isinstance(wrapped, SpansWhenTraced)
     assert type(wrapped.spans).__name__ == "OpenTelemetryMiddleware"
+    assert isinstance(fair, FairRequests)
     assert type(sealing).__name__ == "RequestStateBoundary"
     assert type(budget).__name__ == "WithinBudget"
 

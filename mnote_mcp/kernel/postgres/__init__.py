@@ -2,5 +2,5 @@
 
 `opening.open_store` and `opening.open_kernel` open it; `dialect.PostgresDialect` is what the portable
 kernel (`kernel/store`) runs on. Nothing here is imported unless a URL is given (psycopg is optional),
-but `gate.py`, which the configuration reads without psycopg.
+but `bounds.py`, which the configuration reads without psycopg.
 """

@@ -6,7 +6,8 @@ writers of different pages run side by side); a write that collides with another
 the same idempotency key, a serialization failure or a deadlock runs again whole (`retryable`). A
 whole-page read is statements of their own, not one snapshot (`statements`, `snapshot_reads` False:
 the store checks the page's stamp again). Every call runs on a worker thread, at most as many at once
-as the pool has connections, and a search takes a place at the gate first (`gate.py`). The index is
+as the pool has connections (what expensive calls may hold of them is the admission's:
+`mnote_mcp/admission.py`). The index is
 the folded-text table (`search.py`), notifications are LISTEN/NOTIFY (`notify.py`). Opening migrates
 the schema under an advisory lock (`schema.py`), or, read-only, checks it and makes every transaction
 READ ONLY, so PostgreSQL itself refuses any write or DDL sent through the store.
@@ -15,10 +16,10 @@ READ ONLY, so PostgreSQL itself refuses any write or DDL sent through the store.
 from __future__ import annotations
 
 import logging
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from contextlib import AbstractContextManager
 
+from mnote_mcp.kernel.postgres.bounds import SearchBounds
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, RETRYABLE, PgDatabase, redact
-from mnote_mcp.kernel.postgres.gate import SearchBounds, SearchGate
 from mnote_mcp.kernel.postgres.notify import NotifyFeed
 from mnote_mcp.kernel.postgres.schema import Migration, check, migrate
 from mnote_mcp.kernel.postgres.search import TextIndex
@@ -31,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 class PostgresDialect:
     """The database at `url`, migrated (with `read_only`, checked: see the module); `search` bounds
-    the searches (`gate.py`)."""
+    a search statement's time (`bounds.py`)."""
 
     name = "postgresql"
     inline = False
@@ -53,7 +54,6 @@ class PostgresDialect:
         self.location = redact(url)
         self.threads = pool_size
         bounds = search or SearchBounds()
-        self.gate = SearchGate(bounds, pool_size)
         self.index = TextIndex(bounds.timeout)
         self.feed = NotifyFeed(url)
         self.database = PgDatabase(
@@ -98,16 +98,12 @@ class PostgresDialect:
     def retryable(self, exc: BaseException) -> bool:
         return isinstance(exc, RETRYABLE)
 
-    def admit_search(self, actor_id: str) -> AbstractAsyncContextManager[None]:
-        return self.gate.admit(actor_id)
-
     def dump(self) -> str:
         return self.database.dump()
 
     def figures(self) -> StoreFigures:
-        """The pool's (psycopg_pool's `get_stats`), the outage's and the search gate's."""
+        """The pool's (psycopg_pool's `get_stats`) and the outage's."""
         stats = self.database.pool.get_stats()
-        running, waiting = self.gate.counts()
         return StoreFigures(
             database="postgresql",
             pool_size=stats["pool_max"],
@@ -118,8 +114,6 @@ class PostgresDialect:
             connection_errors=stats.get("connections_errors", 0),
             connections_lost=stats.get("connections_lost", 0),
             unreachable=self.database.outage.down_since is not None,
-            searches_running=running,
-            searches_waiting=waiting,
         )
 
     def close(self) -> None:

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
+from mnote_mcp.kernel.postgres.bounds import SearchBounds
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, redact
 from mnote_mcp.kernel.postgres.dialect import PostgresDialect
-from mnote_mcp.kernel.postgres.gate import SearchBounds
 from mnote_mcp.kernel.store.changes import WriteHook
 from mnote_mcp.kernel.store.dialect import (
     DEFAULT_BUSY_TIMEOUT,

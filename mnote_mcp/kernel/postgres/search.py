@@ -29,8 +29,8 @@ import psycopg
 
 from mnote_mcp.kernel.policy import Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import SearchHit, SearchQuery, SearchResult
+from mnote_mcp.kernel.postgres.bounds import DEFAULT_SEARCH_TIMEOUT, search_timeout
 from mnote_mcp.kernel.postgres.database import PgConnection
-from mnote_mcp.kernel.postgres.gate import DEFAULT_SEARCH_TIMEOUT, search_timeout
 from mnote_mcp.kernel.search import (
     CJK_RANGES,
     MAX_CHANGED_PAGES,

@@ -11,8 +11,7 @@ read-only, checks it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from mnote_mcp.kernel.sqlite.connection import FOLD, Database
@@ -71,11 +70,6 @@ class SqliteDialect:
 
     def retryable(self, exc: BaseException) -> bool:
         return False
-
-    @asynccontextmanager
-    async def admit_search(self, actor_id: str) -> AsyncIterator[None]:
-        """Every search is admitted: it runs on a worker thread with a connection of the pool."""
-        yield
 
     def dump(self) -> str:
         return self.database.dump()

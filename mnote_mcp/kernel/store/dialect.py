@@ -12,8 +12,8 @@ the databases really do differently:
   serialization failure or a deadlock on PostgreSQL);
 - **where calls run**: `inline` (SQLite: on the event loop first, moving to a worker thread when it
   would wait or has heavy work, `MoveToThread`; PostgreSQL: always on a thread), `threads`,
-  `group_commit` (writes that arrive together share a transaction), `admit_search` (PostgreSQL bounds
-  the searches in flight);
+  `group_commit` (writes that arrive together share a transaction); what expensive calls may hold is
+  not a dialect's: one admission for every store (`mnote_mcp/admission.py`);
 - **the full-text index** (`SearchIndex`): `apply(conn, PageChange)`, fed by the one page-change path
   (`changes.publish`), and `search(conn, query, segments)`;
 - **change notification** (`ChangeFeed`): `publish` inside the writing transaction, `committed` after
@@ -32,7 +32,7 @@ dialect (tests/test_architecture.py checks both).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from mnote_mcp.kernel.port import PageChangeListener, SearchQuery, SearchResult
@@ -166,10 +166,6 @@ class Dialect(Protocol):
 
     def retryable(self, exc: BaseException) -> bool:
         """Whether the write transaction that raised `exc` should run again whole."""
-        ...
-
-    def admit_search(self, actor_id: str) -> AbstractAsyncContextManager[None]:
-        """Hold what one search of this actor may take (on the event loop), or refuse it."""
         ...
 
     def dump(self) -> str:

@@ -1,5 +1,5 @@
 """What a store reports of itself for the metrics (`--metrics-listen`): its connection pool and, per
-database, what only it has (PostgreSQL: the search gate and whether the database answers; SQLite: the
+database, what only it has (PostgreSQL: whether the database answers; SQLite: the
 write-ahead log's checkpoints). Read when scraped, from counts the dialect keeps anyway: nothing is
 measured per call for them, and a store without metrics pays nothing.
 
@@ -27,8 +27,6 @@ class StoreFigures:
     connection_errors: int | None = None  # connections the pool failed to open
     connections_lost: int | None = None  # pooled connections found dead
     unreachable: bool | None = None  # the last connection attempt failed (calls answer store_unreachable)
-    searches_running: int | None = None  # searches holding a place at the gate
-    searches_waiting: int | None = None  # searches waiting for their turn or a place
     # SQLite
     checkpoints: int | None = None  # checkpoints by the checkpointer thread
     catch_ups: int | None = None  # small checkpoints by a write on the event loop after one of those

@@ -10,9 +10,9 @@ contended write nor a big page stalls the event loop. Listings, searches, histor
 whose cost grows with what a caller may reach rather than with one page, always run on a worker
 thread. On PostgreSQL every
 call runs on a worker thread (a database round trip is I/O), at most `Dialect.threads` at once (as
-many as its pool has connections, so a call never waits on the event loop for one), and a search
-first takes what the dialect admits it to (`Dialect.admit_search`: PostgreSQL bounds the searches in
-flight). A threaded call whose caller gave up (the per-call timeout) is abandoned, not interrupted:
+many as its pool has connections, so a call never waits on the event loop for one); what expensive
+calls (searches, listings, history) may hold of either is decided before they reach the kernel, by
+one admission for every store (`mnote_mcp/admission.py`). A threaded call whose caller gave up (the per-call timeout) is abandoned, not interrupted:
 its transaction still commits or rolls back whole, and the idempotency ledger makes the retry safe.
 
 Where the dialect says so (SQLite), writes commit in groups (`group.py`): the writes that reach the
@@ -114,8 +114,7 @@ class StoreKernel:
         return await self._threaded(partial(self.store.page_history, query))
 
     async def search_pages(self, query: SearchQuery) -> SearchResult:
-        async with self.store.dialect.admit_search(query.actor_id):
-            return await self._threaded(partial(self.store.search_pages, query))
+        return await self._threaded(partial(self.store.search_pages, query))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
