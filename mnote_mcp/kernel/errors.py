@@ -79,6 +79,7 @@ class Reason(StrEnum):
     SPAWN = "spawn"
     REPLY_TOO_LARGE = "reply_too_large"
     STORE_BUSY = "store_busy"  # the embedded store stayed locked past its busy timeout
+    STORE_UNREACHABLE = "store_unreachable"  # the database (PostgreSQL) cannot be reached
     STORE_UNAVAILABLE = "store_unavailable"  # the embedded store could not be opened (out of descriptors)
     SHUTTING_DOWN = "shutting_down"  # the server is stopping: the call was not (or not wholly) run
     SEARCH_BUSY = "search_busy"  # the actor has --db-searches-per-actor searches in flight already
