@@ -250,14 +250,16 @@ class Store:
         (`writes` None) only reads."""
         if writes is not None:
             self.dialect.lock_page(conn, command.workspace_id, command.document_id)
+        asked = ledger.ask(conn, command)  # read after the checkpoints: one round trip on PostgreSQL
+        blocks = PageBlocks.asking(conn, command.workspace_id, command.document_id, spec.named, payload)
         page = access.authorize(conn, command.workspace_id, command.document_id, command.actor_id, spec.scope)
-        replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
+        replay = ledger.lookup(conn, command, print_, spec.conflict_reason, asked)
         if replay is not None:
             if command.dry_run:
                 return ledger.dry_replay(command, replay.outcome, page.revision)
             ledger.record_replay(conn, command, replay.outcome)
             return replay.outcome
-        tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline)
+        tx = Tx(conn, page, command, blocks, inline)
         rebased = check_base(tx, spec, payload)
         plan = spec.plan(tx, payload)
         if plan.blocks:

@@ -40,6 +40,9 @@ class CommandSpec(Generic[P]):
     # baseRevision is fine if none of them changed since; without `depends`, any other is a conflict.
     depends: Callable[[Tx, P], list[str]] | None = None
     relies_on: str = ""
+    # The blocks the payload names, asked for with the page lock (`PageBlocks.ask`): on PostgreSQL one
+    # round trip with the lock, the checkpoints and the ledger instead of one query each later.
+    named: Callable[[P], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if (self.depends is None) != (not self.relies_on):
