@@ -3,15 +3,20 @@
 Each target is one `mnote-mcp serve` process: a source tree (this one, and with `--before DIR` another
 checkout, run with its own code) × a store (a SQLite file, or a PostgreSQL 16 database from the
 `pgserver` wheel on a Unix socket) × a transport (stdio, or streamable HTTP `--stateless` with a bearer
-token) × an event loop (uvloop, or asyncio with `--no-uvloop`). Each tree seeds its own stores with its
-own code (16 pages of 50 blocks), so a newer schema never meets an older server.
+token) × an event loop (uvloop, or asyncio with `--no-uvloop`). `postgresql-nosync` in `--stores` is
+PostgreSQL with `synchronous_commit=off` (in the URL's `options`): a commit that does not wait for the
+write-ahead log's flush to disk, which is what SQLite's WAL with `synchronous=NORMAL` does, so the two
+compare like with like; `postgresql` is PostgreSQL's default (every commit flushed). Each target has
+a store of its own, seeded by its tree's own code (16 pages of 50 blocks), so a newer schema never meets
+an older server and a database's CPU is its target's.
 
-Round by round, every target in turn (interleaved, so the machine's noise falls on all of them alike):
-sequential reads (`mnote.page.get` of a 50-block page) and writes (`mnote.block.update` of one block,
-its own idempotency key each), p50 of each; the server's CPU per call over those calls (user + system,
-all threads, /proc) and PostgreSQL's (the postmaster's children: the backends); and, with `--width`,
-the calls per second with that many in flight (each write on one of the 16 pages in turn). Then the
-ratios PostgreSQL / SQLite of each tree, transport and loop, per round, reported min / median / max.
+Round by round: sequential reads (`mnote.page.get` of a 50-block page) and writes (`mnote.block.update`
+of one block, its own idempotency key each), the targets taking turns call by call (so that whatever
+else the machine does falls on all of them alike), p50 of each; the server's CPU per call over those
+calls (user + system, all threads, /proc) and its database's (the PostgreSQL backends serving that
+database, by pg_stat_activity); and, with `--width`, the calls per second with that many in flight
+(each write on one of the 16 pages in turn; the targets one after the other). Then the ratios
+PostgreSQL / SQLite of each tree, transport and loop, per round, reported min / median / max.
 
 `--loops uvloop,asyncio` puts both loops side by side (issue 34: uvloop in the default install);
 `--stores sqlite` leaves PostgreSQL out. The client is raw (newline JSON on the pipes, hand-written HTTP
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -35,7 +41,7 @@ from typing import Any
 
 from bench.fixtures import blocks
 from bench.measure import cpu_seconds
-from bench.postgres import _postmaster, _tree_cpu, new_database, start_postgres
+from bench.postgres import new_database, start_postgres
 from bench.rawclient import StdioPeer
 from bench.streamable import RawHttp, _free_port, _request, _wait_for_port
 from bench.targets import PYCACHE, ROOT
@@ -92,7 +98,7 @@ def checked(answer: dict[str, Any], what: str) -> None:
 class Target:
     tree: str  # "after" (this tree) or "before"
     root: Path
-    store: str  # "sqlite" or "postgresql"
+    store: str  # "sqlite", "postgresql" or "postgresql-nosync"
     db: str
     transport: str  # "stdio" or "http"
     loop: str  # "uvloop" or "asyncio"
@@ -176,23 +182,83 @@ class Target:
         assert self.process is not None
         return cpu_seconds(self.process.pid)
 
+    def database(self) -> str | None:
+        """The PostgreSQL database's name (None on SQLite)."""
+        if not self.store.startswith("postgresql"):
+            return None
+        return self.db.split("?", 1)[0].rsplit("/", 1)[1]
 
-async def sequential(target: Target, kind: str, calls: int, postmaster: int | None) -> dict[str, float]:
-    """p50 µs of `calls` calls one after the other; the server's and PostgreSQL's CPU µs per call."""
+
+async def sequential(target: Target, kind: str, calls: int) -> list[float]:
+    """`calls` calls one after the other (a warm-up); their times in seconds."""
     connection = await target.connection()
     samples = []
     try:
-        cpu, db = target.cpu(), _tree_cpu(postmaster) if postmaster else 0.0
         for n in range(calls):
             started = time.perf_counter()
             await target.call(connection, kind, n)
             samples.append(time.perf_counter() - started)
-        server_cpu = (target.cpu() - cpu) / calls * 1e6
-        db_cpu = ((_tree_cpu(postmaster) - db) / calls * 1e6) if postmaster else 0.0
     finally:
         if connection is not None:
             await connection.close()
-    return {"p50_us": statistics.median(samples) * 1e6, "cpu_us": server_cpu, "db_cpu_us": db_cpu}
+    return samples
+
+
+class Backends:
+    """PostgreSQL's CPU per database: its backends' (pg_stat_activity's pids by `datname`)."""
+
+    def __init__(self, url: str | None) -> None:
+        self.url = url
+
+    def cpu(self) -> dict[str, float]:
+        if self.url is None:
+            return {}
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT datname, pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
+                " AND pid <> pg_backend_pid()"
+            ).fetchall()
+        out: dict[str, float] = {}
+        for name, pid in rows:
+            try:
+                out[name] = out.get(name, 0.0) + cpu_seconds(pid)
+            except OSError:  # (a backend that ended meanwhile)
+                continue
+        return out
+
+
+async def interleaved(
+    targets: list[Target], kind: str, calls: int, backends: Backends
+) -> dict[str, dict[str, float]]:
+    """`calls` calls of `kind` to each target, one at a time, the targets taking turns call by call
+    (the order reversed every other turn), so that whatever else the machine does falls on all of
+    them alike: each one's p50 µs, and its server's and its database's backends' CPU µs per call."""
+    connections = {target.name: await target.connection() for target in targets}
+    samples: dict[str, list[float]] = {target.name: [] for target in targets}
+    try:
+        cpu, db = {t.name: t.cpu() for t in targets}, backends.cpu()
+        for n in range(calls):
+            for target in targets if n % 2 == 0 else reversed(targets):
+                started = time.perf_counter()
+                await target.call(connections[target.name], kind, n)
+                samples[target.name].append(time.perf_counter() - started)
+        cpu_after, db_after = {t.name: t.cpu() for t in targets}, backends.cpu()
+    finally:
+        for connection in connections.values():
+            if connection is not None:
+                await connection.close()
+    out = {}
+    for target in targets:
+        database = target.database()
+        db_cpu = (db_after.get(database, 0.0) - db.get(database, 0.0)) if database else 0.0
+        out[target.name] = {
+            "p50_us": statistics.median(samples[target.name]) * 1e6,
+            "cpu_us": (cpu_after[target.name] - cpu[target.name]) / calls * 1e6,
+            "db_cpu_us": db_cpu / calls * 1e6,
+        }
+    return out
 
 
 async def in_flight(target: Target, kind: str, calls: int, width: int) -> float:
@@ -235,13 +301,13 @@ def ratios(results: dict[str, Any], targets: list[Target]) -> dict[str, dict[str
     """PostgreSQL / SQLite per round, for each tree, transport and loop."""
     out: dict[str, dict[str, list[float]]] = {}
     for target in targets:
-        if target.store != "postgresql":
+        if not target.store.startswith("postgresql"):
             continue
-        twin = target.name.replace(" postgresql ", " sqlite ")
+        twin = target.name.replace(f" {target.store} ", " sqlite ")
         if twin not in results:
             continue
         pg, lite = results[target.name], results[twin]
-        key = f"{target.tree} {target.transport} {target.loop}"
+        key = f"{target.tree} {target.store} {target.transport} {target.loop}"
         figures: dict[str, list[float]] = {}
         for kind in KINDS:
             for round_pg, round_lite in zip(pg[kind], lite[kind], strict=True):
@@ -264,37 +330,39 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     trees = [("after", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
     stores, transports, loops = args.stores.split(","), args.transports.split(","), args.loops.split(",")
     directory = tempfile.mkdtemp(prefix="mnote-pg-stores-")
-    server = start_postgres(directory) if "postgresql" in stores else None
-    postmaster = _postmaster(directory) if server is not None else None
+    server = start_postgres(directory) if any(s.startswith("postgresql") for s in stores) else None
     targets: list[Target] = []
     results: dict[str, Any] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="mnote-bench-stores-") as tmp:
-            for tree, root in trees:
-                for store in stores:
-                    if store == "postgresql":
+            for tree, root in trees:  # a store of its own each (its database's CPU is its own)
+                for store, transport, loop in itertools.product(stores, transports, loops):
+                    name = f"bench_{tree}_{store}_{transport}_{loop}".replace("-", "_")
+                    if store.startswith("postgresql"):
                         assert server is not None
-                        db = new_database(server, f"bench_{tree}")
+                        db = new_database(server, name)
+                        seed(root, db, Path(tmp))
+                        if store == "postgresql-nosync":  # commits not waiting for the WAL's flush
+                            db += "&options=-c%20synchronous_commit%3Doff"
                     else:
-                        db = str(Path(tmp) / f"{tree}.db")
-                    seed(root, db, Path(tmp))
-                    for transport in transports:
-                        for loop in loops:
-                            targets.append(Target(tree, root, store, db, transport, loop))
+                        db = str(Path(tmp) / f"{name}.db")
+                        seed(root, db, Path(tmp))
+                    targets.append(Target(tree, root, store, db, transport, loop))
             for target in targets:
                 await target.start()
                 for kind in KINDS:  # warm up: imports, caches, prepared statements
-                    await sequential(target, kind, 30, None)
+                    await sequential(target, kind, 30)
                 results[target.name] = {kind: [] for kind in KINDS} | {f"{k}_per_s": [] for k in KINDS}
+            backends = Backends(server.get_uri() if server is not None else None)
             started = time.time()
             load = [os.getloadavg()[0]]
             for round_ in range(args.rounds):
-                order = targets if round_ % 2 == 0 else list(reversed(targets))
-                for target in order:
-                    for kind in KINDS:
-                        pg = postmaster if target.store == "postgresql" else None
-                        results[target.name][kind].append(await sequential(target, kind, args.calls, pg))
-                        if args.width:
+                for kind in KINDS:
+                    for name, figures in (await interleaved(targets, kind, args.calls, backends)).items():
+                        results[name][kind].append(figures)
+                if args.width:
+                    for target in targets if round_ % 2 == 0 else list(reversed(targets)):
+                        for kind in KINDS:
                             per_s = await in_flight(target, kind, args.calls * 2, args.width)
                             results[target.name][f"{kind}_per_s"].append(per_s)
                 load.append(os.getloadavg()[0])
@@ -344,7 +412,8 @@ def report(figures: dict[str, Any]) -> None:
 
 
 async def profile(args: argparse.Namespace) -> int:
-    """py-spy samples of one target (this tree) answering `args.kind` one call after the other."""
+    """py-spy samples of one target (this tree, or `--tree DIR`) answering `args.kind` one call after
+    the other: `python -m bench.stores profile postgresql write OUT.svg`."""
     import shutil
     import subprocess
 
@@ -355,10 +424,13 @@ async def profile(args: argparse.Namespace) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="mnote-bench-profile-") as tmp:
             db = new_database(server, "bench_profile") if server is not None else str(Path(tmp) / "p.db")
-            seed(ROOT, db, Path(tmp))
-            target = Target("after", ROOT, args.store, db, args.transport, args.loop)
+            root = args.tree.resolve() if args.tree else ROOT
+            seed(root, db, Path(tmp))
+            target = Target(
+                "after" if root == ROOT else "before", root, args.store, db, args.transport, args.loop
+            )
             await target.start()
-            await sequential(target, args.kind, 100, None)
+            await sequential(target, args.kind, 100)
             assert target.process is not None
             record = ["record", "--pid", str(target.process.pid), "-d", str(args.seconds), "-r", "500"]
             sampler = await asyncio.create_subprocess_exec(
@@ -366,7 +438,7 @@ async def profile(args: argparse.Namespace) -> int:
             )
             end = time.monotonic() + args.seconds
             while time.monotonic() < end and sampler.returncode is None:
-                await sequential(target, args.kind, 50, None)
+                await sequential(target, args.kind, 50)
             return await sampler.wait()
     finally:
         if target is not None:
@@ -387,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--loop", default="uvloop", choices=("uvloop", "asyncio"))
         parser.add_argument("--seconds", type=int, default=20)
         parser.add_argument("--format", default="flamegraph", choices=("flamegraph", "raw"))
+        parser.add_argument("--tree", type=Path, help="another checkout to profile (default: this one)")
         options = parser.parse_args(argv[1:])
         return asyncio.run(profile(options))
     parser = argparse.ArgumentParser(prog="python -m bench.stores", description=__doc__)
