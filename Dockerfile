@@ -1,5 +1,5 @@
-# mnote-mcp as an OCI image: the server, the PostgreSQL store's driver (the [postgres] extra), uvloop and
-# the OpenTelemetry exporter (the [otel] extra: traces with --otlp-endpoint),
+# mnote-mcp as an OCI image: the server (on uvloop, a main dependency), the PostgreSQL store's driver (the
+# [postgres] extra) and the OpenTelemetry exporter (the [otel] extra: traces with --otlp-endpoint),
 # in a virtual environment on Debian 12's Python 3.11 (docs/deploy.md, "The image").
 #   docker build -t mnote-mcp .          (podman build, or buildah bud: the same file)
 #   docker run -i --rm mnote-mcp         (stdio on the embedded store, seeded with the demo workspace)
@@ -21,7 +21,7 @@ ARG PIP_INDEX_URL
 COPY pyproject.toml README.md /src/
 COPY mnote_mcp /src/mnote_mcp
 RUN python3 -m venv /opt/mnote \
-    && /opt/mnote/bin/pip install --no-cache-dir --disable-pip-version-check --quiet '/src[postgres,uvloop,otel]' \
+    && /opt/mnote/bin/pip install --no-cache-dir --disable-pip-version-check --quiet '/src[postgres,otel]' \
     && rm -rf /src
 
 # An unprivileged user whose home holds the embedded store's default path and a generated token, and

@@ -923,8 +923,8 @@ class ServerConfig(StoreSettings, LogSettings):
         group=STDIO,
     )
     uvloop: bool = switch(
-        "run on the standard asyncio event loop, not uvloop (used when installed: pip install"
-        " 'mnote-mcp[uvloop]'), for stdio and HTTP",
+        "run on the standard asyncio event loop, not uvloop (a dependency where the platform has it:"
+        " not Windows), for stdio and HTTP; the start-up line says which (loop=…)",
         default=True,
         flag="--no-uvloop",
         env="MNOTE_NO_UVLOOP",

@@ -81,6 +81,7 @@ class Reason(StrEnum):
     SPAWN = "spawn"
     REPLY_TOO_LARGE = "reply_too_large"
     STORE_BUSY = "store_busy"  # the embedded store stayed locked past its busy timeout
+    STORE_UNREACHABLE = "store_unreachable"  # the database (PostgreSQL) cannot be reached
     STORE_UNAVAILABLE = "store_unavailable"  # the embedded store could not be opened (out of descriptors)
     SHUTTING_DOWN = "shutting_down"  # the server is stopping: the call was not (or not wholly) run
     SEARCH_TIMEOUT = "search_timeout"  # a search statement ran past --db-search-timeout

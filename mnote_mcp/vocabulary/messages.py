@@ -159,6 +159,10 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "页面存储正被其他写入锁定，请稍后重试",
         "en": "the page store is locked by another writer; retry later",
     },
+    (_C.RUNTIME_UNAVAILABLE, _R.STORE_UNREACHABLE): {
+        "zh-CN": "页面存储的数据库暂时无法连接，请稍后重试",
+        "en": "the page store's database cannot be reached right now; retry later",
+    },
     (_C.RUNTIME_UNAVAILABLE, _R.STORE_UNAVAILABLE): {
         "zh-CN": "服务器暂时无法打开页面存储（例如文件描述符已用尽），请稍后重试",
         "en": "the server cannot open the page store right now (for instance, out of file descriptors); retry later",

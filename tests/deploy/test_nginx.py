@@ -34,10 +34,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.resources.uris import page_uri
 from mnote_mcp.stores import open_store
-from tests.support.helpers import FIXTURE, envelope_of, page_args, write_args
-from tests.support.http_helpers import ResourceUpdates, RunningServer, http_server, write_tokens
+from tests.support.helpers import FIXTURE, RAW_INITIALIZE, envelope_of, page_args, write_args
+from tests.support.http_helpers import ResourceUpdates, RunningServer, http_server, wait_until, write_tokens
 from tests.support.nginx import Certificate, Proxy, free_port, make_certificate, nginx, shipped_config
-from tests.support.postgres import PgServer, seeded_database
+from tests.support.postgres import PgServer, seeded_database, start, start_server, stop
 
 TOKEN = "tok-deploy"
 CLIENTS = 10  # of each protocol era
@@ -332,3 +332,63 @@ def test_the_proxy_redirects_plain_http_and_limits_each_client_address(tmp_path:
     # the rest are refused by the rate or connection limit
     assert statuses[429] >= 150, statuses
     assert statuses[429] + statuses[502] == 300, statuses
+
+
+@pytest.fixture(scope="module")
+def own_pg() -> Iterator[PgServer]:
+    """A PostgreSQL server only this module stops and starts (the session's is shared by other tests)."""
+    yield from start_server()
+
+
+def session_less(deployed: Deployment, http: httpx2.Client) -> list[int]:
+    """What a client without a session gets through the proxy: an `initialize` (answered without the
+    store) from each of four loopback addresses, as round robin spreads them over the replicas."""
+    statuses = []
+    for _ in range(4):
+        response = http.post(
+            f"{deployed.proxy.https_url}/mcp",
+            json=RAW_INITIALIZE,
+            headers={"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream"},
+        )
+        statuses.append(response.status_code)
+    return statuses
+
+
+def answer_of(response: httpx2.Response) -> object:
+    """A replica's JSON answer, or the start of nginx's own page (502: no live upstream)."""
+    try:
+        return response.json()
+    except ValueError:
+        return response.text[:60]
+
+
+@pytest.mark.postgres
+def test_readiness_probes_through_nginx_keep_the_replicas_in_service_during_an_outage(
+    own_pg: PgServer, tmp_path: Path
+) -> None:
+    """A monitor probing `/readyz` through the proxy while the database is down gets each replica's
+    own answer (503 `store_unreachable`), and the probes take no replica out of the upstream that
+    carries calls: a session-less `initialize` (which the replicas answer without the store) still
+    gets 200 during the outage and at once after it. Issue 34: the shipped config proxied `/readyz` to
+    the calls' upstream with `http_503` counted as a failure and `max_fails=1`, so two probes
+    disabled both replicas and nginx answered 502 to every session-less request for 5 s after the
+    last probe, even with the database back."""
+    with deployment(own_pg, tmp_path, "--ready-cache", "0", "--db-connect-timeout", "2") as deployed:
+        with httpx2.Client(verify=deployed.certificate.client_context(), timeout=60) as http:
+            assert session_less(deployed, http) == [200] * 4
+            stop(own_pg)
+            try:
+                probes = [http.get(f"{deployed.proxy.https_url}/readyz") for _ in range(4)]
+                during = session_less(deployed, http)
+            finally:
+                start(own_pg)
+            after = session_less(deployed, http)
+            ready = wait_until(lambda: http.get(f"{deployed.proxy.https_url}/readyz").status_code == 200, 30)
+        log = deployed.proxy.requests()
+    assert during == [200] * 4, f"session-less requests during the outage: {during}"
+    assert after == [200] * 4, f"session-less requests once the database is back: {after}"
+    answered = [(probe.status_code, answer_of(probe)) for probe in probes]
+    unready = {"status": "unready", "reason": "store_unreachable"}
+    assert answered == [(503, unready)] * 4, f"/readyz through the proxy during the outage: {answered}"
+    assert ready, "/readyz through the proxy is 200 again once the database is back"
+    assert not [entry for entry in log if entry["status"] == "502"], "nginx answered 502 (no live upstream)"

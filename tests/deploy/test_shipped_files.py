@@ -8,16 +8,20 @@ compose config` too where the CLI has compose); the Dockerfile's inputs exist an
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from mnote_mcp.cli import parse
 from mnote_mcp.config import ServerConfig, SettingError
@@ -172,7 +176,23 @@ def test_the_image_is_built_from_files_that_exist_and_are_not_ignored() -> None:
             assert (ROOT / source).exists(), source
             assert f"!{source.rstrip('/')}/" in ignored or f"!{source}" in ignored, f"{source} is ignored"
     assert 'ENTRYPOINT ["mnote-mcp"]' in steps and re.search(r"^USER 10001", steps, flags=re.MULTILINE)
-    assert "[postgres,uvloop,otel]" in steps and "pip install" in steps
+    assert "[postgres,otel]" in steps and "pip install" in steps  # uvloop: a main dependency
+
+
+def test_a_default_install_brings_uvloop_where_the_platform_has_it() -> None:
+    """Issue 34: uvloop was an extra the README's `pip install -e .` and `.[postgres]` left out, so a
+    deployment following the docs ran on asyncio. It is a main dependency now (not on Windows, which
+    has no wheel), and this environment, installed from pyproject.toml, has it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = {Requirement(text).name: Requirement(text) for text in project["dependencies"]}
+    uvloop = requirements["uvloop"]
+    assert uvloop.marker is not None
+    assert uvloop.marker.evaluate({"sys_platform": "linux"}) and uvloop.marker.evaluate(
+        {"sys_platform": "darwin"}
+    )
+    assert not uvloop.marker.evaluate({"sys_platform": "win32"})
+    if sys.platform != "win32":
+        assert importlib.util.find_spec("uvloop") is not None
 
 
 def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:

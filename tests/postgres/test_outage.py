@@ -7,6 +7,7 @@ started by the test), a real replica (`serve --stateless`), the SDK client."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from tests.support.helpers import FIXTURE, call, page_args, write_args
 from tests.support.http_helpers import http_server, mcp_http_client, wait_until, write_tokens
+from tests.support.metrics import samples
 from tests.support.postgres import PgServer, seeded_database, start, start_server, stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
@@ -32,6 +34,24 @@ HANG = 60.0  # the client's own timeout: a call still unanswered then counts as 
 def own_pg() -> Iterator[PgServer]:
     """A server only this module stops and starts (the session's is shared by every other test)."""
     yield from start_server()
+
+
+def scrape_text(log: str) -> str:
+    match = re.search(r"metrics on (http://\S+)", log)
+    assert match, log
+    answer = httpx2.get(match.group(1), timeout=10)
+    assert answer.status_code == 200, answer.text
+    return answer.text
+
+
+def unavailable_calls(text: str) -> dict[str, float]:
+    """`mnote_tool_calls_total` of the calls answered `mnote_tool_runtime_unavailable`, by reason."""
+    counted: dict[str, float] = {}
+    for (name, labels), value in samples(text).items():
+        label = dict(labels)
+        if name == "mnote_tool_calls_total" and label["code"] == "mnote_tool_runtime_unavailable":
+            counted[label["reason"]] = counted.get(label["reason"], 0) + value
+    return counted
 
 
 async def timed(client: Any, tool: str, **arguments: Any) -> tuple[float, dict[str, Any]]:
@@ -51,7 +71,8 @@ async def test_an_outage_fails_fast_and_the_next_call_after_it_succeeds(
 ) -> None:
     url = seeded_database(own_pg, FIXTURE)
     tokens = write_tokens(tmp_path / "tokens.json", TOKENS)
-    args = ("--stateless", "--auth-file", str(tokens), "--ready-cache", "0", "--db-connect-timeout", "2")
+    args = ["--stateless", "--auth-file", str(tokens), "--ready-cache", "0", "--db-connect-timeout", "2"]
+    args += ["--metrics-listen", "127.0.0.1:0"]
     with http_server(url, *args) as server:
         async with mcp_http_client(server.url, "tok-a", http_timeout=HANG) as client:
             assert (await call(client, "mnote.page.get", **page_args()))["ok"]
@@ -94,3 +115,6 @@ async def test_an_outage_fails_fast_and_the_next_call_after_it_succeeds(
                 )
                 assert written["ok"], written
                 assert wait_until(lambda: httpx2.get(f"{server.url}/readyz").status_code == 200, 10)
+        counted = unavailable_calls(scrape_text(server.log))
+    # every call of the two outages counted as what it answered (issue 34: it was `store_busy`)
+    assert counted == {"store_unreachable": 2 * 12}, counted

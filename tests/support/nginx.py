@@ -125,8 +125,11 @@ class Proxy:
 
 
 @contextmanager
-def nginx(site: str, folder: Path, *, https_port: int, http_port: int) -> Iterator[Proxy]:
-    """nginx in the foreground serving `site` (an http-context file), stopped when the block ends."""
+def nginx(
+    site: str, folder: Path, *, https_port: int, http_port: int, worker_connections: int = 1024
+) -> Iterator[Proxy]:
+    """nginx in the foreground serving `site` (an http-context file), stopped when the block ends
+    (`worker_connections`: more for bench/capacity.py's thousand clients)."""
     binary = nginx_binary()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "site.conf").write_text(site, encoding="utf-8")
@@ -140,7 +143,7 @@ def nginx(site: str, folder: Path, *, https_port: int, http_port: int) -> Iterat
         f"""{user}worker_processes 1;
 error_log {folder / "error.log"} info;
 pid {folder / "nginx.pid"};
-events {{ worker_connections 1024; }}
+events {{ worker_connections {worker_connections}; }}
 http {{
     log_format mnote '{LOG_FORMAT}';
     access_log {folder / "access.log"} mnote;

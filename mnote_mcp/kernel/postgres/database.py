@@ -38,7 +38,7 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext, suppress
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -105,10 +105,12 @@ class PgConnection:
                 cursor.executemany(translate(sql), rows)
 
 
-def unavailable(cause: str, timeout: float) -> MnoteError:
+def unavailable(cause: Literal["store_busy", "store_unreachable"], timeout: float) -> MnoteError:
+    """Retryable; the reason is the cause, so what counts answers by reason (`mnote_tool_calls_total`)
+    tells a database that is down from a busy one."""
     return MnoteError(
         ErrorCode.RUNTIME_UNAVAILABLE,
-        Reason.STORE_BUSY,
+        Reason(cause),
         {"adapter": "postgres", "cause": cause, "busyTimeoutSeconds": timeout},
     )
 

@@ -22,7 +22,7 @@ from typing import Any
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import AuditRecord, Command, CommandOutcome, Refusal
 from mnote_mcp.kernel.store.encoding import dumps, now
-from mnote_mcp.kernel.store.sql import Connection
+from mnote_mcp.kernel.store.sql import Connection, Cursor
 
 REPLAY_WARNING = "idempotent_replay"
 
@@ -61,13 +61,24 @@ _SNAKE: dict[str, str] = {}
 _NOT_KEPT = re.compile(r"[^\w-]")
 
 
-def lookup(conn: Connection, command: Command, print_: str, conflict_reason: Reason) -> Replay | None:
-    """The replay this command's key calls for, None for a new key, or the conflict it is."""
-    rows = conn.execute(
+def ask(conn: Connection, command: Command) -> Cursor:
+    """The ledger's entries under this command's key, asked for now and read by `lookup` later: on
+    PostgreSQL a write's pipeline sends the question with the page lock and the checkpoints, one round
+    trip for all of them (the answer is read only once the caller is authorised, and the question
+    runs after the lock, so it sees what the page's previous writer committed)."""
+    return conn.execute(
         "SELECT command_name, fingerprint, outcome FROM idempotency"
         " WHERE workspace_id = ? AND actor_id = ? AND idem_key = ?",
         (command.workspace_id, command.actor_id, command.idempotency_key),
-    ).fetchall()
+    )
+
+
+def lookup(
+    conn: Connection, command: Command, print_: str, conflict_reason: Reason, asked: Cursor | None = None
+) -> Replay | None:
+    """The replay this command's key calls for, None for a new key, or the conflict it is (`asked`:
+    the question `ask` sent earlier)."""
+    rows = (asked if asked is not None else ask(conn, command)).fetchall()
     if not rows:
         return None
     for name, stored, outcome in rows:

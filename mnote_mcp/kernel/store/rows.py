@@ -16,7 +16,7 @@ from the history) has none (0) until it is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,7 +27,7 @@ from mnote_mcp.kernel.diff import BlockOp
 from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.store.encoding import dumps
 from mnote_mcp.kernel.store.orderkeys import keys_between, too_long
-from mnote_mcp.kernel.store.sql import Connection
+from mnote_mcp.kernel.store.sql import Connection, Cursor
 
 TOP = ""  # the parent of top-level blocks
 COLUMNS = (
@@ -166,8 +166,55 @@ class PageBlocks:
     page_id: str
     _rows: dict[str, BlockRow | None] = field(default_factory=dict)
     _all: list[BlockRow] | None = None
+    _parents: dict[str, bool] = field(default_factory=dict)  # block id -> has children (asked for)
+    _asked: list[tuple[list[str], Cursor]] = field(default_factory=list)
+
+    @classmethod
+    def asking(
+        cls,
+        conn: Connection,
+        workspace_id: str,
+        page_id: str,
+        named: Callable[[Any], list[str]] | None,
+        payload: Any,
+    ) -> PageBlocks:
+        """The page's rows, those a command's payload names (`CommandSpec.named`) asked for at once."""
+        blocks = cls(conn, workspace_id, page_id)
+        if named is not None:
+            blocks.ask(named(payload))
+        return blocks
+
+    def ask(self, ids: Iterable[str]) -> None:
+        """Ask now for these rows, each with whether it has children, and read the answer when a row
+        is first wanted: on PostgreSQL a write sends the question with its page lock and checkpoints
+        (`Store.run_command`), one round trip for all of them instead of one per question. A few ids
+        only (`FEW_IDS`); the rows are the transaction's as any other read of them."""
+        wanted = [block_id for block_id in dict.fromkeys(ids) if block_id not in self._rows]
+        if not wanted or len(wanted) > FEW_IDS or self._all is not None:
+            return
+        joined = ", ".join(f"b.{column.strip()}" for column in COLUMNS.split(","))
+        rows = self.conn.execute(
+            f"SELECT {joined}, EXISTS (SELECT 1 FROM blocks c WHERE c.workspace_id = b.workspace_id"
+            " AND c.page_id = b.page_id AND c.parent_id = b.id)"
+            f" FROM blocks b WHERE b.workspace_id = ? AND b.page_id = ? AND b.id IN ({', '.join('?' * len(wanted))})"
+            " ORDER BY b.id",  # (the index by id, as `get_many`)
+            (self.workspace_id, self.page_id, *wanted),
+        )
+        self._asked.append((wanted, rows))
+
+    def _answers(self) -> None:
+        """Read the answer to what `ask` asked (before any other read of the rows)."""
+        while self._asked:
+            wanted, rows = self._asked.pop(0)
+            for *found, parent in rows.fetchall():
+                row = BlockRow.of(found)
+                self._rows.setdefault(row.id, row)
+                self._parents[row.id] = bool(parent)
+            for block_id in wanted:
+                self._rows.setdefault(block_id, None)
 
     def _select(self, where: str, params: Sequence[Any], order: str = "") -> list[BlockRow]:
+        self._answers()
         rows = self.conn.execute(
             f"SELECT {COLUMNS} FROM blocks WHERE workspace_id = ? AND page_id = ? AND {where}{order}",
             (self.workspace_id, self.page_id, *params),
@@ -178,6 +225,7 @@ class PageBlocks:
         return found
 
     def get(self, block_id: str) -> BlockRow | None:
+        self._answers()
         if block_id not in self._rows:
             if self._all is not None:
                 return None
@@ -187,6 +235,7 @@ class PageBlocks:
 
     def get_many(self, ids: Iterable[str]) -> dict[str, BlockRow]:
         """The rows of those ids that exist."""
+        self._answers()
         wanted = [block_id for block_id in dict.fromkeys(ids) if block_id not in self._rows]
         if self._all is None:
             for where, chunk in ids_in_chunks(wanted):
@@ -232,6 +281,10 @@ class PageBlocks:
         return found[0] if found else None
 
     def has_children(self, block_id: str) -> bool:
+        self._answers()
+        known = self._parents.get(block_id)
+        if known is not None:
+            return known
         row = self.conn.execute(
             "SELECT 1 FROM blocks WHERE workspace_id = ? AND page_id = ? AND parent_id = ? LIMIT 1",
             (self.workspace_id, self.page_id, block_id),
@@ -263,6 +316,7 @@ class PageBlocks:
 
     def subtree(self, block_id: str) -> list[BlockRow]:
         """`block_id` and every block under it, in document order (one recursive query)."""
+        self._answers()
         joined = ", ".join(f"b.{column.strip()}" for column in COLUMNS.split(","))
         rows = self.conn.execute(
             f"WITH RECURSIVE sub AS (SELECT {COLUMNS} FROM blocks"

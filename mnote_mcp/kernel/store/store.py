@@ -250,8 +250,10 @@ class Store:
         (`writes` None) only reads."""
         if writes is not None:
             self.dialect.lock_page(conn, command.workspace_id, command.document_id)
+        asked = ledger.ask(conn, command)  # read after the checkpoints: one round trip on PostgreSQL
+        blocks = PageBlocks.asking(conn, command.workspace_id, command.document_id, spec.named, payload)
         page = access.authorize(conn, command.workspace_id, command.document_id, command.actor_id, spec.scope)
-        replay = ledger.lookup(conn, command, print_, spec.conflict_reason)
+        replay = ledger.lookup(conn, command, print_, spec.conflict_reason, asked)
         if replay is not None:
             if command.dry_run:
                 return ledger.dry_replay(command, replay.outcome, page.revision)
@@ -259,7 +261,7 @@ class Store:
             return replay.outcome
         if inline and not bounds.inline_ok(page, command.payload):
             raise MoveToThread  # a long page, or a request that makes it long: planned off the loop
-        tx = Tx(conn, page, command, PageBlocks(conn, page.workspace_id, page.id), inline, self.limits)
+        tx = Tx(conn, page, command, blocks, inline, self.limits)
         rebased = check_base(tx, spec, payload)
         plan = spec.plan(tx, payload)
         bounds.check_plan(self.limits, plan.blocks, plan.size_after(page), tx.blocks)  # every command's

@@ -38,7 +38,7 @@ class Store:
 
 
 def unreachable() -> MnoteError:
-    return MnoteError(ErrorCode.RUNTIME_UNAVAILABLE, Reason.STORE_BUSY, {"cause": "store_unreachable"})
+    return MnoteError(ErrorCode.RUNTIME_UNAVAILABLE, Reason.STORE_UNREACHABLE, {"cause": "store_unreachable"})
 
 
 async def test_ready_then_unready_with_the_stores_cause_then_ready_again() -> None:

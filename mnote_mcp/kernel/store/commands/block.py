@@ -99,6 +99,10 @@ INSERT = CommandSpec(
     plan=_plan_insert,
     depends=_insert_depends,
     relies_on="the anchor (`afterBlockId`) and the parent (`parentId`), if named",
+    named=lambda p: [
+        *(bid for bid in (p["afterBlockId"], p["parentId"]) if bid is not None),
+        *ids_in(p["blocks"]),
+    ],
 )
 
 
@@ -191,6 +195,7 @@ UPDATE = CommandSpec(
     plan=_plan_update,
     depends=_update_depends,
     relies_on="the block",
+    named=lambda p: [p["blockId"]],
 )
 
 

@@ -44,6 +44,9 @@ class CommandSpec(Generic[P]):
     # the history since the run it undoes). Every other command is moved there when its page or its
     # request is heavy (`bounds.inline_ok`), and no command can stay on the loop past that.
     threaded: bool = False
+    # The blocks the payload names, asked for with the page lock (`PageBlocks.ask`): on PostgreSQL one
+    # round trip with the lock, the checkpoints and the ledger instead of one query each later.
+    named: Callable[[P], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if (self.depends is None) != (not self.relies_on):

@@ -220,6 +220,7 @@ REPLACE = CommandSpec(
     plan=_plan,
     depends=_depends,
     relies_on="the blocks whose text it changes (with `blockId`, that block)",
+    named=lambda p: [p["blockId"]] if "blockId" in p else [],
 )
 
 COMMANDS: tuple[CommandSpec[Any], ...] = (REPLACE,)
