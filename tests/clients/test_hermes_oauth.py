@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
@@ -117,3 +118,33 @@ def test_hermes_signs_in_once_then_calls_unattended(signed_in: SignedIn, tmp_pat
     mine = [record for record in records if record.get("commandId") == note["audit"]["commandId"]]
     assert [record["actorId"] for record in mine] == ["user_1"], "audited under the person who signed in"
     assert signed_in.access_token() not in signed_in.server.log and before not in signed_in.server.log
+
+
+def test_hermes_signs_in_to_a_bare_origin_resource(tmp_path: Path) -> None:
+    """Issue 31: docs/deploy.md recommends the bare origin as `--oauth-resource` (one token for `/mcp`
+    and `/sse`). Hermes 0.19.0 asks the provider for it with a trailing slash (`http://host:port/`), so
+    a provider set up with the resource as mnote published it (`http://host:port`) refused the sign-in
+    (`invalid_target`). mnote publishes the origin in the form every client sends back; the provider
+    is set up with what mnote's metadata names, as the docs say."""
+    require_hermes()
+    require_provider()
+    port, provider_port = free_port(), free_port()
+    address = f"127.0.0.1:{port}"
+    issuer = f"http://127.0.0.1:{provider_port}"
+    args = [
+        arg.replace(ADDRESS_PLACEHOLDER, address).replace(ISSUER_PLACEHOLDER, issuer)
+        for arg in example_serve_command("hermes-oauth.yaml")
+    ]
+    args = [str(port) if arg == "8765" else arg for arg in args]
+    args = [f"http://{address}" if arg == f"http://{address}/mcp" else arg for arg in args]
+    assert f"http://{address}" in args, args
+    db = demo_store(tmp_path / "mnote.db")
+    with http_server(db, *args) as server:
+        published = httpx2.get(f"{server.url}/.well-known/oauth-protected-resource", timeout=10).json()
+        resources = {published["resource"]: {"scope": MNOTE_SCOPES}}
+        with oidc_provider(tmp_path, resources, registration=True, refresh_tokens=True, port=provider_port):
+            home = write_home(
+                tmp_path / "home", example_config("hermes-oauth.yaml", {ADDRESS_PLACEHOLDER: address})
+            )
+            printed = hermes_login(home, KEY, "user_1")
+    assert f"Authenticated — {len(ALL_TOOLS)} tool(s) available" in printed, printed[-3000:]

@@ -177,10 +177,20 @@ async def test_a_key_declined_then_declined_again_then_accepted_writes_once(db: 
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_client_without_elicitation_writes_as_before_unless_the_fallback_refuses(
+async def test_a_client_without_elicitation_is_held_written_as_before_or_refused_as_the_fallback_says(
     db: Path, tmp_path: Path, mode: str
 ) -> None:
+    """Issue 31: by default a client that cannot be asked gets the confirmation result (nothing
+    written); `--confirm-fallback write` writes as mnote once did (and says so in the audit record);
+    `refuse` refuses."""
+    before = dump(db, audit=False)
     async with connect(db, mode) as client:
+        held = await call(client, "mnote.page.save", **write_args("replace-4", **REPLACE))
+    assert held["ok"] is False and held["error"]["details"]["confirmation"] == "required", held
+    assert dump(db, audit=False) == before, "nothing written"
+
+    written_store = seeded_store(tmp_path / "write.db")
+    async with connect(written_store, mode, confirm_fallback="write") as client:
         written = await call(client, "mnote.page.save", **write_args("replace-4", **REPLACE))
     assert written["ok"] and written["audit"]["effect"] == "write"
 
@@ -197,6 +207,29 @@ async def test_a_client_without_elicitation_writes_as_before_unless_the_fallback
     assert harmless["ok"], "a write that is not destructive is not refused"
     after = dump(store)
     assert after != before and "replace-5" not in after
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("confirm", "fallback"), [("destructive", "refuse"), ("always", "refuse"), ("destructive", "handle")]
+)
+async def test_the_callers_own_run_is_undone_under_every_policy(
+    db: Path, mode: str, confirm: str, fallback: str
+) -> None:
+    """Issue 31: under `--confirm-fallback refuse` every revert was refused to a client that cannot be
+    asked, its own run's too: an agent could not undo what it had just done. Undoing the caller's own
+    run (`undoRunId` = the run the call is in) needs no confirmation, whatever the policy."""
+    async with connect(db, mode, confirm=confirm, confirm_fallback=fallback) as client:
+        async with connect(db, mode, confirm="never") as setup:
+            assert (
+                await call(setup, "mnote.block.insert", **write_args("mine-1", blocks=[{"type": "divider"}]))
+            )["ok"]
+        before = await _blocks(db)
+        undone = await call(client, "mnote.page.revert", **write_args("undo-mine", undoRunId="run_t"))
+        others = await call(client, "mnote.page.revert", **write_args("undo-all", toRevision=1))
+    assert undone["ok"] and undone["result"]["changed"], undone
+    assert await _blocks(db) != before
+    assert others["ok"] is False, "undoing anything but the caller's own run still needs consent"
 
 
 @pytest.mark.parametrize("mode", MODES)
