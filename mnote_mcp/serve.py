@@ -18,6 +18,7 @@ from mnote_mcp.drain import DrainingReadStream
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import PagesQuery
 from mnote_mcp.secretfiles import read_secret
+from mnote_mcp.transports.consentpaths import consent_paths
 
 if TYPE_CHECKING:
     from mnote_mcp.telemetry.metrics import Metrics
@@ -70,6 +71,8 @@ async def announce(app: App, auth: str | None = None) -> None:
         f" auth={auth}" if auth else "",
         loop_name(),
     )
+    for line in consent_paths(config):  # which paths can ask the person, and which fall back
+        logger.log(logging.WARNING if "UNASKED" in line else logging.INFO, "%s", line)
 
 
 def settle_memory() -> None:

@@ -21,6 +21,7 @@ from mnote_mcp.confirmation import ConfirmationPending
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
 from mnote_mcp.elicitation import asker_for, input_required, install_boundary
+from mnote_mcp.handles import Handles
 from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS
 from mnote_mcp.prompts.completions import Completions
 from mnote_mcp.prompts.handlers import PagePrompts
@@ -224,5 +225,7 @@ def create_server(
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
     spans_when_traced(server)
     install_boundary(server, identity_for, state_keys)
+    if state_keys:  # confirmation handles under the same keys: any replica sharing them accepts them
+        dispatcher.handles = Handles(state_keys, ttl=dispatcher.confirmation.handle_ttl)
     skip_second_pass()
     return server

@@ -9,7 +9,12 @@ made (docs/decisions.md, "Which writes ask first"):
 - `deletes_subtrees_or_many` (mnote.block.delete): the delete takes children with the blocks it names,
   or a heading's section (`section: true`: the blocks after the heading count as deleted, as they are),
   or more than `FEW_BLOCKS` blocks in all. One leaf block (or a few) does not ask: the agent saw them.
-- `reverts` (mnote.page.revert): every revert that changes the page; it can undo many writes at once.
+- `reverts` (mnote.page.revert): every revert that changes the page (it can undo many writes at once),
+  except the undo of the caller's own run (`undoRunId` naming the run the call is in): that is
+  `Exempt.OWN_RUN` and never asks, under any policy (issue 31). It takes back only what this agent
+  wrote in this run (the kernel reverts the calling actor's writes of the run, and refuses where a
+  later write of anyone else changed the same blocks), and is itself undone by a revert; asking would
+  make the way back depend on a channel to the person that may not exist.
 - `renames_shared_page` (mnote.page.update_title): a rename of a page someone else has written to (an
   entry by another actor among its last `SHARED_LOOKBACK` writes): others find it by its title.
 - everything else never asks under `destructive` (inserts, moves, one block's update, options,
@@ -32,6 +37,12 @@ FEW_BLOCKS = 3  # a delete of more blocks than this (children included) asks fir
 SHARED_LOOKBACK = 50  # the writes of a page looked at for another actor's
 
 
+class Exempt(StrEnum):
+    """A planned write that never asks, whatever `--confirm` says."""
+
+    OWN_RUN = "own_run"  # the undo of the caller's own run
+
+
 class Destruction(StrEnum):
     """Why a planned write asks first (None from a rule: it does not)."""
 
@@ -43,7 +54,8 @@ class Destruction(StrEnum):
     RENAMES_SHARED = "renames_shared"
 
 
-Destructive = Callable[[ToolRequest, Impact, Kernel], Awaitable[Destruction | None]]
+Verdict = Destruction | Exempt | None
+Destructive = Callable[[ToolRequest, Impact, Kernel], Awaitable[Verdict]]
 
 
 async def never(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | None:
@@ -67,8 +79,10 @@ async def deletes_subtrees_or_many(
     return None
 
 
-async def reverts(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | None:
-    """always (a revert that changes the page)"""
+async def reverts(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | Exempt | None:
+    """always (a revert that changes the page), but never the undo of the caller's own run"""
+    if request.args.get("undoRunId") == request.correlation.run_id:
+        return Exempt.OWN_RUN
     return Destruction.REVERTS
 
 

@@ -119,6 +119,7 @@ def command_handler(
                     dry_run=request.dry_run,
                     base_revision=request.base_revision,
                     payload=payload(request.args),
+                    consent=request.consent,
                 )
             )
         except MnoteError as error:

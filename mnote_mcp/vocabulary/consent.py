@@ -120,10 +120,8 @@ _WORDS: dict[str, dict[Locale, str]] = {
 }
 
 
-def question_text(impact: Impact, *, tool: str, page: str, locale: Locale, shared: bool = False) -> str:
-    """The question a person is asked before a write: what it changes on which page, the first lines
-    it removes, and that nothing happens without their yes. Counts and titles only come from the
-    plan of the caller's own call, on a page the caller may write."""
+def change_text(impact: Impact, locale: Locale) -> str:
+    """What a planned write changes, in one sentence: "Deletes 3 block(s), inserts 1." """
     words = {key: texts[locale] for key, texts in _WORDS.items()}
     parts = [
         words[key].format(n=count)
@@ -142,7 +140,20 @@ def question_text(impact: Impact, *, tool: str, page: str, locale: Locale, share
     change = words["sep"].join(parts) or words["nothing"]
     if locale == "en":
         change = change[0].upper() + change[1:]
-    lines = [words["head"].format(page=_cut(page, TITLE_CHARS), tool=tool), change + words["end"]]
+    return change + words["end"]
+
+
+def page_name(title: str) -> str:
+    """A page's title as a question names it (cut to `TITLE_CHARS`)."""
+    return _cut(title, TITLE_CHARS)
+
+
+def question_text(impact: Impact, *, tool: str, page: str, locale: Locale, shared: bool = False) -> str:
+    """The question a person is asked before a write: what it changes on which page, the first lines
+    it removes, and that nothing happens without their yes. Counts and titles only come from the
+    plan of the caller's own call, on a page the caller may write."""
+    words = {key: texts[locale] for key, texts in _WORDS.items()}
+    lines = [words["head"].format(page=page_name(page), tool=tool), change_text(impact, locale)]
     if shared:
         lines.append(words["others"])
     if impact.removed_lines:

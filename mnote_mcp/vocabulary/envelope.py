@@ -14,7 +14,7 @@ import orjson
 from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Correlation, JSONObject
+from mnote_mcp.kernel.port import Consent, Correlation, JSONObject
 from mnote_mcp.vocabulary.messages import SHOWN_STEPS, Locale, RenderedError, render_error
 from mnote_mcp.vocabulary.scopes import Scope
 
@@ -47,6 +47,8 @@ class ToolRequest:
     locale: Locale = "zh-CN"
     # The workspaces the caller's credentials allow (a bearer token limited to some), None: any.
     workspaces: frozenset[str] | None = None
+    # How the person consented to this write, once that is decided (`mnote_mcp.confirmation`).
+    consent: Consent | None = None
 
 
 @dataclass(frozen=True, slots=True)

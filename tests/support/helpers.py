@@ -108,10 +108,14 @@ def dump(path: Path | str, *, audit: bool = True) -> str:
 # server in the spec's fullest form. What each setting sends, the defaults included, is
 # tests/unit/test_delivery.py's; the end-to-end tests run the defaults.
 SPEC_FORM: dict[str, Any] = {"refusals": "error", "result_form": "both"}
+# A tool's own behaviour is tested apart from asking the person first: a client of these tests that
+# declares no elicitation has its destructive writes made (and audited `consent: fallback`), as
+# before issue 31. The tests of consent say what they run with (tests/unit/test_confirmation.py).
+UNASKED: dict[str, Any] = {"confirm_fallback": "write"}
 
 
 def make_app(db: Path | str, **config: Any) -> App:
-    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM)
+    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM, **UNASKED)
     cfg = replace(base, **config)
     kernel = (
         open_kernel(db, demo=False, limits=cfg.page_limits)

@@ -17,6 +17,7 @@ import mcp.types as types
 import pytest
 from mcp.client.context import ClientRequestContext
 
+from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.port import AuditRecord
 from mnote_mcp.kernel.sqlite.opening import open_kernel
 from tests.support.helpers import MODES, call, connect, dump, page_args, seeded_store, write_args
@@ -183,8 +184,9 @@ async def test_a_client_without_elicitation_is_held_written_as_before_or_refused
     """Issue 31: by default a client that cannot be asked gets the confirmation result (nothing
     written); `--confirm-fallback write` writes as mnote once did (and says so in the audit record);
     `refuse` refuses."""
+    assert ServerConfig().confirm_fallback == "handle", "the default"
     before = dump(db, audit=False)
-    async with connect(db, mode) as client:
+    async with connect(db, mode, confirm_fallback="handle") as client:
         held = await call(client, "mnote.page.save", **write_args("replace-4", **REPLACE))
     assert held["ok"] is False and held["error"]["details"]["confirmation"] == "required", held
     assert dump(db, audit=False) == before, "nothing written"
@@ -219,16 +221,15 @@ async def test_the_callers_own_run_is_undone_under_every_policy(
     """Issue 31: under `--confirm-fallback refuse` every revert was refused to a client that cannot be
     asked, its own run's too: an agent could not undo what it had just done. Undoing the caller's own
     run (`undoRunId` = the run the call is in) needs no confirmation, whatever the policy."""
+    async with connect(db, mode, confirm="never") as setup:
+        divider = write_args("mine-1", blocks=[{"type": "divider"}])
+        assert (await call(setup, "mnote.block.insert", **divider))["ok"]
+    before = await _blocks(db)
     async with connect(db, mode, confirm=confirm, confirm_fallback=fallback) as client:
-        async with connect(db, mode, confirm="never") as setup:
-            assert (
-                await call(setup, "mnote.block.insert", **write_args("mine-1", blocks=[{"type": "divider"}]))
-            )["ok"]
-        before = await _blocks(db)
-        undone = await call(client, "mnote.page.revert", **write_args("undo-mine", undoRunId="run_t"))
         others = await call(client, "mnote.page.revert", **write_args("undo-all", toRevision=1))
+        undone = await call(client, "mnote.page.revert", **write_args("undo-mine", undoRunId="run_t"))
     assert undone["ok"] and undone["result"]["changed"], undone
-    assert await _blocks(db) != before
+    assert await _blocks(db) == [text for text in before if text], "the divider it inserted is gone"
     assert others["ok"] is False, "undoing anything but the caller's own run still needs consent"
 
 
