@@ -140,7 +140,7 @@ async def test_an_expired_handle_writes_nothing(db: Path, monkeypatch: pytest.Mo
         held = await _held(client)
         before = dump(db, audit=False)
         later = time.time() + 601
-        monkeypatch.setattr(handles.time, "time", lambda: later)
+        monkeypatch.setattr(time, "time", lambda: later)  # the clock `mnote_mcp.handles` reads
         expired = await call(client, "mnote.page.save", **write_args(_handle(held), **REPLACE))
     assert expired["error"]["details"] == {"confirmation": "expired"}
     assert expired["error"]["message"] == "this confirmation has expired; nothing was written"
@@ -198,7 +198,7 @@ class Accept:
 async def test_every_write_says_how_it_was_consented(db: Path, mode: str) -> None:
     """The audit record of each write: asked (and accepted), not needed, the undo of the caller's own
     run, or written unasked under `--confirm-fallback write`."""
-    divider = {"blocks": [{"type": "divider"}]}
+    divider: dict[str, Any] = {"blocks": [{"type": "divider"}]}
     async with connect(db, mode, elicitation_callback=Accept()) as client:
         assert (await call(client, "mnote.page.save", **write_args("asked", **REPLACE)))["ok"]
         assert (await call(client, "mnote.block.insert", **write_args("harmless", **divider)))["ok"]
