@@ -17,9 +17,11 @@ import mcp.types as types
 import pytest
 from mcp.client.context import ClientRequestContext
 
-from mnote_mcp.config import ServerConfig
+from mnote_mcp.cli import parse
+from mnote_mcp.config import ServerConfig, SettingError
 from mnote_mcp.kernel.port import AuditRecord
 from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.transports.consentpaths import consent_paths
 from tests.support.helpers import MODES, call, connect, dump, page_args, seeded_store, write_args
 
 pytestmark = pytest.mark.anyio
@@ -294,3 +296,32 @@ async def test_the_question_names_tools_as_they_are_advertised(db: Path) -> None
     assert (
         "(mnote_page_save)" in question and "(mnote_page_revert)" in question and "mnote.page" not in question
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ((), ["stdio asks a client that declares form elicitation"]),
+        (
+            ("--transport", "http"),
+            ["/mcp asks on 2025-11-25 over an SSE answer", "/sse asks"],
+        ),
+        (("--transport", "http", "--stateless"), ["/mcp cannot ask on 2025-11-25 (--stateless"]),
+        (("--confirm-fallback", "write"), ["WRITTEN UNASKED"]),
+        (("--confirm", "never"), ["--confirm never: no write asks"]),
+    ],
+)
+def test_start_up_says_which_paths_ask_and_which_fall_back(args: tuple[str, ...], says: list[str]) -> None:
+    """Issue 31: the transport chooses nothing silently; start-up says where the person is asked."""
+    config = parse(["serve", *args], {})[1]
+    lines = "\n".join(consent_paths(config))
+    for words in says:
+        assert words in lines, lines
+    if "--confirm-fallback" not in args and "never" not in args:
+        assert "answered with a confirmation handle" in lines
+
+
+def test_a_handle_must_fit_the_longest_idempotency_key() -> None:
+    with pytest.raises(SettingError, match="shorter than a confirmation handle"):
+        parse(["serve", "--max-id-chars", "20"], {})
+    assert parse(["serve", "--max-id-chars", "20", "--confirm-fallback", "refuse"], {})[1].max_id_chars == 20
