@@ -47,7 +47,7 @@ import anyio
 from mnote_mcp.handles import DEFAULT_HANDLE_TTL, Binding, Handles, is_handle
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Consent, Kernel, PageQuery, Refusal, Refused
-from mnote_mcp.tools.consent import Destruction, Exempt, never
+from mnote_mcp.tools.consent import Destruction, Exempt, before_plan, never
 from mnote_mcp.vocabulary.consent import Impact, change_text, impact_of, page_name, question_text
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.naming import ToolNames, respell
@@ -156,11 +156,17 @@ async def confirmed_write(
         return await _redeem(spec, request, kernel, handles, principal)
     if not might_ask(spec, settings):
         return await spec.handler(replace(request, consent=Consent.NOT_NEEDED), kernel)
+    known = before_plan(spec.consent, request)
+    if known is Exempt.OWN_RUN:
+        return await spec.handler(replace(request, consent=Consent.OWN_RUN), kernel)
+    if known is None and settings.policy == "destructive":
+        return await spec.handler(replace(request, consent=Consent.NOT_NEEDED), kernel)
     if asker is None and settings.fallback == "write":
         # The operator's choice: written unasked, as before issue 31, and without a plan first.
         return await spec.handler(replace(request, consent=Consent.FALLBACK), kernel)
     answers: dict[str, Answer] = dict(asker.prior) if asker is not None else {}
-    planned = replace(request, dry_run=True)
+    # The plan's operations decide; its text (the costly `textDiff` of a long page) only once asked.
+    planned = replace(request, dry_run=True, text_diff=False)
     consent = Consent.NOT_NEEDED
     for asked in range(MAX_QUESTIONS + 1):
         plan = (await spec.handler(planned, kernel)).result
@@ -186,13 +192,15 @@ async def confirmed_write(
                 raise MnoteError(
                     ErrorCode.PERMISSION_DENIED, Reason.CONFIRM_UNAVAILABLE, {"confirmation": "unavailable"}
                 )
-            raise await _held(spec, request, kernel, plan, impact, handles, principal)
+            shown = await _with_text(spec, request, kernel, impact)
+            raise await _held(spec, request, kernel, plan, shown, handles, principal)
         if answers.get(impact.digest()) == "accept":
             consent = Consent.ASKED
             break
         if asked == MAX_QUESTIONS:
             raise MnoteError(ErrorCode.CONFLICT, Reason.PLAN_CHANGED, {"questions": MAX_QUESTIONS})
-        question = await _question(request, kernel, impact, destruction, tool, style)
+        shown = await _with_text(spec, request, kernel, impact)
+        question = await _question(request, kernel, shown, impact.digest(), destruction, tool, style)
         with _waiting(scope, call_timeout):
             answers[question.digest] = await asker.ask(question)
     return await spec.handler(replace(request, consent=consent), kernel)
@@ -267,7 +275,7 @@ async def _redeem(
             request.correlation.trace_id,
         )
         raise
-    plan = (await spec.handler(replace(request, dry_run=True), kernel)).result
+    plan = (await spec.handler(replace(request, dry_run=True, text_diff=False), kernel)).result
     if plan.get("idempotentReplay"):
         raise MnoteError(
             ErrorCode.PERMISSION_DENIED,
@@ -329,15 +337,24 @@ def might_ask(spec: ToolSpec, settings: Confirmation) -> bool:
     return settings.policy == "always" or spec.consent is not never
 
 
+async def _with_text(spec: ToolSpec, request: ToolRequest, kernel: Kernel, impact: Impact) -> Impact:
+    """`impact` with the first lines of text its write removes, from a dry run with its `textDiff`:
+    made only once the person is to be asked (the check itself plans without it)."""
+    plan = (await spec.handler(replace(request, dry_run=True), kernel)).result
+    return replace(impact, removed_lines=impact_of(plan).removed_lines)
+
+
 async def _question(
     request: ToolRequest,
     kernel: Kernel,
     impact: Impact,
+    digest: str,
     destruction: Destruction | None,
     tool: str,
     style: ToolNames,
 ) -> Question:
-    """The question for this plan, naming the page by its title (read as the caller)."""
+    """The question for this plan, naming the page by its title (read as the caller); `digest` is the
+    plan's, which the answer is bound to (`Impact.digest` of the operations)."""
     text = question_text(
         impact,
         tool=tool,
@@ -346,7 +363,7 @@ async def _question(
         shared=destruction is Destruction.RENAMES_SHARED,
     )
     return Question(
-        text=respell(text, style), digest=impact.digest(), tool=tool, impact=impact, destruction=destruction
+        text=respell(text, style), digest=digest, tool=tool, impact=impact, destruction=destruction
     )
 
 

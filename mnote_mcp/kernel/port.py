@@ -350,6 +350,10 @@ class Command(CommandHead):
     # How the person consented to it (`--confirm`, issue 31), kept in its audit record's `detail`; not
     # part of what its idempotency key stands for. None from a caller that does not say (an older one).
     consent: Consent | None = field(default=None, kw_only=True)
+    # A dry run's `textDiff` (the page's Markdown before and after, diffed: the costly part of a plan
+    # of a long page). Off for a plan that needs only its operations (`--confirm`'s check, issue 31);
+    # a runtime older than the field computes it anyway.
+    text_diff: bool = field(default=True, kw_only=True)
 
 
 class Consent(StrEnum):

@@ -101,3 +101,21 @@ async def renames_shared_page(request: ToolRequest, impact: Impact, kernel: Kern
     )
     others = {entry.get("actorId") for entry in history.get("entries", [])} - {request.actor_id}
     return Destruction.RENAMES_SHARED if others else None
+
+
+class Undecided(StrEnum):
+    UNDECIDED = "undecided"  # the rule needs the call's plan
+
+
+UNDECIDED = Undecided.UNDECIDED
+
+
+def before_plan(rule: Destructive, request: ToolRequest) -> Verdict | Undecided:
+    """What `rule` says of `request` from its arguments alone, where it needs no plan: an `append`
+    save never removes blocks, and the undo of the caller's own run is exempt. Anything else is
+    `UNDECIDED` and planned (a dry run) first: the check costs nothing where the answer is known."""
+    if rule is removes_blocks and request.args.get("mode") == "append":
+        return None
+    if rule is reverts and request.args.get("undoRunId") == request.correlation.run_id:
+        return Exempt.OWN_RUN
+    return UNDECIDED

@@ -120,6 +120,7 @@ def command_handler(
                     base_revision=request.base_revision,
                     payload=payload(request.args),
                     consent=request.consent,
+                    text_diff=request.text_diff,
                 )
             )
         except MnoteError as error:

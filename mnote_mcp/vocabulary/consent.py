@@ -37,8 +37,9 @@ class Impact:
     removed_lines: tuple[str, ...] = ()  # the first lines of text the write removes
 
     def digest(self) -> str:
-        """What an answer is bound to: everything the person is shown (not the ids the plan invents
-        for new blocks, which differ between two dry runs of one call)."""
+        """What an answer is bound to: the plan's operations the person is shown (not the ids the plan
+        invents for new blocks, which differ between two dry runs of one call; not the removed text,
+        read only once the person is asked: the deleted blocks' ids stand for it)."""
         material = [
             self.deleted,
             self.inserted,
@@ -47,7 +48,6 @@ class Impact:
             self.title,
             self.reverted,
             sorted(self.deleted_ids),
-            self.removed_lines,
         ]
         return hashlib.sha256(orjson.dumps(material)).hexdigest()[:32]
 

@@ -49,6 +49,8 @@ class ToolRequest:
     workspaces: frozenset[str] | None = None
     # How the person consented to this write, once that is decided (`mnote_mcp.confirmation`).
     consent: Consent | None = None
+    # False: a dry run that needs only the plan's operations, not its `textDiff` (`Command.text_diff`).
+    text_diff: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -266,7 +266,7 @@ class Store:
         if rebased is not None:
             data["rebasedFrom"] = rebased
         if writes is None:
-            if plan.text_diff is not None:
+            if plan.text_diff is not None and command.text_diff:
                 tx.whole_page()
                 data["textDiff"] = plan.text_diff()
             return plan.outcome(command, None, page.revision, data)

@@ -1,0 +1,138 @@
+"""`python -m bench.consent [BLOCKS]`: what consent costs a client that cannot be asked (issue 31).
+
+Before issue 31 such a client's writes were made unasked, with no plan first (`--confirm-fallback
+write`, then the default). Now (`handle`, the default) a write of a tool whose rule can ask is planned
+first (a dry run, as for a client that can be asked since issue 25), so that a destructive one is held
+and a harmless one made. Measured side by side in each round, on a page of BLOCKS blocks (1,000 by
+default), through the SDK client over memory streams (`tests.support.helpers.connect`), so a figure is
+the server's own work: a `mnote.page.save` `append` of one paragraph (never asks), a
+`mnote.block.delete` of one leaf (never asks), and the held delete of a list with its children (the
+confirmation result, under `handle` only; under `write` it would be written). After a warm-up,
+`ROUNDS` of each; median and 90th percentile in milliseconds, and the ratio handle / write. The machine
+may be shared: give its load (`uptime`) with the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from tests.support.helpers import FIXTURE, call, connect, store_with_pages
+
+ROUNDS = 30
+PAGE: dict[str, Any] = {"workspaceId": "ws_1", "documentId": "doc_bench"}
+
+
+def page(blocks: int) -> dict[str, Any]:
+    """`blocks` paragraphs, then a list with two children (what the held delete names)."""
+    body: list[dict[str, Any]] = [
+        {"id": f"b{index}", "type": "paragraph", "text": f"Paragraph {index}."} for index in range(blocks)
+    ]
+    body.append(
+        {
+            "id": "list",
+            "type": "bulleted_list",
+            "text": "A list",
+            "children": [{"type": "paragraph", "text": f"Item {n}."} for n in (1, 2)],
+        }
+    )
+    return {"id": PAGE["documentId"], "title": "Bench", "blocks": body}
+
+
+async def measure(blocks: int, fallback: str, rounds: int) -> dict[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory() as scratch:
+        fixture = page(blocks)
+        db = store_with_pages(Path(scratch) / "mnote.db", FIXTURE, fixture)
+        keys = count()
+
+        async def save(client: Client) -> None:
+            key = f"save-{next(keys)}"
+            content = [{"type": "paragraph", "text": key}]
+            answer = await call(
+                client,
+                "mnote.page.save",
+                **PAGE,
+                idempotencyKey=key,
+                dryRun=False,
+                content=content,
+                mode="append",
+            )
+            assert answer["ok"], answer
+
+        async def delete_leaf(client: Client) -> None:
+            key = f"leaf-{next(keys)}"
+            inserted = await call(
+                client,
+                "mnote.block.insert",
+                **PAGE,
+                idempotencyKey=f"i-{key}",
+                dryRun=False,
+                blocks=[{"type": "paragraph", "text": key}],
+                position="end",
+            )
+            leaf = inserted["result"]["blockIds"][0]
+            started = time.perf_counter()
+            answer = await call(
+                client, "mnote.block.delete", **PAGE, idempotencyKey=key, dryRun=False, blockIds=[leaf]
+            )
+            timings["block.delete (one leaf)"].append(time.perf_counter() - started)
+            assert answer["ok"], answer
+
+        timings: dict[str, list[float]] = {"page.save append": [], "block.delete (one leaf)": []}
+        cases: list[tuple[str, Callable[[Client], Awaitable[None]]]] = [("page.save append", save)]
+        async with connect(db, confirm_fallback=fallback, refusals="result", result_form="text") as client:
+            for _ in range(3):  # warm-up
+                await save(client)
+                await delete_leaf(client)
+            timings = {name: [] for name in timings}
+            for _ in range(rounds):
+                for name, case in cases:
+                    started = time.perf_counter()
+                    await case(client)
+                    timings[name].append(time.perf_counter() - started)
+                await delete_leaf(client)
+            if fallback == "handle":
+                timings["block.delete of a list, held"] = []
+                for _ in range(rounds):
+                    started = time.perf_counter()
+                    answer = await call(
+                        client,
+                        "mnote.block.delete",
+                        **PAGE,
+                        idempotencyKey=f"h-{next(keys)}",
+                        dryRun=False,
+                        blockIds=["list"],
+                    )
+                    timings["block.delete of a list, held"].append(time.perf_counter() - started)
+                    assert answer["error"]["details"]["confirmation"] == "required", answer
+    return {name: _stats(values) for name, values in timings.items()}
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    ms = sorted(value * 1000 for value in values)
+    return {"median_ms": round(statistics.median(ms), 3), "p90_ms": round(ms[int(len(ms) * 0.9) - 1], 3)}
+
+
+async def main(blocks: int) -> dict[str, Any]:
+    write = await measure(blocks, "write", ROUNDS)
+    handle = await measure(blocks, "handle", ROUNDS)
+    ratios = {
+        name: round(handle[name]["median_ms"] / write[name]["median_ms"], 2)
+        for name in write
+        if name in handle
+    }
+    return {"blocks": blocks, "write": write, "handle": handle, "handle_over_write": ratios}
+
+
+if __name__ == "__main__":
+    print(json.dumps(anyio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 1000), indent=2))
