@@ -5,9 +5,10 @@ write`, then the default). Now (`handle`, the default) a write of a tool whose r
 first (a dry run, as for a client that can be asked since issue 25), so that a destructive one is held
 and a harmless one made. Measured side by side in each round, on a page of BLOCKS blocks (1,000 by
 default), through the SDK client over memory streams (`tests.support.helpers.connect`), so a figure is
-the server's own work: a `mnote.page.save` `append` of one paragraph (never asks), a
-`mnote.block.delete` of one leaf (never asks), and the held delete of a list with its children (the
-confirmation result, under `handle` only; under `write` it would be written). After a warm-up,
+the server's own work: a `mnote.page.update_title` of a page only the caller writes and a
+`mnote.block.delete` of one leaf (each planned first under `handle`, neither asks), and the held
+delete of a list with its children (the confirmation result, under `handle` only; under `write` it
+would be written). An `append` save and the undo of one's own run are not planned (`before_plan`). After a warm-up,
 `ROUNDS` of each; median and 90th percentile in milliseconds, and the ratio handle / write. The machine
 may be shared: give its load (`uptime`) with the figures.
 """
@@ -55,17 +56,10 @@ async def measure(blocks: int, fallback: str, rounds: int) -> dict[str, dict[str
         db = store_with_pages(Path(scratch) / "mnote.db", FIXTURE, fixture)
         keys = count()
 
-        async def save(client: Client) -> None:
-            key = f"save-{next(keys)}"
-            content = [{"type": "paragraph", "text": key}]
+        async def rename(client: Client) -> None:
+            key = f"title-{next(keys)}"
             answer = await call(
-                client,
-                "mnote.page.save",
-                **PAGE,
-                idempotencyKey=key,
-                dryRun=False,
-                content=content,
-                mode="append",
+                client, "mnote.page.update_title", **PAGE, idempotencyKey=key, dryRun=False, title=key
             )
             assert answer["ok"], answer
 
@@ -88,11 +82,11 @@ async def measure(blocks: int, fallback: str, rounds: int) -> dict[str, dict[str
             timings["block.delete (one leaf)"].append(time.perf_counter() - started)
             assert answer["ok"], answer
 
-        timings: dict[str, list[float]] = {"page.save append": [], "block.delete (one leaf)": []}
-        cases: list[tuple[str, Callable[[Client], Awaitable[None]]]] = [("page.save append", save)]
+        timings: dict[str, list[float]] = {"page.update_title": [], "block.delete (one leaf)": []}
+        cases: list[tuple[str, Callable[[Client], Awaitable[None]]]] = [("page.update_title", rename)]
         async with connect(db, confirm_fallback=fallback, refusals="result", result_form="text") as client:
             for _ in range(3):  # warm-up
-                await save(client)
+                await rename(client)
                 await delete_leaf(client)
             timings = {name: [] for name in timings}
             for _ in range(rounds):
