@@ -8,7 +8,9 @@ default), through the SDK client over memory streams (`tests.support.helpers.con
 the server's own work: a `mnote.page.update_title` of a page only the caller writes and a
 `mnote.block.delete` of one leaf (each planned first under `handle`, neither asks), and the held
 delete of a list with its children (the confirmation result, under `handle` only; under `write` it
-would be written). An `append` save and the undo of one's own run are not planned (`before_plan`). After a warm-up,
+would be written). An `append` save and the undo of one's own run are not planned (`before_plan`).
+Then the kernel's own cost of such a plan (`plan_costs`): a dry run with its `textDiff`, one without
+(what the check makes), and the write, side by side. After a warm-up,
 `ROUNDS` of each; median and 90th percentile in milliseconds, and the ratio handle / write. The machine
 may be shared: give its load (`uptime`) with the figures.
 """
@@ -28,6 +30,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from mnote_mcp.kernel.port import Command, Correlation
+from mnote_mcp.kernel.sqlite.opening import open_kernel
 from tests.support.helpers import FIXTURE, call, connect, store_with_pages
 
 ROUNDS = 30
@@ -112,6 +116,47 @@ async def measure(blocks: int, fallback: str, rounds: int) -> dict[str, dict[str
     return {name: _stats(values) for name, values in timings.items()}
 
 
+async def plan_costs(blocks: int, rounds: int) -> dict[str, dict[str, float]]:
+    """The kernel's own cost of the check's plan, side by side in each round: an `append` save of one
+    paragraph to the page as a dry run with its `textDiff` (what a dry run answers), as the check's
+    dry run without it (`Command.text_diff`), and written."""
+    with tempfile.TemporaryDirectory() as scratch:
+        db = store_with_pages(Path(scratch) / "mnote.db", FIXTURE, page(blocks))
+        kernel = open_kernel(db)
+        ids = Correlation("sess_bench", "run_bench", "call_bench", "trace_bench")
+        keys = count()
+
+        def save(dry_run: bool, text_diff: bool = True) -> Command:
+            return Command(
+                name="page.body.save",
+                workspace_id="ws_1",
+                document_id=PAGE["documentId"],
+                actor_id="user_editor",
+                correlation=ids,
+                idempotency_key=f"k{next(keys)}",
+                dry_run=dry_run,
+                text_diff=text_diff,
+                payload={"mode": "append", "content": [{"type": "paragraph", "text": "Appended."}]},
+            )
+
+        kinds = {
+            "dry run with textDiff": (True, True),
+            "dry run without (the check)": (True, False),
+            "write": (False, True),
+        }
+        timings: dict[str, list[float]] = {name: [] for name in kinds}
+        try:
+            for round_ in range(rounds + 3):
+                for name, (dry_run, text_diff) in kinds.items():
+                    started = time.perf_counter()
+                    await kernel.execute(save(dry_run, text_diff))
+                    if round_ >= 3:  # after a warm-up
+                        timings[name].append(time.perf_counter() - started)
+        finally:
+            await kernel.aclose()
+    return {name: _stats(values) for name, values in timings.items()}
+
+
 def _stats(values: list[float]) -> dict[str, float]:
     ms = sorted(value * 1000 for value in values)
     return {"median_ms": round(statistics.median(ms), 3), "p90_ms": round(ms[int(len(ms) * 0.9) - 1], 3)}
@@ -125,7 +170,8 @@ async def main(blocks: int) -> dict[str, Any]:
         for name in write
         if name in handle
     }
-    return {"blocks": blocks, "write": write, "handle": handle, "handle_over_write": ratios}
+    plans = await plan_costs(blocks, ROUNDS)
+    return {"blocks": blocks, "write": write, "handle": handle, "handle_over_write": ratios, "plan": plans}
 
 
 if __name__ == "__main__":
