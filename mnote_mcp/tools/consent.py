@@ -10,8 +10,8 @@ made (docs/decisions.md, "Which writes ask first"):
   or a heading's section (`section: true`: the blocks after the heading count as deleted, as they are),
   or more than `FEW_BLOCKS` blocks in all. One leaf block (or a few) does not ask: the agent saw them.
 - `reverts` (mnote.page.revert): every revert that changes the page (it can undo many writes at once),
-  except the undo of the caller's own run (`undoRunId` naming the run the call is in): that is
-  `Exempt.OWN_RUN` and never asks, under any policy (issue 31). It takes back only what this agent
+  except the undo of the caller's own run (`undoRunId` naming the run the call is in, not one its
+  own arguments name: `undoes_own_run`): that is `Exempt.OWN_RUN` and never asks, under any policy (issue 31). It takes back only what this agent
   wrote in this run (the kernel reverts the calling actor's writes of the run, and refuses where a
   later write of anyone else changed the same blocks), and is itself undone by a revert; asking would
   make the way back depend on a channel to the person that may not exist.
@@ -81,9 +81,14 @@ async def deletes_subtrees_or_many(
 
 async def reverts(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | Exempt | None:
     """always (a revert that changes the page), but never the undo of the caller's own run"""
-    if request.args.get("undoRunId") == request.correlation.run_id:
-        return Exempt.OWN_RUN
-    return Destruction.REVERTS
+    return Exempt.OWN_RUN if undoes_own_run(request) else Destruction.REVERTS
+
+
+def undoes_own_run(request: ToolRequest) -> bool:
+    """The revert undoes the run the call is in, a run the connection (stdio, the session, the HTTP
+    client, `X-Mnote-Run-Id`, `--run-id`) or the client's `_meta` chose: not one the call's arguments
+    name, which an instruction planted in a page could choose (another session's run, the person's)."""
+    return request.args.get("undoRunId") == request.correlation.run_id and not request.run_named
 
 
 async def renames_shared_page(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | None:
@@ -116,6 +121,6 @@ def before_plan(rule: Destructive, request: ToolRequest) -> Verdict | Undecided:
     `UNDECIDED` and planned (a dry run) first: the check costs nothing where the answer is known."""
     if rule is removes_blocks and request.args.get("mode") == "append":
         return None
-    if rule is reverts and request.args.get("undoRunId") == request.correlation.run_id:
+    if rule is reverts and undoes_own_run(request):
         return Exempt.OWN_RUN
     return UNDECIDED

@@ -51,6 +51,9 @@ class ToolRequest:
     consent: Consent | None = None
     # False: a dry run that needs only the plan's operations, not its `textDiff` (`Command.text_diff`).
     text_diff: bool = True
+    # The call's own arguments named its `runId` (the model's choice), rather than the connection, its
+    # `_meta` or the server: such a run is not the caller's own for an unasked undo (`tools/consent.py`).
+    run_named: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -222,17 +222,24 @@ async def test_the_callers_own_run_is_undone_under_every_policy(
 ) -> None:
     """Issue 31: under `--confirm-fallback refuse` every revert was refused to a client that cannot be
     asked, its own run's too: an agent could not undo what it had just done. Undoing the caller's own
-    run (`undoRunId` = the run the call is in) needs no confirmation, whatever the policy."""
+    run (`undoRunId` = the run the call is in, here the connection's `--run-id`) needs no confirmation,
+    whatever the policy. A run the call's own arguments name is not its own: a page could have told
+    the model which run to name."""
     async with connect(db, mode, confirm="never") as setup:
-        divider = write_args("mine-1", blocks=[{"type": "divider"}])
+        divider = write_args("mine-1", blocks=[{"type": "divider"}])  # under runId run_t
         assert (await call(setup, "mnote.block.insert", **divider))["ok"]
     before = await _blocks(db)
-    async with connect(db, mode, confirm=confirm, confirm_fallback=fallback) as client:
+    async with connect(db, mode, confirm=confirm, confirm_fallback=fallback, run_id="run_t") as client:
         others = await call(client, "mnote.page.revert", **write_args("undo-all", toRevision=1))
-        undone = await call(client, "mnote.page.revert", **write_args("undo-mine", undoRunId="run_t"))
+        named = await call(client, "mnote.page.revert", **write_args("undo-named", undoRunId="run_t"))
+        unnamed = {
+            key: value for key, value in write_args("undo-mine", undoRunId="run_t").items() if key != "runId"
+        }
+        undone = await call(client, "mnote.page.revert", **unnamed)
     assert undone["ok"] and undone["result"]["changed"], undone
     assert await _blocks(db) == [text for text in before if text], "the divider it inserted is gone"
     assert others["ok"] is False, "undoing anything but the caller's own run still needs consent"
+    assert named["ok"] is False, "a run named in the call's arguments is not the caller's own"
 
 
 @pytest.mark.parametrize("mode", MODES)

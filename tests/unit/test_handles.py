@@ -199,10 +199,11 @@ async def test_every_write_says_how_it_was_consented(db: Path, mode: str) -> Non
     """The audit record of each write: asked (and accepted), not needed, the undo of the caller's own
     run, or written unasked under `--confirm-fallback write`."""
     divider: dict[str, Any] = {"blocks": [{"type": "divider"}]}
-    async with connect(db, mode, elicitation_callback=Accept()) as client:
+    own = {key: value for key, value in write_args("own", undoRunId="run_t").items() if key != "runId"}
+    async with connect(db, mode, elicitation_callback=Accept(), run_id="run_t") as client:
         assert (await call(client, "mnote.page.save", **write_args("asked", **REPLACE)))["ok"]
         assert (await call(client, "mnote.block.insert", **write_args("harmless", **divider)))["ok"]
-        assert (await call(client, "mnote.page.revert", **write_args("own", undoRunId="run_t")))["ok"]
+        assert (await call(client, "mnote.page.revert", **own))["ok"]
     async with connect(db, mode, confirm_fallback="write") as client:
         assert (await call(client, "mnote.page.save", **write_args("unasked", **REPLACE)))["ok"]
     consents = {
