@@ -195,6 +195,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     config = from_sources(COMMANDS[args.command][0], given, environ)
     if isinstance(config, ServerConfig):
         _ = config.seeds_demo  # --demo with --no-demo, or on PostgreSQL: a usage error
+        _ = config.confirmation  # a confirmation handle longer than --max-id-chars: a usage error
         from mnote_mcp.tools.catalog import ALL_TOOLS
 
         try:

@@ -51,6 +51,7 @@ from mnote_mcp.conformance.options import (
 )
 from mnote_mcp.conformance.seed import DEFAULT_TAG, check_tag
 from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
+from mnote_mcp.handles import DEFAULT_HANDLE_TTL, MAX_HANDLE_CHARS, MAX_HANDLE_TTL, MIN_HANDLE_TTL
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
 from mnote_mcp.kernel.limits import (
     DEFAULT_MAX_BLOCK_CHARS,
@@ -268,6 +269,13 @@ def completion_count(value: str) -> int:
     number = positive_int(value)
     if number > MAX_COMPLETIONS:
         raise ValueError(f"{number} is more than the {MAX_COMPLETIONS} values a completion may hold")
+    return number
+
+
+def handle_lifetime(value: str) -> float:
+    number = positive_number(value)
+    if not MIN_HANDLE_TTL <= number <= MAX_HANDLE_TTL:
+        raise ValueError(f"must be {MIN_HANDLE_TTL:g} to {MAX_HANDLE_TTL:g} seconds, not {value}")
     return number
 
 
@@ -848,10 +856,12 @@ class ServerConfig(StoreSettings, LogSettings):
         " rename of a page others write to), always every write, or never",
     )
     confirm_fallback: ConfirmFallback = setting(
-        "write",
+        "handle",
         choice(*CONFIRM_FALLBACKS),
-        "a write that would ask, from a client that cannot be asked: write it as before, or refuse it"
-        " (permission_denied, confirm_unavailable)",
+        "a write that needs the person's consent, from a client that cannot be asked: handle answers the"
+        " confirmation result (nothing written; the agent asks its person and sends the call again with"
+        " the handle as its idempotencyKey), write writes it unasked, refuse refuses it"
+        " (confirm_unavailable)",
     )
     confirm_timeout: float = setting(
         DEFAULT_CONFIRM_TIMEOUT,
@@ -861,8 +871,9 @@ class ServerConfig(StoreSettings, LogSettings):
     confirm_key_file: Path | None = setting(
         None,
         optional_path,
-        "keys sealing a 2026-07-28 question's state (mode 0600, one per line, each at least 32 bytes; the"
-        " first seals, all open): give replicas the same file, so a retry may reach any of them",
+        "keys sealing a 2026-07-28 question's state and signing confirmation handles (mode 0600, one per"
+        " line, each at least 32 bytes; the first seals, all open): give replicas the same file, so a"
+        " retry may reach any of them",
         metavar="FILE",
         shown="a key of this process",
     )
@@ -872,6 +883,13 @@ class ServerConfig(StoreSettings, LogSettings):
         "most pages one connection may subscribe to, and one subscriptions/listen stream may name (each"
         " a watch polled while it lasts; a listen stream's ack names the first this many it honours)",
         metavar="N",
+    )
+    confirm_handle_ttl: float = setting(
+        DEFAULT_HANDLE_TTL,
+        handle_lifetime,
+        f"seconds a confirmation handle stays good ({MIN_HANDLE_TTL:g} to {MAX_HANDLE_TTL:g}): the time an"
+        " agent has to ask its person and send the write back",
+        metavar="SECONDS",
     )
     max_completions: int = setting(
         DEFAULT_MAX_COMPLETIONS,
@@ -1298,7 +1316,18 @@ class ServerConfig(StoreSettings, LogSettings):
 
     @property
     def confirmation(self) -> Confirmation:
-        return Confirmation(policy=self.confirm, fallback=self.confirm_fallback, timeout=self.confirm_timeout)
+        """The confirmation settings; `SettingError` if a handle could not pass as an idempotency key."""
+        if self.confirm_fallback == "handle" and self.max_id_chars < MAX_HANDLE_CHARS:
+            raise SettingError(
+                f"--max-id-chars {self.max_id_chars} is shorter than a confirmation handle ({MAX_HANDLE_CHARS}"
+                " characters, --confirm-fallback handle): raise it, or choose another --confirm-fallback"
+            )
+        return Confirmation(
+            policy=self.confirm,
+            fallback=self.confirm_fallback,
+            timeout=self.confirm_timeout,
+            handle_ttl=self.confirm_handle_ttl,
+        )
 
     @property
     def call_limit_of(self) -> dict[Cost, CallLimit | None]:

@@ -25,8 +25,10 @@ from mnote_mcp.confirmation import (
     Confirmation,
     ConfirmationPending,
     confirmed_write,
+    might_ask,
 )
 from mnote_mcp.fairshare import FairShare
+from mnote_mcp.handles import Handles
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.logs import log_call
@@ -177,6 +179,8 @@ class Dispatcher:
         self.max_argument_depth = max_argument_depth
         self.confirmation = confirmation
         self.fair = fair or FairShare()  # per-actor rates and the admission (nothing limited by default)
+        # Confirmation handles, under a key of this process until the server installs the key file's.
+        self.handles = Handles(ttl=confirmation.handle_ttl)
         self.inflight = InFlight()
         self.observer: CallObserver | None = None  # metrics, when served (telemetry.metrics.Metrics)
 
@@ -184,6 +188,14 @@ class Dispatcher:
         """Whether `tools/list` shows the tool to a connection granted `scopes`: a tool it could only
         be refused (a write tool in read-only mode, a tool needing a scope it lacks) is not listed."""
         return not (self.read_only and spec.writes) and spec.scope in scopes
+
+    def may_ask(self, name: str, arguments: object) -> bool:
+        """Whether a call of `name` with `arguments` may have to ask the person first (a transport
+        that can carry the question only in some framings chooses by this: `transports/asking.py`)."""
+        spec = self.registry.find(name)
+        if spec is None or not might_ask(spec, self.confirmation):
+            return False
+        return not (isinstance(arguments, dict) and arguments.get("dryRun") is True)
 
     async def call(
         self,
@@ -332,6 +344,8 @@ class Dispatcher:
                             style=self.registry.style,
                             scope=scope,
                             call_timeout=self.call_timeout,
+                            handles=self.handles,
+                            principal=identity.principal,
                         )
                         # Before the budget, so that what is measured is what is sent.
                         outcome = disclosed(outcome, scopes, request.locale)

@@ -167,7 +167,7 @@ def read_keys(path: Path) -> list[str]:
 
 def principal(identity: Identity) -> str:
     """Who a sealed state belongs to: the actor and the credential behind the connection."""
-    return f"{identity.actor_id or ''}\n{identity.credential or ''}"
+    return identity.principal
 
 
 def install_boundary(

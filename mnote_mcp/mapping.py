@@ -385,4 +385,5 @@ def build_request(
         base_revision=base_revision if isinstance(base_revision, int) else None,
         locale=locale,
         workspaces=caller.workspaces,
+        run_named="runId" in arguments,
     )

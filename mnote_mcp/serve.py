@@ -19,6 +19,7 @@ from mnote_mcp.fairshare import limited_series
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import PagesQuery
 from mnote_mcp.secretfiles import read_secret
+from mnote_mcp.transports.consentpaths import consent_paths
 
 if TYPE_CHECKING:
     from mnote_mcp.telemetry.metrics import Metrics
@@ -72,6 +73,8 @@ async def announce(app: App, auth: str | None = None) -> None:
         loop_name(),
         allocator.chosen,
     )
+    for line in consent_paths(config):  # which paths can ask the person, and which fall back
+        logger.log(logging.WARNING if "UNASKED" in line else logging.INFO, "%s", line)
 
 
 def settle_memory() -> None:

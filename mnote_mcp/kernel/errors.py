@@ -46,6 +46,11 @@ class Reason(StrEnum):
     CANCELLED = "cancelled"  # they dismissed the question
     CONFIRM_TIMEOUT = "confirm_timeout"  # no answer within --confirm-timeout
     CONFIRM_UNAVAILABLE = "confirm_unavailable"  # the client cannot ask and --confirm-fallback is refuse
+    # ... or, where the client cannot be asked, confirmed with a handle (issue 31, `mnote_mcp.handles`)
+    CONFIRMATION_REQUIRED = "confirmation_required"  # held: ask the person, send the handle back
+    CONFIRMATION_INVALID = "confirmation_invalid"  # not a handle this server issued for this call
+    CONFIRMATION_EXPIRED = "confirmation_expired"  # past its lifetime (--confirm-handle-ttl)
+    CONFIRMATION_USED = "confirmation_used"  # already written with it (handles are single-use)
     # not found
     PAGE = "page"
     BLOCK = "block"
@@ -65,6 +70,7 @@ class Reason(StrEnum):
     BLOCKS = "blocks"  # a block edit's blocks changed after its stale baseRevision
     REVERT = "revert"  # a later write changed what a revert would undo
     PLAN_CHANGED = "plan_changed"  # the page kept changing while the person was asked to confirm
+    CONFIRMATION_STALE = "confirmation_stale"  # the page moved on since the handle's plan
     # idempotency conflict (GENERIC, or the contract's summary wording)
     SUMMARY = "summary"
     OTHER_COMMAND = "other_command"  # the key belongs to another operation (another tool)

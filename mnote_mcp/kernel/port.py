@@ -347,14 +347,32 @@ class Command(CommandHead):
     # What the command is about (`SkipValidation`: JSON checked by the schema, passed to the kernel as
     # it came, which gives it its meaning; likewise an outcome's diff, warnings and data).
     payload: SkipValidation[Mapping[str, Any]]
+    # How the person consented to it (`--confirm`, issue 31), kept in its audit record's `detail`; not
+    # part of what its idempotency key stands for. None from a caller that does not say (an older one).
+    consent: Consent | None = field(default=None, kw_only=True)
+    # A dry run's `textDiff` (the page's Markdown before and after, diffed: the costly part of a plan
+    # of a long page). Off for a plan that needs only its operations (`--confirm`'s check, issue 31);
+    # a runtime older than the field computes it anyway.
+    text_diff: bool = field(default=True, kw_only=True)
+
+
+class Consent(StrEnum):
+    """How a write was consented to (`--confirm`, issue 31): its audit record's `detail.consent`."""
+
+    ASKED = "asked"  # the person was asked through the client and accepted
+    HANDLE = "handle"  # made with a confirmation handle the agent brought back after asking its person
+    FALLBACK = "fallback"  # the client could not be asked and `--confirm-fallback write` wrote it unasked
+    NOT_NEEDED = "not_needed"  # the policy asks nothing before this write (`--confirm`, the tool's rule)
+    OWN_RUN = "own_run"  # an undo of the caller's own run: never asks
 
 
 class Refused(StrEnum):
-    """How the person refused a write they were asked about (`--confirm`, issue 25)."""
+    """How a write that needed the person's consent was not made (`--confirm`, issues 25 and 31)."""
 
     DECLINED = "declined"  # they said no
     CANCELLED = "cancelled"  # they dismissed the question
     CONFIRM_TIMEOUT = "confirm_timeout"  # no answer within --confirm-timeout
+    HELD = "confirmation_required"  # the client cannot be asked: answered with a confirmation handle
 
 
 @dataclass(frozen=True, slots=True)

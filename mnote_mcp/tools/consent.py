@@ -9,7 +9,12 @@ made (docs/decisions.md, "Which writes ask first"):
 - `deletes_subtrees_or_many` (mnote.block.delete): the delete takes children with the blocks it names,
   or a heading's section (`section: true`: the blocks after the heading count as deleted, as they are),
   or more than `FEW_BLOCKS` blocks in all. One leaf block (or a few) does not ask: the agent saw them.
-- `reverts` (mnote.page.revert): every revert that changes the page; it can undo many writes at once.
+- `reverts` (mnote.page.revert): every revert that changes the page (it can undo many writes at once),
+  except the undo of the caller's own run (`undoRunId` naming the run the call is in, not one its
+  own arguments name: `undoes_own_run`): that is `Exempt.OWN_RUN` and never asks, under any policy (issue 31). It takes back only what this agent
+  wrote in this run (the kernel reverts the calling actor's writes of the run, and refuses where a
+  later write of anyone else changed the same blocks), and is itself undone by a revert; asking would
+  make the way back depend on a channel to the person that may not exist.
 - `renames_shared_page` (mnote.page.update_title): a rename of a page someone else has written to (an
   entry by another actor among its last `SHARED_LOOKBACK` writes): others find it by its title.
 - everything else never asks under `destructive` (inserts, moves, one block's update, options,
@@ -32,6 +37,12 @@ FEW_BLOCKS = 3  # a delete of more blocks than this (children included) asks fir
 SHARED_LOOKBACK = 50  # the writes of a page looked at for another actor's
 
 
+class Exempt(StrEnum):
+    """A planned write that never asks, whatever `--confirm` says."""
+
+    OWN_RUN = "own_run"  # the undo of the caller's own run
+
+
 class Destruction(StrEnum):
     """Why a planned write asks first (None from a rule: it does not)."""
 
@@ -43,7 +54,8 @@ class Destruction(StrEnum):
     RENAMES_SHARED = "renames_shared"
 
 
-Destructive = Callable[[ToolRequest, Impact, Kernel], Awaitable[Destruction | None]]
+Verdict = Destruction | Exempt | None
+Destructive = Callable[[ToolRequest, Impact, Kernel], Awaitable[Verdict]]
 
 
 async def never(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | None:
@@ -67,9 +79,16 @@ async def deletes_subtrees_or_many(
     return None
 
 
-async def reverts(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | None:
-    """always (a revert that changes the page)"""
-    return Destruction.REVERTS
+async def reverts(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | Exempt | None:
+    """always (a revert that changes the page), but never the undo of the caller's own run"""
+    return Exempt.OWN_RUN if undoes_own_run(request) else Destruction.REVERTS
+
+
+def undoes_own_run(request: ToolRequest) -> bool:
+    """The revert undoes the run the call is in, a run the connection (stdio, the session, the HTTP
+    client, `X-Mnote-Run-Id`, `--run-id`) or the client's `_meta` chose: not one the call's arguments
+    name, which an instruction planted in a page could choose (another session's run, the person's)."""
+    return request.args.get("undoRunId") == request.correlation.run_id and not request.run_named
 
 
 async def renames_shared_page(request: ToolRequest, impact: Impact, kernel: Kernel) -> Destruction | None:
@@ -87,3 +106,21 @@ async def renames_shared_page(request: ToolRequest, impact: Impact, kernel: Kern
     )
     others = {entry.get("actorId") for entry in history.get("entries", [])} - {request.actor_id}
     return Destruction.RENAMES_SHARED if others else None
+
+
+class Undecided(StrEnum):
+    UNDECIDED = "undecided"  # the rule needs the call's plan
+
+
+UNDECIDED = Undecided.UNDECIDED
+
+
+def before_plan(rule: Destructive, request: ToolRequest) -> Verdict | Undecided:
+    """What `rule` says of `request` from its arguments alone, where it needs no plan: an `append`
+    save never removes blocks, and the undo of the caller's own run is exempt. Anything else is
+    `UNDECIDED` and planned (a dry run) first: the check costs nothing where the answer is known."""
+    if rule is removes_blocks and request.args.get("mode") == "append":
+        return None
+    if rule is reverts and undoes_own_run(request):
+        return Exempt.OWN_RUN
+    return UNDECIDED

@@ -119,6 +119,8 @@ def command_handler(
                     dry_run=request.dry_run,
                     base_revision=request.base_revision,
                     payload=payload(request.args),
+                    consent=request.consent,
+                    text_diff=request.text_diff,
                 )
             )
         except MnoteError as error:

@@ -10,6 +10,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
 from mnote_mcp.tracecontext import trace_id_of
 from mnote_mcp.transports.bearer import CallerToken
+from mnote_mcp.transports.runs import client_run
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import parse_scopes
 
@@ -28,11 +29,14 @@ def identity_from_request(request: Any, fallback: Identity | None) -> Identity:
         bindings["runId"] = run
     if trace := trace_id_of(headers.get("traceparent")):
         bindings["traceId"] = trace
-    connection = headers.get("mcp-session-id") or (
-        request.query_params.get("session_id") if request else None
+    connection = (
+        headers.get("mcp-session-id")
+        or (request.query_params.get("session_id") if request else None)
+        or client_run(headers)
     )
     # One MCP session (or SSE connection) is one run unless the client says otherwise: both generated
     # ids follow the transport's session id, so every call of a session joins up in the audit trail.
+    # Without a session, the HTTP client's run (`transports/runs.py`: its `mnote-run` cookie).
     extra: dict[str, Any] = (
         {"generated_session_id": f"sess_{connection}", "generated_run_id": f"run_{connection}"}
         if connection

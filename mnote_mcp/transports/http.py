@@ -44,6 +44,7 @@ from mnote_mcp.httpguard import CloseUnreadBodies, ReadBody
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.net import is_loopback
 from mnote_mcp.resources.pages import PageResources
+from mnote_mcp.transports.asking import calls_that_may_ask
 from mnote_mcp.transports.auth import (
     AuthConfigError,
     AuthSetup,
@@ -56,6 +57,7 @@ from mnote_mcp.transports.headers import identity_from_request
 from mnote_mcp.transports.limits import RequestLimit, SessionCaps, owner_of
 from mnote_mcp.transports.observe import Readiness, Refusals, store_round_trip
 from mnote_mcp.transports.revocation import OpenStreams
+from mnote_mcp.transports.runs import ClientRuns
 from mnote_mcp.transports.sticky import TaggedSessionManager, messages_path
 from mnote_mcp.vocabulary.identity import Identity
 
@@ -129,8 +131,10 @@ def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) ->
         tag=config.session_tag,
         stateless=config.stateless,
         # One JSON body per POST (the spec lets a server choose; clients must accept both): no SSE
-        # stream, its task group and framing per call. The 2026 era's subscriptions/listen stays SSE.
+        # stream, its task group and framing per call. The 2026 era's subscriptions/listen stays SSE,
+        # and so does a 2025-era call that may have to ask the person (`transports/asking.py`).
         json_response=not config.sse_responses,
+        may_ask=calls_that_may_ask(app.dispatcher.may_ask),
         security_settings=security,
         max_request_body_size=config.max_body_bytes,
         session_idle_timeout=config.session_idle_timeout,
@@ -238,7 +242,8 @@ def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) ->
     if auth.oauth is not None:
         routes.extend(auth.oauth.routes())  # Protected Resource Metadata (RFC 9728)
     if config.streamable_http:
-        routes.append(Route("/mcp", endpoint=guarded(mcp_endpoint)))
+        sessionless = partial(_sessionless, config.stateless)
+        routes.append(Route("/mcp", endpoint=guarded(ClientRuns(mcp_endpoint, sessionless))))
     if config.sse:
         routes.append(Route("/sse", endpoint=guarded(sse_endpoint), methods=["GET"]))
         routes.append(Mount(messages, app=guarded(read_body(sse.handle_post_message))))
@@ -336,6 +341,17 @@ def _opens_listen_stream(scope: Scope) -> bool:
     if scope["method"] != "POST":
         return False
     return dict(scope["headers"]).get(b"mcp-method") == b"subscriptions/listen"
+
+
+def _sessionless(stateless: bool, scope: Scope) -> bool:
+    """A POST no session carries: every one with `--stateless`, else a 2026-era one (which has none)."""
+    if scope["method"] != "POST":
+        return False
+    headers = dict(scope["headers"])
+    if b"mcp-session-id" in headers:
+        return False
+    version = headers.get(b"mcp-protocol-version")
+    return stateless or (version is not None and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS)
 
 
 def _opens_session(scope: Scope) -> bool:

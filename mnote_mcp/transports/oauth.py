@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
@@ -68,19 +69,24 @@ class ResourceServer:
     introspection: bool
 
     @property
+    def resource(self) -> str:
+        """The resource as the metadata names it (`published_resource`)."""
+        return published_resource(self.policy.resource)
+
+    @property
     def resource_metadata_url(self) -> AnyHttpUrl:
-        return build_resource_metadata_url(_URL.validate_python(self.policy.resource))
+        return build_resource_metadata_url(_URL.validate_python(self.resource))
 
     @property
     def description(self) -> str:
         how = "introspection" if self.introspection else "JWT"
         issuers = ", ".join(issuer.url for issuer in self.issuers)
-        return f"oauth ({how}) from {issuers} for {self.policy.resource}"
+        return f"oauth ({how}) from {issuers} for {self.resource}"
 
     def routes(self) -> list[BaseRoute]:
         """Protected Resource Metadata at the RFC 9728 URL of the resource (the SDK's route), and the
         same document at the root well-known URL and its `/mcp` form, where clients also look."""
-        resource = _URL.validate_python(self.policy.resource)
+        resource = _URL.validate_python(self.resource)
         servers = [_URL.validate_python(issuer.url) for issuer in self.issuers]
         routes: list[BaseRoute] = list(
             create_protected_resource_routes(
@@ -102,6 +108,17 @@ class ResourceServer:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+def published_resource(configured: str) -> str:
+    """`--oauth-resource` as the Protected Resource Metadata names it: the form every client sends
+    back unchanged as its RFC 8707 `resource` (issue 31). URLs equal up to a trailing slash are one
+    resource, but a provider compares them as strings, and clients' URL models differ: the MCP SDK 1.x
+    (Hermes 0.19.0) gives an origin the path `/` (`https://host/`), 2.x keeps `https://host` as it is.
+    Both keep `https://host/` and `https://host/mcp` unchanged, so an origin is published with its
+    `/` and a path without a trailing one. Tokens naming either form are accepted (`Policy.audiences`)."""
+    parts = urlsplit(configured)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") or "/"))
 
 
 def resolve_oauth(config: ServerConfig) -> ResourceServer:

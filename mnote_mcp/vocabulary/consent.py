@@ -37,8 +37,9 @@ class Impact:
     removed_lines: tuple[str, ...] = ()  # the first lines of text the write removes
 
     def digest(self) -> str:
-        """What an answer is bound to: everything the person is shown (not the ids the plan invents
-        for new blocks, which differ between two dry runs of one call)."""
+        """What an answer is bound to: the plan's operations the person is shown (not the ids the plan
+        invents for new blocks, which differ between two dry runs of one call; not the removed text,
+        read only once the person is asked: the deleted blocks' ids stand for it)."""
         material = [
             self.deleted,
             self.inserted,
@@ -47,7 +48,6 @@ class Impact:
             self.title,
             self.reverted,
             sorted(self.deleted_ids),
-            self.removed_lines,
         ]
         return hashlib.sha256(orjson.dumps(material)).hexdigest()[:32]
 
@@ -121,14 +121,10 @@ _WORDS: dict[str, dict[Locale, str]] = {
 }
 
 
-def question_text(
-    impact: Impact, *, tool: str, page: str, locale: Locale, shared: bool = False, page_text: bool = True
-) -> str:
-    """The question a person is asked before a write: what it changes on which page, the first lines
-    it removes, and that nothing happens without their yes. Counts and titles only come from the
-    plan of the caller's own call, on a page the caller may write. Without `page_text` (a connection
-    not granted `page.read`: `vocabulary.disclosure`) it quotes no text of the page: no titles, no
-    removed lines, only counts."""
+def change_text(impact: Impact, locale: Locale, page_text: bool = True) -> str:
+    """What a planned write changes, in one sentence: "Deletes 3 block(s), inserts 1." Without
+    `page_text` (a connection not granted `page.read`: `vocabulary.disclosure`) a rename names no
+    title."""
     words = {key: texts[locale] for key, texts in _WORDS.items()}
     parts = [
         words[key].format(n=count)
@@ -149,7 +145,24 @@ def question_text(
     change = words["sep"].join(parts) or words["nothing"]
     if locale == "en":
         change = change[0].upper() + change[1:]
-    lines = [words["head"].format(page=_cut(page, TITLE_CHARS), tool=tool), change + words["end"]]
+    return change + words["end"]
+
+
+def page_name(title: str) -> str:
+    """A page's title as a question names it (cut to `TITLE_CHARS`)."""
+    return _cut(title, TITLE_CHARS)
+
+
+def question_text(
+    impact: Impact, *, tool: str, page: str, locale: Locale, shared: bool = False, page_text: bool = True
+) -> str:
+    """The question a person is asked before a write: what it changes on which page, the first lines
+    it removes, and that nothing happens without their yes. Counts and titles only come from the
+    plan of the caller's own call, on a page the caller may write. Without `page_text` (a connection
+    not granted `page.read`: `vocabulary.disclosure`) it quotes no text of the page: no titles, no
+    removed lines, only counts."""
+    words = {key: texts[locale] for key, texts in _WORDS.items()}
+    lines = [words["head"].format(page=page_name(page), tool=tool), change_text(impact, locale, page_text)]
     if shared:
         lines.append(words["others"])
     if impact.removed_lines and page_text:

@@ -14,7 +14,7 @@ import orjson
 from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.port import Correlation, JSONObject
+from mnote_mcp.kernel.port import Consent, Correlation, JSONObject
 from mnote_mcp.vocabulary.disclosure import WITHHELD_WARNING, withheld_details, withheld_result
 from mnote_mcp.vocabulary.messages import SHOWN_STEPS, Locale, RenderedError, render_error, render_warning
 from mnote_mcp.vocabulary.scopes import Scope
@@ -48,6 +48,13 @@ class ToolRequest:
     locale: Locale = "zh-CN"
     # The workspaces the caller's credentials allow (a bearer token limited to some), None: any.
     workspaces: frozenset[str] | None = None
+    # How the person consented to this write, once that is decided (`mnote_mcp.confirmation`).
+    consent: Consent | None = None
+    # False: a dry run that needs only the plan's operations, not its `textDiff` (`Command.text_diff`).
+    text_diff: bool = True
+    # The call's own arguments named its `runId` (the model's choice), rather than the connection, its
+    # `_meta` or the server: such a run is not the caller's own for an unasked undo (`tools/consent.py`).
+    run_named: bool = False
 
 
 @dataclass(frozen=True, slots=True)

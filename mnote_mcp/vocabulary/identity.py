@@ -35,3 +35,9 @@ class Identity:
     expires_at: int | None = None
     generated_session_id: str = field(default_factory=lambda: f"sess_{secrets.token_hex(8)}")
     generated_run_id: str = field(default_factory=lambda: f"run_{secrets.token_hex(8)}")
+
+    @property
+    def principal(self) -> str:
+        """Who a sealed question state or a confirmation handle belongs to: the actor and the
+        credential behind the connection."""
+        return f"{self.actor_id or ''}\n{self.credential or ''}"

@@ -80,6 +80,23 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "这次写入需要用户确认，但当前客户端无法询问用户，未写入任何内容",
         "en": "this write needs the person's confirmation and this client cannot ask them; nothing was written",
     },
+    (_C.PERMISSION_DENIED, _R.CONFIRMATION_REQUIRED): {
+        "zh-CN": "这次写入需要用户确认，未写入任何内容。它将对页面《{page}》：{change}",
+        "en": "this write needs the person's confirmation; nothing was written. On the page “{page}” it: {change}",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRMATION_INVALID): {
+        "zh-CN": "该 idempotencyKey 不是本服务器为这次调用（相同的工具、参数、页面和用户）签发的确认，未写入任何内容",
+        "en": "this idempotencyKey is not a confirmation this server issued for this call (the same tool,"
+        " arguments, page and caller); nothing was written",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRMATION_EXPIRED): {
+        "zh-CN": "该确认已过期，未写入任何内容",
+        "en": "this confirmation has expired; nothing was written",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRMATION_USED): {
+        "zh-CN": "该确认已使用过：那次写入已完成（{commandId}），这次没有再写入",
+        "en": "this confirmation was already used: that write was made ({commandId}) and nothing was written again",
+    },
     (_C.NOT_FOUND, None): {"zh-CN": "对象不存在", "en": "not found"},
     (_C.NOT_FOUND, _R.PAGE): {"zh-CN": "页面不存在", "en": "page not found"},
     (_C.NOT_FOUND, _R.BLOCK): {"zh-CN": "块不存在：{blockId}", "en": "block not found: {blockId}"},
@@ -134,6 +151,10 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (_C.CONFLICT, _R.PLAN_CHANGED): {
         "zh-CN": "在等待用户确认期间页面一再变化，未写入任何内容",
         "en": "the page kept changing while the person was asked to confirm; nothing was written",
+    },
+    (_C.CONFLICT, _R.CONFIRMATION_STALE): {
+        "zh-CN": "用户确认之后页面已有改动（revision {revision} 之后），未写入任何内容",
+        "en": "the page changed after the person was asked (since revision {revision}); nothing was written",
     },
     (_C.IDEMPOTENCY_CONFLICT, None): {
         "zh-CN": "同一幂等键已用于不同参数",
@@ -233,6 +254,11 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "用 mnote.page.get 重新读取页面，再决定是否重试",
         "en": "read the page again with mnote.page.get before deciding whether to retry",
     },
+    (_C.CONFLICT, _R.CONFIRMATION_STALE): {
+        "zh-CN": "用 mnote.page.get 重新读取页面，再用自己的 idempotencyKey 调用，并就新的确认询问用户",
+        "en": "read the page again with mnote.page.get, then call with an idempotencyKey of your own and ask the"
+        " person about the new confirmation",
+    },
     (_C.PERMISSION_DENIED, _R.DECLINED): {
         "zh-CN": "不要以相同参数重试；先问用户想要怎样修改",
         "en": "do not retry the same write; ask the person what they want instead",
@@ -248,6 +274,24 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (_C.PERMISSION_DENIED, _R.CONFIRM_UNAVAILABLE): {
         "zh-CN": "改用不需要确认的小步修改（mnote.block.* 工具），或请用户自己修改",
         "en": "make the change in smaller steps that need no confirmation (the mnote.block.* tools), or ask the person to make it",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRMATION_REQUIRED): {
+        "zh-CN": "先在对话中问用户是否要这样修改；用户同意后，以相同参数、idempotencyKey 设为 {confirmationKey} 再调用一次"
+        "（{expiresInSeconds} 秒内有效，仅限一次）；用户不同意就不要修改",
+        "en": "ask the person in the conversation whether to make this change; if they agree, call again with the"
+        " same arguments and idempotencyKey {confirmationKey} (once, within {expiresInSeconds} s); if not, leave it",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRMATION_INVALID): {
+        "zh-CN": "用自己的 idempotencyKey 再调用一次，以取得这次修改的确认",
+        "en": "call again with an idempotencyKey of your own to get a confirmation for this change",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRMATION_EXPIRED): {
+        "zh-CN": "用自己的 idempotencyKey 再调用一次，并就新的确认询问用户",
+        "en": "call again with an idempotencyKey of your own, and ask the person about the new confirmation",
+    },
+    (_C.PERMISSION_DENIED, _R.CONFIRMATION_USED): {
+        "zh-CN": "用 mnote.page.get 查看页面；新的修改请用新的 idempotencyKey",
+        "en": "read the page with mnote.page.get; a new change needs a new idempotencyKey",
     },
     (_C.IDEMPOTENCY_CONFLICT, None): {
         "zh-CN": "重试请使用与首次完全相同的参数；新的修改请换一个新的 idempotencyKey",

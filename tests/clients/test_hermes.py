@@ -32,6 +32,18 @@ from mnote_mcp.tools.sizes import (
     function_definition,
     utility_tool_bytes,
 )
+from tests.clients.consent_scenario import (
+    ASKED,
+    DELETED_THEN_UNDONE,
+    HELD,
+    KEPT,
+    PLANTED,
+    TARGET,
+    TARGET_PAGE,
+    consent_model,
+    outcome,
+)
+from tests.clients.consent_scenario import audit_trail as consent_trail
 from tests.clients.hermes.fake_model import ToolCall, Transcript, Turn, _text, scripted_model
 from tests.clients.hermes.harness import (
     ADDRESS_PLACEHOLDER,
@@ -128,7 +140,7 @@ def http_example_server(
 
 
 @contextmanager
-def example_http_server(base: Path, db: Path) -> Iterator[RunningServer]:
+def example_http_server(base: Path, db: Path, *flags: str) -> Iterator[RunningServer]:
     tokens = write_tokens(
         base / "tokens.json",
         {
@@ -139,7 +151,7 @@ def example_http_server(base: Path, db: Path) -> Iterator[RunningServer]:
     args = example_serve_command("hermes-http.yaml")
     args = [str(tokens) if arg.endswith("tokens.json") else arg for arg in args]
     args = ["0" if arg == "8765" else arg for arg in args]
-    with http_server(db, *args) as server:
+    with http_server(db, *args, *flags) as server:
         yield server
 
 
@@ -365,6 +377,13 @@ def test_a_destructive_delete_asks_at_hermes_approval_prompt(hermes: tuple[Conne
     assert [block["text"] for block in read["result"]["blocks"]] == ["The kept list"]
     assert len(read["result"]["blocks"][0]["children"]) == 2
 
+    # Issue 31: the agent undoes its own run, unasked (the undo of one's own run never asks).
+    undo = {**page, "undoRunId": confirmed["result"]["runId"], "idempotencyKey": f"consent-undo-{key}"}
+    undone, printed = connected.answered(key, "mnote.page.revert", "d", **undo, dryRun=False)
+    assert unwrap(undone)["ok"] is True and "[o]nce" not in printed, unwrap(undone)
+    read = unwrap(connected.call(key, "mnote.page.get", **page))
+    assert [block["text"] for block in read["result"]["blocks"]] == ["The kept list", "The deleted list"]
+
 
 def test_a_refusal_reaches_the_model_as_an_envelope(hermes: tuple[Connected, str]) -> None:
     connected, key = hermes
@@ -546,6 +565,98 @@ def test_the_agent_loop_asks_the_person_before_deleting_a_list(
         assert envelope["ok"] is False and envelope["error"]["details"]["confirmation"] == "declined"
         assert envelope["error"]["message"] == "用户拒绝了这次写入，未写入任何内容"
         assert texts == ["The kept list", "The deleted list"]
+
+
+HERMES_CELLS = ("stdio", "mcp", "stateless", "sse")
+
+
+@contextmanager
+def hermes_cell(base: Path, cell: str, db: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
+    """Hermes's configuration for one cell (a shipped example, verbatim but for paths, ports and the
+    token), its server key and environment; an HTTP cell's server runs as the example says (plus
+    `--stateless` for that cell)."""
+    if cell == "stdio":
+        config = example_config(
+            "hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}
+        )
+        yield config, STDIO, {}
+        return
+    with example_http_server(base, db, *(("--stateless",) if cell == "stateless" else ())) as server:
+        address = server.url.removeprefix("http://")
+        example, key = ("hermes-sse.yaml", SSE) if cell == "sse" else ("hermes-http.yaml", HTTP)
+        yield example_config(example, {ADDRESS_PLACEHOLDER: address}), key, {"MNOTE_TOKEN": EDITOR_TOKEN}
+
+
+@pytest.mark.parametrize("cell", HERMES_CELLS)
+def test_an_agent_loop_obeying_a_planted_instruction_is_stopped_at_the_consent_step(
+    tmp_path: Path, cell: str
+) -> None:
+    """Issue 31: `hermes chat -q` with a scripted model that reads a page carrying a planted
+    instruction and obeys it (tests/clients/consent_scenario.py: delete another page's list with its
+    children). Over stdio, `/mcp` and `/sse` Hermes asks at its approval prompt and the person types
+    `d`; over `/mcp --stateless` mnote cannot ask within the call, the model is given the confirmation
+    result and its turn ends asking the person. Nothing is written either way."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db", PLANTED, TARGET)
+    label = f"hermes-{cell}-no"
+    asked = cell != "stateless"
+    with (
+        hermes_cell(tmp_path, cell, db) as (config, key, env),
+        scripted_model(consent_model) as (url, transcript),
+    ):
+        home = write_home(tmp_path / "home", config + model_section(url))
+        run = run_agent_loop(home, f"run {label}", key, typed="d\n" if asked else None, **env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert_the_model_saw_the_tools(transcript, key)
+    if asked:
+        assert "[o]nce" in run.stdout and "Launch plan" in run.stdout, run.stdout[-3000:]
+        assert KEPT in run.stdout
+    else:
+        assert "[o]nce" not in run.stdout and ASKED in run.stdout, run.stdout[-3000:]
+    got = outcome(consent_trail(db), label)
+    assert got.stopped == ("declined" if asked else HELD) and got.writes == [], got
+
+
+def test_hermes_over_stateless_mcp_writes_with_the_handle_once_and_undoes_its_run(tmp_path: Path) -> None:
+    """Issue 31: with `--stateless` Hermes 0.19.0 (2025-11-25) cannot be asked within the call; it is
+    given the confirmation result, and the handle its model sends back after the person's yes writes
+    the delete once. A second use is refused; the agent's own run is undone unasked."""
+    require_hermes()
+    db = demo_store(tmp_path / "mnote.db", PLANTED, TARGET)
+    with hermes_cell(tmp_path, "stateless", db) as (config, key, env):
+        home = write_home(tmp_path / "home", config)
+        with hermes_driver(home, tmp_path / "hermes.log", **env) as driver:
+            driver.discover(key)
+            delete = {
+                **TARGET_PAGE,
+                "blockIds": ["risks"],
+                "idempotencyKey": "stateless-delete",
+                "dryRun": False,
+            }
+            text, printed = driver.answered(model_name(key, "mnote.block.delete"), "o", **delete)
+            held = unwrap(text)
+            assert "[o]nce" not in printed and held["error"]["details"]["confirmation"] == "required", held
+            handle = held["error"]["details"]["confirmationKey"]
+            assert handle in held["error"]["hint"], "the model is told what to send back"
+            written = unwrap(
+                driver.call(model_name(key, "mnote.block.delete"), **{**delete, "idempotencyKey": handle})
+            )
+            again = unwrap(
+                driver.call(model_name(key, "mnote.block.delete"), **{**delete, "idempotencyKey": handle})
+            )
+            undo = {
+                **TARGET_PAGE,
+                "undoRunId": written["result"]["runId"],
+                "idempotencyKey": "stateless-undo",
+            }
+            undone = unwrap(driver.call(model_name(key, "mnote.page.revert"), **undo, dryRun=False))
+    assert written["ok"] and written["audit"]["effect"] == "write", written
+    assert again["error"]["details"]["confirmation"] == "used", again
+    assert undone["ok"], undone
+    writes = [
+        (r["commandName"], r["detail"].get("consent")) for r in consent_trail(db) if r["effect"] == "write"
+    ]
+    assert writes == DELETED_THEN_UNDONE
 
 
 def audit_trail(db: Path) -> list[dict[str, Any]]:

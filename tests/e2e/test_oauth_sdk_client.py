@@ -62,7 +62,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     base = tmp_path_factory.mktemp("oauth-sdk")
     full_port, read_port = free_port(), free_port()
     full, origin = f"http://127.0.0.1:{full_port}/mcp", f"http://127.0.0.1:{read_port}"
-    resources = {full: {"scope": MNOTE_SCOPES}, origin: {"scope": "mnote:read"}}
+    # At the provider, the bare origin as mnote's metadata names it: with its `/` (docs/deploy.md).
+    resources = {full: {"scope": MNOTE_SCOPES}, f"{origin}/": {"scope": "mnote:read"}}
     with oidc_provider(base, resources, registration=True) as provider:
         db = seeded_store(base / "mnote.db")
         with (
@@ -169,4 +170,5 @@ async def test_a_read_only_grant_over_sse(servers: Servers) -> None:
     assert refused["error"]["code"] == "mnote_tool_permission_denied"
     assert storage.tokens is not None
     claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
-    assert claims["aud"] == servers.read_only.url and claims["scope"] == "mnote:read"
+    # The resource the client asked for is the one mnote publishes: the origin with its `/` (issue 31).
+    assert claims["aud"] == servers.read_only.url + "/" and claims["scope"] == "mnote:read"

@@ -113,10 +113,16 @@ SPEC_FORM: dict[str, Any] = {"refusals": "error", "result_form": "both"}
 # after expensive calls unless a test asks (tests/unit/test_fairshare.py); the admission's places and
 # turns stay as served.
 UNLIMITED: dict[str, Any] = {"call_limits": False, "expensive_share": 1.0}
+# A tool's own behaviour is tested apart from asking the person first: a client of these tests that
+# declares no elicitation has its destructive writes made (and audited `consent: fallback`), as
+# before issue 31. The tests of consent say what they run with (tests/unit/test_confirmation.py).
+UNASKED: dict[str, Any] = {"confirm_fallback": "write"}
 
 
 def make_app(db: Path | str, **config: Any) -> App:
-    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM, **UNLIMITED)
+    base = ServerConfig(
+        db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM, **UNLIMITED, **UNASKED
+    )
     cfg = replace(base, **config)
     kernel = (
         open_kernel(db, demo=False, limits=cfg.page_limits)

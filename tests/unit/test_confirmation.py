@@ -17,8 +17,11 @@ import mcp.types as types
 import pytest
 from mcp.client.context import ClientRequestContext
 
+from mnote_mcp.cli import parse
+from mnote_mcp.config import ServerConfig, SettingError
 from mnote_mcp.kernel.port import AuditRecord
 from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.transports.consentpaths import consent_paths
 from tests.support.helpers import MODES, call, connect, dump, page_args, seeded_store, write_args
 
 pytestmark = pytest.mark.anyio
@@ -177,10 +180,21 @@ async def test_a_key_declined_then_declined_again_then_accepted_writes_once(db: 
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_client_without_elicitation_writes_as_before_unless_the_fallback_refuses(
+async def test_a_client_without_elicitation_is_held_written_as_before_or_refused_as_the_fallback_says(
     db: Path, tmp_path: Path, mode: str
 ) -> None:
-    async with connect(db, mode) as client:
+    """Issue 31: by default a client that cannot be asked gets the confirmation result (nothing
+    written); `--confirm-fallback write` writes as mnote once did (and says so in the audit record);
+    `refuse` refuses."""
+    assert ServerConfig().confirm_fallback == "handle", "the default"
+    before = dump(db, audit=False)
+    async with connect(db, mode, confirm_fallback="handle") as client:
+        held = await call(client, "mnote.page.save", **write_args("replace-4", **REPLACE))
+    assert held["ok"] is False and held["error"]["details"]["confirmation"] == "required", held
+    assert dump(db, audit=False) == before, "nothing written"
+
+    written_store = seeded_store(tmp_path / "write.db")
+    async with connect(written_store, mode, confirm_fallback="write") as client:
         written = await call(client, "mnote.page.save", **write_args("replace-4", **REPLACE))
     assert written["ok"] and written["audit"]["effect"] == "write"
 
@@ -197,6 +211,35 @@ async def test_a_client_without_elicitation_writes_as_before_unless_the_fallback
     assert harmless["ok"], "a write that is not destructive is not refused"
     after = dump(store)
     assert after != before and "replace-5" not in after
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("confirm", "fallback"), [("destructive", "refuse"), ("always", "refuse"), ("destructive", "handle")]
+)
+async def test_the_callers_own_run_is_undone_under_every_policy(
+    db: Path, mode: str, confirm: str, fallback: str
+) -> None:
+    """Issue 31: under `--confirm-fallback refuse` every revert was refused to a client that cannot be
+    asked, its own run's too: an agent could not undo what it had just done. Undoing the caller's own
+    run (`undoRunId` = the run the call is in, here the connection's `--run-id`) needs no confirmation,
+    whatever the policy. A run the call's own arguments name is not its own: a page could have told
+    the model which run to name."""
+    async with connect(db, mode, confirm="never") as setup:
+        divider = write_args("mine-1", blocks=[{"type": "divider"}])  # under runId run_t
+        assert (await call(setup, "mnote.block.insert", **divider))["ok"]
+    before = await _blocks(db)
+    async with connect(db, mode, confirm=confirm, confirm_fallback=fallback, run_id="run_t") as client:
+        others = await call(client, "mnote.page.revert", **write_args("undo-all", toRevision=1))
+        named = await call(client, "mnote.page.revert", **write_args("undo-named", undoRunId="run_t"))
+        unnamed = {
+            key: value for key, value in write_args("undo-mine", undoRunId="run_t").items() if key != "runId"
+        }
+        undone = await call(client, "mnote.page.revert", **unnamed)
+    assert undone["ok"] and undone["result"]["changed"], undone
+    assert await _blocks(db) == [text for text in before if text], "the divider it inserted is gone"
+    assert others["ok"] is False, "undoing anything but the caller's own run still needs consent"
+    assert named["ok"] is False, "a run named in the call's arguments is not the caller's own"
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -260,3 +303,32 @@ async def test_the_question_names_tools_as_they_are_advertised(db: Path) -> None
     assert (
         "(mnote_page_save)" in question and "(mnote_page_revert)" in question and "mnote.page" not in question
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ((), ["stdio asks a client that declares form elicitation"]),
+        (
+            ("--transport", "http"),
+            ["/mcp asks on 2025-11-25 over an SSE answer", "/sse asks"],
+        ),
+        (("--transport", "http", "--stateless"), ["/mcp cannot ask on 2025-11-25 (--stateless"]),
+        (("--confirm-fallback", "write"), ["WRITTEN UNASKED"]),
+        (("--confirm", "never"), ["--confirm never: no write asks"]),
+    ],
+)
+def test_start_up_says_which_paths_ask_and_which_fall_back(args: tuple[str, ...], says: list[str]) -> None:
+    """Issue 31: the transport chooses nothing silently; start-up says where the person is asked."""
+    config = parse(["serve", *args], {})[1]
+    lines = "\n".join(consent_paths(config))
+    for words in says:
+        assert words in lines, lines
+    if "--confirm-fallback" not in args and "never" not in args:
+        assert "answered with a confirmation handle" in lines
+
+
+def test_a_handle_must_fit_the_longest_idempotency_key() -> None:
+    with pytest.raises(SettingError, match="shorter than a confirmation handle"):
+        parse(["serve", "--max-id-chars", "20"], {})
+    assert parse(["serve", "--max-id-chars", "20", "--confirm-fallback", "refuse"], {})[1].max_id_chars == 20

@@ -5,8 +5,10 @@ key with the same command and arguments replays the first outcome, anything else
 `mnote_tool_idempotency_conflict`. A replay is itself audited (effect `replay`): its own correlation
 ids and a link to the original (`replay_of`), so a retry is found by its own trace and by the
 original's. A write the person refused when asked (`--confirm`, issue 25) is audited too (effect
-`refused`, outcome `declined`, `cancelled` or `confirm_timeout`), and kept out of the ledger: nothing
-was done under its key, so the same key accepted later is written once, not replayed as a refusal.
+`refused`, outcome `declined`, `cancelled` or `confirm_timeout`; `confirmation_required` for one held
+for a confirmation handle, issue 31), and kept out of the ledger: nothing was done under its key, so
+the same key accepted later is written once, not replayed as a refusal. A write's record says how it
+was consented (`detail.consent`: `asked`, `handle`, `fallback`, `not_needed`, `own_run`).
 The audit log is append-only (database triggers refuse updates and deletes).
 """
 
@@ -113,7 +115,11 @@ def record(
         outcome.revision,
         "write",
         "applied" if outcome.changed else "no_change",
-        {"ops": len(outcome.diff), **{k: v for k, v in outcome.data.items() if k.endswith("Id")}},
+        {
+            "ops": len(outcome.diff),
+            **{k: v for k, v in outcome.data.items() if k.endswith("Id")},
+            **({"consent": command.consent.value} if command.consent is not None else {}),
+        },
         None,
         stamp,
     )

@@ -269,7 +269,7 @@ class Store:
         if rebased is not None:
             data["rebasedFrom"] = rebased
         if writes is None:
-            if plan.text_diff is not None:
+            if plan.text_diff is not None and command.text_diff:
                 if inline:
                     raise MoveToThread  # rendering and diffing the whole page is heavy
                 data["textDiff"] = plan.text_diff()

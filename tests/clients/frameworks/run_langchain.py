@@ -5,8 +5,11 @@ The configuration is docs/clients.md's snippet: one session kept open (`client.s
 server run with `--tool-names underscore --schema-form strict`. A connection with `"per_call": true`
 uses `client.get_tools()` instead, which opens a new session (a new stdio server) for every call.
 
+A connection with `"person": "<answer>"` goes on after the model's answer: the person replies in the
+conversation (a human message), and the loop runs again.
+
 stdin: {"model_url": ..., "connections": {"<label>": {"transport": "stdio"|"http"|"sse", ...}}}
-stdout: {"<label>": {"final": <the run's last answer>}}
+stdout: {"<label>": {"final": <the run's last answer>, "asked": <the answer before the person's>}}
 """
 
 from __future__ import annotations
@@ -50,11 +53,16 @@ async def run(label: str, connection: dict[str, Any], model_url: str) -> dict[st
         )
         by_name = {tool.name: tool for tool in tools}
         history: list[Any] = [messages.HumanMessage(f"run {label}")]
-        for _ in range(12):
+        person, asked = connection.get("person"), None
+        for _ in range(24):
             answer = await model.ainvoke(history)
             history.append(answer)
             if not answer.tool_calls:
-                return {"final": answer.content}
+                if person is None:
+                    return {"final": answer.content, "asked": asked if asked is not None else answer.content}
+                asked, person = answer.content, None
+                history.append(messages.HumanMessage(connection["person"]))
+                continue
             for call in answer.tool_calls:
                 try:
                     history.append(await by_name[call["name"]].ainvoke(call))

@@ -3,8 +3,11 @@ environment: one agent run per connection, through the SDK's own MCP servers and
 scripted model. The configuration is docs/clients.md's snippet: strict schemas converted by the SDK
 (`convert_schemas_to_strict=True`), the server run with `--tool-names underscore --schema-form strict`.
 
+A connection with `"person": "<answer>"` goes on after the run's answer: the person replies in the
+conversation (a second run with the first one's items), as a host lets its user answer a question.
+
 stdin: {"model_url": ..., "connections": {"<label>": {"transport": "stdio"|"http"|"sse", ...}}}
-stdout: {"<label>": {"final": <the run's final output>}}
+stdout: {"<label>": {"final": <the run's final output>, "asked": <the answer before the person's>}}
 """
 
 from __future__ import annotations
@@ -46,7 +49,11 @@ async def run(label: str, connection: dict[str, Any], model_url: str) -> dict[st
             model=model,
         )
         result = await agents.Runner.run(agent, f"run {label}", max_turns=12)
-    return {"final": result.final_output}
+        asked = result.final_output
+        if connection.get("person"):
+            answer = [*result.to_input_list(), {"role": "user", "content": connection["person"]}]
+            result = await agents.Runner.run(agent, answer, max_turns=12)
+    return {"final": result.final_output, "asked": asked}
 
 
 async def main() -> None:

@@ -3,8 +3,11 @@ in the project's environment: one agent run per connection, through `MCPToolset`
 the scripted model on the OpenAI provider. The configuration is docs/clients.md's snippet: the server
 run with `--tool-names underscore --schema-form strict`, which pydantic-ai finds strict by itself.
 
+A connection with `"person": "<answer>"` goes on after the run's answer: the person replies in the
+conversation (a second run with the first one's messages as its history).
+
 stdin: {"model_url": ..., "connections": {"<label>": {"transport": "stdio"|"http"|"sse", ...}}}
-stdout: {"<label>": {"final": <the run's output>}}
+stdout: {"<label>": {"final": <the run's output>, "asked": <the answer before the person's>}}
 """
 
 from __future__ import annotations
@@ -39,7 +42,10 @@ async def run(label: str, connection: dict[str, Any], model_url: str) -> dict[st
     agent = pydantic_ai.Agent(model, toolsets=[toolset_for(connection)])
     async with agent:
         result = await agent.run(f"run {label}")
-    return {"final": result.output}
+        asked = result.output
+        if connection.get("person"):
+            result = await agent.run(connection["person"], message_history=result.all_messages())
+    return {"final": result.output, "asked": asked}
 
 
 async def main() -> None:

@@ -4,8 +4,11 @@
 // structuredContent against the tool's outputSchema (from tools/list) and throws if it does not match;
 // a thrown call is reported as such, never hidden.
 //
+// A connection with `"elicitation": "accept"|"decline"` declares form elicitation and answers every
+// question so (the person), recording the questions (issue 31: a declining handler had its delete written).
+//
 // argv[2]: the SDK's package directory. stdin: {"connections": {"<label>": {..., "calls": [{name, arguments}]}}}
-// stdout: {"<label>": {"protocolVersion", "tools": [{name, inputSchema, outputSchema?}], "results": [...]}}
+// stdout: {"<label>": {"protocolVersion", "tools": [{name, inputSchema, outputSchema?}], "results": [...], "questions": [...]}}
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
@@ -15,6 +18,7 @@ const { Client } = await load("client/index.js");
 const { StdioClientTransport } = await load("client/stdio.js");
 const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
 const { SSEClientTransport } = await load("client/sse.js");
+const { ElicitRequestSchema } = await load("types.js");
 
 function transportFor(connection) {
   if (connection.transport === "stdio") {
@@ -36,7 +40,15 @@ function transportFor(connection) {
 }
 
 async function run(connection, calls) {
-  const client = new Client({ name: "mnote-ts-test", version: "1.0.0" });
+  const questions = [];
+  const capabilities = connection.elicitation ? { elicitation: { form: {} } } : {};
+  const client = new Client({ name: "mnote-ts-test", version: "1.0.0" }, { capabilities });
+  if (connection.elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      questions.push(request.params.message);
+      return connection.elicitation === "accept" ? { action: "accept", content: {} } : { action: "decline" };
+    });
+  }
   await client.connect(transportFor(connection));
   try {
     const listed = await client.listTools();
@@ -58,6 +70,7 @@ async function run(connection, calls) {
       protocolVersion: client.transport?.protocolVersion ?? null,
       tools: listed.tools.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema })),
       results,
+      questions,
     };
   } finally {
     await client.close();

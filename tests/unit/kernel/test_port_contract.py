@@ -32,6 +32,7 @@ from mnote_mcp.kernel.port import (
     Command,
     CommandName,
     CommandOutcome,
+    Consent,
     Correlation,
     HistoryFilter,
     HistoryQuery,
@@ -660,7 +661,8 @@ async def test_audit_records_are_found_by_trace_and_by_command_id(kit: Kit) -> N
 
 
 async def test_a_refused_write_is_audited_and_its_key_still_writes_once(kit: Kit, adapter: Adapter) -> None:
-    """`record_refusal` (issue 25: a write the person declined, dismissed or left unanswered): one
+    """`record_refusal` (issue 25: a write the person declined, dismissed or left unanswered; issue 31:
+    one held for a confirmation handle): one
     audit record with the call's ids and how it was refused, nothing else written (no ledger entry:
     the same key is still a new write, made once, then replayed); refused like the command itself."""
     before = dump(adapter.store, audit=False)
@@ -669,6 +671,7 @@ async def test_a_refused_write_is_audited_and_its_key_still_writes_once(kit: Kit
         ("refused", "declined"),
         ("refused", "cancelled"),
         ("refused", "confirm_timeout"),
+        ("refused", "confirmation_required"),
     ]
     record = records[0]
     assert {k: record[k] for k in ("sessionId", "runId", "toolCallId", "traceId")} == kit.correlation(
@@ -685,11 +688,12 @@ async def test_a_refused_write_is_audited_and_its_key_still_writes_once(kit: Kit
     assert await kit.audit_trail(command_id=record["commandId"]) == [record]
 
     command = kit.command(CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": PARA}, "k_no")
-    written = await kit.execute(command)
+    written = await kit.execute(replace(command, consent=Consent.HANDLE))
     replay = await kit.execute(command)
     assert not written.replayed and written.revision == 2 and replay.replayed
-    effects = [r["effect"] for r in await kit.audit_trail(trace_id=kit.trace)]
-    assert effects == ["refused", "refused", "refused", "write", "replay"]
+    trail = await kit.audit_trail(trace_id=kit.trace)
+    assert [r["effect"] for r in trail] == ["refused", "refused", "refused", "refused", "write", "replay"]
+    assert trail[-2]["detail"]["consent"] == "handle", "how the write was consented (issue 31)"
 
     viewer = await _refused(kit.record_refusal(kit.refusal("k_v", actor="user_viewer")))
     assert (viewer.code, viewer.reason) == (ErrorCode.PERMISSION_DENIED, "page_write")
@@ -697,7 +701,7 @@ async def test_a_refused_write_is_audited_and_its_key_still_writes_once(kit: Kit
     assert stranger.code is ErrorCode.PERMISSION_DENIED
     unknown = await _refused(kit.record_refusal(kit.refusal("k_u", name="page.nuke")))
     assert (unknown.code, unknown.reason) == (ErrorCode.INVALID_ARGUMENT, "unknown_command")
-    assert len(await kit.audit_trail(trace_id=kit.trace)) == 5, "a refused refusal records nothing"
+    assert len(await kit.audit_trail(trace_id=kit.trace)) == 6, "a refused refusal records nothing"
 
 
 # -- what the block tools and page resources added to the port ----------------------------------

@@ -6,7 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
+from mcp.shared.auth import ProtectedResourceMetadata
+from pydantic import AnyHttpUrl, TypeAdapter
+from starlette.applications import Starlette
 from starlette.routing import Route
 
 from mnote_mcp.cli import parse
@@ -125,3 +129,36 @@ def test_a_usage_error_not_a_traceback() -> None:
     done = run_cli("serve", "--transport", "http", "--auth", "oauth", "--oauth-issuer", ISSUER)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--auth oauth needs --oauth-resource" in done.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("configured", "published"),
+    [
+        ("https://mnote.example.org", "https://mnote.example.org/"),
+        ("https://mnote.example.org/", "https://mnote.example.org/"),
+        (RESOURCE, RESOURCE),
+        (RESOURCE + "/", RESOURCE),
+    ],
+)
+async def test_the_resource_is_published_as_every_client_sends_it_back(
+    configured: str, published: str
+) -> None:
+    """Issue 31: with a bare-origin `--oauth-resource` mnote published `https://host` and Hermes
+    0.19.0 (mcp 1.26, a URL model that gives an origin the path `/`) asked the provider for
+    `https://host/`, while the MCP SDK 2.x client asked for `https://host`: a provider knows one of the
+    two and refuses the other (`invalid_target`). URLs equal up to a trailing slash are one resource:
+    mnote publishes the form each client sends back unchanged, and takes tokens for either."""
+    server = resolve_oauth(config("--oauth-issuer", ISSUER, "--oauth-resource", configured))
+    app = Starlette(routes=server.routes())
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="https://t") as http:
+        for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
+            answer = await http.get(path)
+            if answer.status_code == 404:
+                continue
+            resource = answer.json()["resource"]
+            assert resource == published, path
+            assert str(TypeAdapter(AnyHttpUrl).validate_python(resource)) == resource, "what mcp 1.x sends"
+            parsed = ProtectedResourceMetadata.model_validate(answer.json())
+            assert str(parsed.resource) == resource, "what the MCP SDK 2.x client sends"
+    assert set(server.policy.audiences) == {published.rstrip("/"), published.rstrip("/") + "/"}
