@@ -30,7 +30,16 @@ from mnote_mcp.kernel.store.store import Store
 from mnote_mcp.transports.auth import AuthSetup
 from mnote_mcp.transports.http import build_http_app
 from mnote_mcp.transports.server import make_server
-from tests.support.helpers import RAW_INITIALIZE, call, connect, dump, envelope_in, page_args, write_args
+from tests.support.helpers import (
+    RAW_INITIALIZE,
+    UNASKED,
+    call,
+    connect,
+    dump,
+    envelope_in,
+    page_args,
+    write_args,
+)
 from tests.support.http_helpers import http_server, mcp_http, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -63,11 +72,20 @@ def _free_port() -> int:
 
 
 def _slow_app(db: Path, delay: float, **config: Any) -> App:
+    # A shared page's rename asks first (issue 31); these tests time the write itself, as a client that
+    # cannot be asked has it made (`UNASKED` in tests/support/helpers.py).
     cfg = replace(
-        ServerConfig(db=db, locale="en", demo=False, actor="user_editor", unsafe_no_auth=True), **config
+        ServerConfig(db=db, locale="en", demo=False, actor="user_editor", unsafe_no_auth=True, **UNASKED),
+        **config,
     )
     kernel = SlowKernel(db, delay)
-    dispatcher = Dispatcher(build_registry(cfg), kernel, locale="en", call_timeout=cfg.call_timeout)
+    dispatcher = Dispatcher(
+        build_registry(cfg),
+        kernel,
+        locale="en",
+        call_timeout=cfg.call_timeout,
+        confirmation=cfg.confirmation,
+    )
     return App(config=cfg, kernel=kernel, dispatcher=dispatcher, store_description=str(db))
 
 
