@@ -44,6 +44,7 @@ AMPLIFIED = "doc_amplified"
 PAGES = 10_000
 IN_FLIGHT = 20
 WINDOW = 10.0
+PACE = 0.1  # the other token's read and probe, ten a second
 TEMPLATE = types.ResourceTemplateReference(
     type="ref/resource", uri="mnote://workspaces/{workspaceId}/pages/{documentId}"
 )
@@ -77,7 +78,8 @@ def _stats(took: list[float]) -> dict[str, float]:
 
 
 async def _victim(url: str, stop: anyio.Event, reads: list[float], health: list[float]) -> None:
-    """The other token: a page read, then /healthz, back to back until `stop` (the last ones waited for)."""
+    """The other token: a page read, then /healthz, ten a second (an agent reading briskly, within the
+    per-actor rates of issue 32), until `stop` (the last ones waited for)."""
     async with (
         mcp_http_client(url, "tok-other", http_timeout=600) as client,
         httpx2.AsyncClient(timeout=600) as http,
@@ -87,9 +89,10 @@ async def _victim(url: str, stop: anyio.Event, reads: list[float], health: list[
             envelope = await call(client, "mnote.page.get", **page_args("doc_other", "ws_other"))
             assert envelope["ok"], envelope["error"]
             reads.append(time.perf_counter() - started)
-            started = time.perf_counter()
+            begun = time.perf_counter()
             (await http.get(f"{url}/healthz")).raise_for_status()
-            health.append(time.perf_counter() - started)
+            health.append(time.perf_counter() - begun)
+            await anyio.sleep(max(0.0, PACE - (time.perf_counter() - started)))
 
 
 async def _idle(url: str) -> dict[str, Any]:
