@@ -75,7 +75,11 @@ TOKEN_COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
 SUBCOMMANDS = (*COMMANDS, "runtime")
 # Every command as typed, in the order the overview lists them.
 COMMAND_WORDS: tuple[str, ...] = (
-    *(word for name in COMMANDS for word in (name, *(f"token {t}" for t in TOKEN_COMMANDS if name == "token"))),
+    *(
+        word
+        for name in COMMANDS
+        for word in (name, *(f"token {t}" for t in TOKEN_COMMANDS if name == "token"))
+    ),
     *(f"runtime {name}" for name in RUNTIME_COMMANDS),
 )
 
@@ -207,7 +211,9 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     if argv[:1] == ["help"]:  # `mnote-mcp help` is the overview, `mnote-mcp help COMMAND` its help
         argv = [*argv[1:], "--help"] if argv[1:] else ["--help"]
         if argv[0] != "--help" and " ".join(argv[:-1]) not in COMMAND_WORDS:
-            raise SettingError(f"help: no command {' '.join(argv[:-1])!r}; commands: {', '.join(COMMAND_WORDS)}")
+            raise SettingError(
+                f"help: no command {' '.join(argv[:-1])!r}; commands: {', '.join(COMMAND_WORDS)}"
+            )
     if argv[:1] == ["token"] and argv[1:2] and argv[1] in TOKEN_COMMANDS:
         return _parse_token_command(argv[1], argv[2:], environ)
     if argv[:1] in (["-h"], ["--help"]):

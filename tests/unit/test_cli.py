@@ -127,7 +127,12 @@ def test_the_demo_tour_calls_every_registered_tool() -> None:
     narrated = {step.tool for step in STEPS}
     derived = {step.tool for step in derived_steps(ALL_TOOLS, narrated)}
     assert narrated | derived == {spec.name for spec in ALL_TOOLS}
-    assert {"mnote.page.edit_text", "mnote.page.search", "mnote.page.history", "mnote.page.revert"} <= narrated
+    assert {
+        "mnote.page.edit_text",
+        "mnote.page.search",
+        "mnote.page.history",
+        "mnote.page.revert",
+    } <= narrated
 
 
 def test_a_tool_the_narration_leaves_out_gets_a_step_of_its_own() -> None:
