@@ -31,6 +31,7 @@ from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
 from mnote_mcp.tools.sizes import HERMES_UTILITY_TOOLS, utility_tool_bytes
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
 from mnote_mcp.vocabulary.messages import CATALOGUE_BEGIN, CATALOGUE_END, catalogue_markdown
+from mnote_mcp.vocabulary.scopes import Scope
 
 COMMAND = "python -m mnote_mcp.tools.docs"
 
@@ -83,6 +84,11 @@ def tool_table(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
             f"| {_mark(spec.annotations.idempotent)} | {asks_first(spec)} | {command} |"
         )
     return "\n".join(lines)
+
+
+def read_scope_tools(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
+    """The README's words for what `--scope page.read` lists: every tool that needs no other scope."""
+    return ", ".join(f"`{spec.name}`" for spec in specs if spec.scope is Scope.PAGE_READ)
 
 
 def asks_first(spec: ToolSpec) -> str:
@@ -222,6 +228,7 @@ def errors_per_tool(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
 SECTIONS: tuple[Section, ...] = (
     Section("tool table", "README.md", tool_table),
     Section("tool sizes", "README.md", size_table),
+    Section("page.read tools", "README.md", read_scope_tools),
     Section("tool list", "docs/contract.md", tool_list),
     Section("errors per tool", "docs/errors.md", errors_per_tool),
     Section("error catalogue", "docs/errors.md", catalogue_markdown, CATALOGUE_BEGIN, CATALOGUE_END),

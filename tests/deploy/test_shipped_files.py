@@ -16,12 +16,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import yaml
 
 from mnote_mcp.cli import parse
 from mnote_mcp.config import ServerConfig, SettingError
-from tests.support.helpers import ROOT
+from tests.support.helpers import RAW_INITIALIZE, ROOT
+from tests.support.http_helpers import http_server, write_tokens
 
 EXAMPLES = ROOT / "examples"
 COMPOSE = EXAMPLES / "compose.postgres.yaml"
@@ -138,6 +140,18 @@ def test_the_replicas_are_probed_for_readiness_before_the_proxy_starts() -> None
     assert "location = /readyz {" in nginx and "location = /healthz {" in nginx
 
 
+def test_the_compose_file_says_which_compose_it_needs() -> None:
+    """Issue 35: the top-level `name:` needs Compose v2 (2.3.3 on); the file did not say so, and
+    `docker-compose` 1.x refuses it. The header and docs/deploy.md say it where a `name:` is used."""
+    header = "".join(
+        line for line in COMPOSE.read_text(encoding="utf-8").splitlines(True) if line.startswith("#")
+    )
+    if "name" in compose():
+        assert "Docker Compose v2" in header and "2.3.3" in header, header
+        deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+        assert "Docker Compose v2" in deploy.split("## Compose", 1)[1].split("\n## ", 1)[0]
+
+
 def test_docker_compose_accepts_the_file() -> None:
     docker = shutil.which("docker")
     if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True).returncode:
@@ -163,13 +177,76 @@ def test_the_image_is_built_from_files_that_exist_and_are_not_ignored() -> None:
     assert "[postgres,uvloop,otel]" in steps and "pip install" in steps
 
 
-def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:
-    text = UNIT.read_text(encoding="utf-8")
+def unit_fields(text: str) -> dict[str, list[str]]:
     fields: dict[str, list[str]] = {}
     for line in text.replace("\\\n", " ").splitlines():
         if "=" in line and not line.startswith("#"):
             key, value = line.split("=", 1)
             fields.setdefault(key.strip(), []).append(value.strip())
+    return fields
+
+
+def test_the_systemd_unit_runs_what_a_documented_step_installs() -> None:
+    """Issue 35: the unit ran /opt/mnote-mcp/.venv/bin/mnote-mcp, which no step installed. The steps
+    atop the unit (and docs/deploy.md's systemd section) make that virtual environment and install
+    this package into it."""
+    text = UNIT.read_text(encoding="utf-8")
+    (start,) = unit_fields(text)["ExecStart"]
+    program = Path(shlex.split(start)[0])
+    steps = [line.removeprefix("#").strip() for line in text.splitlines() if line.startswith("#   ")]
+    venv = program.parent.parent
+    made = [step for step in steps if re.search(rf"-m venv {re.escape(str(venv))}(\s|$)", step)]
+    installed = [step for step in steps if f"{venv}/bin/pip install " in step]
+    assert made and installed, f"no documented step makes {venv} and installs mnote-mcp into it: {steps}"
+    source = shlex.split(installed[0].split(f"{venv}/bin/pip install ", 1)[1].split("&&")[0])[0]
+    assert source.split("[")[0].rstrip("/") in " ".join(steps), "the source installed is put there first"
+    section = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8").split("## systemd", 1)[1]
+    assert f"-m venv {venv}" in section and f"{venv}/bin/pip install" in section
+
+
+def test_the_systemd_unit_answers_its_proxys_host_name(tmp_path: Path) -> None:
+    """Issue 35: behind a same-host proxy with a real name, the unit's replica answered 421 (DNS-
+    rebinding protection accepts loopback names only, unless --allowed-hosts says more). Its
+    ExecStart, run here with a throw-away store and port, accepts the name the unit's comment gives
+    the proxy, as nginx sends it (`Host: $host:$server_port`)."""
+    (start,) = unit_fields(UNIT.read_text(encoding="utf-8"))["ExecStart"]
+    argv = shlex.split(start)[2:]
+    _, config = parse(["serve", *argv], environ={"MNOTE_DB": "/var/lib/mnote-mcp/mnote.db"})
+    assert isinstance(config, ServerConfig)
+    names = [host.split(":")[0] for host in config.allowed_hosts]
+    public = [name for name in names if name not in ("127.0.0.1", "localhost", "[::1]")]
+    assert public, f"--allowed-hosts names no proxy-facing host: {config.allowed_hosts}"
+    tokens = write_tokens(tmp_path / "tokens.json", {"tok-unit": {"actorId": "user_1"}})
+    kept: list[str] = []
+    skip = {"--port": 1, "--auth-file": 1, "--metrics-listen": 1, "--transport": 1}
+    words = iter(argv)
+    for word in words:
+        if word in skip:
+            next(words)
+        else:
+            kept.append(word)
+    with http_server(tmp_path / "unit.db", "--auth-file", str(tokens), *kept) as server:
+        port = server.url.rsplit(":", 1)[1]
+        listening = next(line for line in server.stderr if "listening on" in line)
+        for path in ("/mcp", "/sse", "/healthz", "/readyz"):  # issue 35: /readyz was left out
+            assert path in listening, listening
+        for host in (f"{public[0]}:443", f"127.0.0.1:{port}"):
+            answer = httpx2.post(
+                f"{server.url}/mcp",
+                json=RAW_INITIALIZE,
+                headers={
+                    "Host": host,
+                    "Authorization": "Bearer tok-unit",
+                    "Accept": "application/json, text/event-stream",
+                },
+                timeout=30,
+            )
+            assert answer.status_code == 200, (host, answer.status_code, answer.text[:200])
+
+
+def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:
+    text = UNIT.read_text(encoding="utf-8")
+    fields = unit_fields(text)
     (start,) = fields["ExecStart"]
     argv = shlex.split(start)
     assert argv[0].endswith("/mnote-mcp") and argv[1] == "serve"

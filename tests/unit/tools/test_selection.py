@@ -4,6 +4,7 @@ cannot use; flags have env twins."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from mnote_mcp.tools.permissions import Caller
 from mnote_mcp.tools.selection import ToolSelection
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.support.helpers import MODES, call, connect, page_args, write_args
+from tests.support.helpers import MODES, ROOT, call, connect, page_args, write_args
 from tests.support.http_helpers import http_server, mcp_http, write_tokens
 from tests.support.tool_calls import allowed
 
@@ -155,6 +156,15 @@ async def test_tools_outside_the_granted_scope_are_not_listed(
 ) -> None:
     """Issue 11 item 13: `--scope page.read` lists no write tool, as `--read-only` does."""
     assert await _listed(db, scopes=frozenset(scopes)) == expected
+
+
+async def test_the_readme_names_what_the_read_scope_lists(db: Path) -> None:
+    """Issue 35: the README said `--scope page.read` lists only `mnote.page.get`; it listed three. Its
+    words are generated from the declarations (`tools/docs.py`), and held here to the listing."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    said = readme.split("<!-- generated: page.read tools", 1)[1].split("<!-- end of generated", 1)[0]
+    named = set(re.findall(r"`(mnote\.[a-z_.]+)`", said))
+    assert named == await _listed(db, scopes=frozenset({Scope.PAGE_READ}))
 
 
 @pytest.mark.parametrize("mode", MODES)
