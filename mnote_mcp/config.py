@@ -729,7 +729,10 @@ class ServerConfig(StoreSettings, LogSettings):
         " PostgreSQL store over READ ONLY connections)"
     )
     toolsets: frozenset[Toolset] = setting(
-        frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)})", shown="all"
+        frozenset(),
+        toolset_list,
+        f"expose these toolsets ({','.join(Toolset)}, or all: every tool)",
+        shown="the default tools: every tool but mnote.block.update, mnote.block.delete, mnote.page.history",
     )
     tools: tuple[str, ...] = setting((), csv, "also expose tools matching these globs (either spelling)")
     exclude_tools: tuple[str, ...] = setting((), csv, "hide tools matching these globs")

@@ -154,7 +154,8 @@ STEPS = (
         page=None,
     ),
     Step(
-        "15. fix words in one call: the exact text replaced where it stands, nothing else rewritten",
+        "15. fix words in one call, the page named by its title (no search first): the exact text"
+        " replaced where it stands, nothing else rewritten",
         "mnote.page.edit_text",
         "call_edit_text",
         {
@@ -162,6 +163,7 @@ STEPS = (
             "idempotencyKey": "demo_edit_text",
             "dryRun": False,
         },
+        page=("", "Project plan"),
     ),
     Step(
         "16. the page's history: every write above, newest first, with its run",

@@ -23,6 +23,7 @@ from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.stores import open_kernel, open_store
+from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,10 +109,13 @@ def dump(path: Path | str, *, audit: bool = True) -> str:
 # server in the spec's fullest form. What each setting sends, the defaults included, is
 # tests/unit/test_delivery.py's; the end-to-end tests run the defaults.
 SPEC_FORM: dict[str, Any] = {"refusals": "error", "result_form": "both"}
+# ... and with every tool, the three left out of the default selection too (`--toolsets all`); the
+# default selection's own tests (tests/unit/tools/test_selection.py) ask for `toolsets=frozenset()`.
+EVERY_TOOL: dict[str, Any] = {"toolsets": frozenset(Toolset)}
 
 
 def make_app(db: Path | str, **config: Any) -> App:
-    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM)
+    base = ServerConfig(db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM, **EVERY_TOOL)
     cfg = replace(base, **config)
     kernel = (
         open_kernel(db, demo=False, limits=cfg.page_limits)
