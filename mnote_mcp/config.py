@@ -772,10 +772,11 @@ class ServerConfig(StoreSettings, LogSettings):
         " isError (every host we test); error: every refusal is an isError result",
     )
     result_form: ResultForm = setting(
-        "text",
+        "auto",
         choice(*RESULT_FORMS),
-        "text: the envelope as one text block, no outputSchema (every host we test); both: also as"
-        " structuredContent (clients that read it); structured: structuredContent only",
+        "auto: both to a client of the 2026-07-28 protocol (Hermes >= 0.20 sends one copy), text to one"
+        " of the handshake era (Hermes 0.19 would send two); text: the envelope as one text block, no"
+        " outputSchema; both: also as structuredContent (clients that read it); structured: that only",
     )
     confirm: ConfirmPolicy = setting(
         "destructive",

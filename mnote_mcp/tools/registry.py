@@ -31,6 +31,7 @@ from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.tools.consent import Destructive, never
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
+from mnote_mcp.tools.icons import TOOLSET_ICONS
 from mnote_mcp.tools.permissions import Permissions
 from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
 from mnote_mcp.tools.schemas import (
@@ -313,6 +314,7 @@ class ToolSpec:
                 beside=beside,
             ),
             output_schema=OUTPUT_SCHEMA if output_schema else None,
+            icons=TOOLSET_ICONS[self.toolset],
             annotations=self.mcp_annotations(),
         )
 

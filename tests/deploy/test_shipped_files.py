@@ -8,11 +8,13 @@ compose config` too where the CLI has compose); the Dockerfile's inputs exist an
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -281,3 +283,87 @@ def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:
     )
     done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+
+
+# The MCP registry's server.json (schema 2025-12-11: static.modelcontextprotocol.io/schemas/2025-12-11/
+# server.schema.json, as modelcontextprotocol/registry publishes it), the parts this file uses, and the
+# official registry's own rules (docs/reference/server-json/official-registry-requirements.md): a
+# reverse-DNS name with one slash, a description of at most 100 characters, exact versions (never a
+# range or `latest`), a PyPI package whose README names the server (`mcp-name:`).
+_VERSION = {"type": "string", "minLength": 1, "not": {"pattern": r"^(latest|[\^~<>=].*|.*[x*].*)$"}}
+_INPUT = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "isRequired": {"type": "boolean"},
+        "isSecret": {"type": "boolean"},
+        "format": {"enum": ["string", "number", "boolean", "filepath"]},
+        "default": {"type": "string"},
+        "choices": {"type": "array", "items": {"type": "string"}},
+    },
+    "additionalProperties": False,
+}
+SERVER_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["$schema", "name", "description", "version"],
+    "properties": {
+        "$schema": {"const": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"},
+        "name": {
+            "type": "string",
+            "pattern": "^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$",
+            "minLength": 3,
+            "maxLength": 200,
+        },
+        "title": {"type": "string", "minLength": 1, "maxLength": 100},
+        "description": {"type": "string", "minLength": 1, "maxLength": 100},
+        "version": {**_VERSION, "maxLength": 255},
+        "packages": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["registryType", "identifier", "version", "transport"],
+                "properties": {
+                    "registryType": {"enum": ["npm", "pypi", "nuget", "oci", "mcpb"]},
+                    "identifier": {"type": "string", "minLength": 1},
+                    "version": _VERSION,
+                    "runtimeHint": {"type": "string"},
+                    "transport": {
+                        "type": "object",
+                        "required": ["type"],
+                        "properties": {"type": {"enum": ["stdio", "streamable-http", "sse"]}},
+                    },
+                    "environmentVariables": {"type": "array", "items": _INPUT},
+                },
+                "additionalProperties": False,
+            },
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+def test_server_json_is_what_the_mcp_registry_takes_and_names_this_release() -> None:
+    """Issue 35: a server.json for the MCP registry: valid against the registry's schema (the parts
+    used), its name reverse-DNS and named by the README (the registry's PyPI ownership check), its
+    versions this release's, its package this project, every variable it names one the server reads."""
+    from jsonschema import Draft7Validator
+
+    from mnote_mcp import __version__
+    from mnote_mcp.config import options
+
+    document = json.loads((ROOT / "server.json").read_text(encoding="utf-8"))
+    errors = [error.message for error in Draft7Validator(SERVER_JSON_SCHEMA).iter_errors(document)]
+    assert not errors, errors
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (package,) = document["packages"]
+    assert (package["registryType"], package["identifier"]) == ("pypi", project["name"])
+    assert document["version"] == package["version"] == project["version"] == __version__
+    assert f"mcp-name: {document['name']}" in (ROOT / "README.md").read_text(encoding="utf-8")
+    variables = {option.env: option for option in options(ServerConfig) if option.env}
+    for variable in package["environmentVariables"]:
+        assert variable["name"] in variables, variable["name"]
+        if "default" in variable:
+            assert variable["default"] == variables[variable["name"]].shown_default, variable["name"]

@@ -200,11 +200,16 @@ def write_args(key: str, dry_run: bool = False, document_id: str = "doc_1", **ex
     return page_args(document_id, idempotencyKey=key, dryRun=dry_run, **extra)
 
 
+# The servers tests start as processes select every tool too (as `EVERY_TOOL` in process); a test of the
+# default selection sets `MNOTE_TOOLSETS` itself ("" is the default), and a flag wins over it.
+EVERY_TOOL_ENV: dict[str, str] = {"MNOTE_TOOLSETS": "all"}
+
+
 def stdio_params(db: Path | str, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "mnote_mcp", "serve", "--db", str(db), "--locale", "en", *args],
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **EVERY_TOOL_ENV, **(env or {})},
         cwd=str(ROOT),
     )
 

@@ -199,7 +199,7 @@ async def test_over_http_each_token_lists_the_tools_of_its_own_scopes(db: Path, 
             "tok-editor": {"actorId": "user_editor"},
         },
     )
-    with http_server(db, "--auth-file", str(tokens)) as server:
+    with http_server(db, "--auth-file", str(tokens), env={"MNOTE_TOOLSETS": ""}) as server:
         listed = {}
         for token in ("tok-viewer", "tok-editor"):
             async with mcp_http(server.url, token, "legacy") as client:
