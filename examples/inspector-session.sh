@@ -18,9 +18,10 @@ if [ -z "${MNOTE_DB:-}" ]; then
 fi
 trap '"${MCPDO[@]}" daemon stop >/dev/null 2>&1 || true; [ -z "$STORE_DIR" ] || rm -rf "$STORE_DIR"' EXIT
 DO=("${MCPDO[@]}" --connection mnote --format json)
-# --refusals result: a declined write is an ok:false envelope, not an isError result (mcpdo exits 5 on those)
+# --refusals result: a declined write is an ok:false envelope, not an isError result (mcpdo exits 5 on those);
+# --toolsets all: every tool (mnote.block.delete, below, is not in the default selection)
 "${MCPDO[@]}" connect --connection mnote -- \
-  .venv/bin/mnote-mcp --db "$MNOTE_DB" --demo --locale en --refusals result
+  .venv/bin/mnote-mcp --db "$MNOTE_DB" --demo --locale en --refusals result --toolsets all
 
 # Complete arguments as a host's prompt menu does: a page of summarise_page from the start of its title
 # ("Proj" -> doc_1), and the workspace of the page resource template (the ones you belong to).

@@ -236,6 +236,8 @@ def server_parameters(db: Path, locale: str) -> StdioServerParameters:
             "--db",
             str(db),
             "--demo",
+            "--toolsets",
+            "all",  # a tour of every tool, the three left out of the default selection too
             "--locale",
             locale,
             "--log-level",

@@ -35,7 +35,13 @@ async def page_named(
     workspaces: frozenset[str] | None,
 ) -> PageRef:
     """The one page `actor_id` may read whose id or whole title is `name`, in `workspace_id` (None:
-    any of the actor's, within `workspaces`, a token's limit)."""
+    any of the actor's, within `workspaces`, a token's limit). An empty name names nothing (and
+    never asks the kernel: an empty `named` is no narrowing at all)."""
+    missing = MnoteError(
+        ErrorCode.NOT_FOUND, Reason.PAGE, {"workspaceId": workspace_id or "", "documentId": name}
+    )
+    if not name.strip():
+        raise missing
     refs = await kernel.list_pages(PagesQuery(actor_id, workspace_id=workspace_id, named=name))
     found = [
         ref
@@ -47,9 +53,7 @@ async def page_named(
     if len(found) == 1:
         return found[0]
     if not found:
-        raise MnoteError(
-            ErrorCode.NOT_FOUND, Reason.PAGE, {"workspaceId": workspace_id or "", "documentId": name}
-        )
+        raise missing
     raise MnoteError(
         ErrorCode.INVALID_ARGUMENT,
         Reason.TITLE_AMBIGUOUS,

@@ -178,6 +178,10 @@ async def test_a_call_by_id_looks_up_no_title(db: Path, monkeypatch: pytest.Monk
     async with connect(db) as client:
         by_id = await call(client, "mnote.page.get", **named("doc_1", "ws_1"))
         assert by_id["ok"] and CountingKernel.listings == []
+        nothing = await call(client, "mnote.page.get", **named(" "))
+        assert nothing["error"]["code"] == "mnote_tool_not_found" and CountingKernel.listings == [], (
+            "an empty name lists no pages"
+        )
         by_title = await call(client, "mnote.page.get", **named("Project plan", "ws_1"))
     assert by_title["ok"] and [query.named for query in CountingKernel.listings] == ["Project plan"]
 
