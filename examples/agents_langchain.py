@@ -37,14 +37,21 @@ def mnote_connection():
         return {"transport": "streamable_http", "url": url, "headers": headers}
     args = [*SERVER_FLAGS, *(["--db", os.environ["MNOTE_DB"]] if os.environ.get("MNOTE_DB") else [])]
     env = {"PATH": os.environ.get("PATH", ""), "MNOTE_RUN_ID": RUN_ID}
-    return {"transport": "stdio", "command": os.environ.get("MNOTE_COMMAND", "mnote-mcp"), "args": args, "env": env}
+    return {
+        "transport": "stdio",
+        "command": os.environ.get("MNOTE_COMMAND", "mnote-mcp"),
+        "args": args,
+        "env": env,
+    }
 
 
 async def main(task: str) -> None:
     client = MultiServerMCPClient({"mnote": mnote_connection()})
     async with client.session("mnote") as session:  # one session for the whole run
         tools = {tool.name: tool for tool in await load_mcp_tools(session)}
-        model = ChatOpenAI(model=os.environ.get("MNOTE_MODEL", "gpt-5-mini")).bind_tools(list(tools.values()), strict=True)
+        model = ChatOpenAI(model=os.environ.get("MNOTE_MODEL", "gpt-5-mini")).bind_tools(
+            list(tools.values()), strict=True
+        )
         messages = [SystemMessage(INSTRUCTIONS), HumanMessage(task)]
         while True:
             answer = await model.ainvoke(messages)

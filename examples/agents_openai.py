@@ -35,12 +35,15 @@ def mnote_server():
     args = [*SERVER_FLAGS, *(["--db", os.environ["MNOTE_DB"]] if os.environ.get("MNOTE_DB") else [])]
     env = {"PATH": os.environ.get("PATH", ""), "MNOTE_RUN_ID": RUN_ID}
     return MCPServerStdio(
-        name="mnote", params={"command": os.environ.get("MNOTE_COMMAND", "mnote-mcp"), "args": args, "env": env}
+        name="mnote",
+        params={"command": os.environ.get("MNOTE_COMMAND", "mnote-mcp"), "args": args, "env": env},
     )
 
 
 async def main(task: str) -> None:
-    model = OpenAIChatCompletionsModel(model=os.environ.get("MNOTE_MODEL", "gpt-5-mini"), openai_client=AsyncOpenAI())
+    model = OpenAIChatCompletionsModel(
+        model=os.environ.get("MNOTE_MODEL", "gpt-5-mini"), openai_client=AsyncOpenAI()
+    )
     async with mnote_server() as mnote:  # one session for the whole run
         agent = Agent(
             name="mnote",

@@ -36,7 +36,9 @@ def mnote_toolset():
         return MCPToolset(url, headers=headers, init_timeout=30)
     args = [*SERVER_FLAGS, *(["--db", os.environ["MNOTE_DB"]] if os.environ.get("MNOTE_DB") else [])]
     env = {"PATH": os.environ.get("PATH", ""), "MNOTE_RUN_ID": RUN_ID}
-    return MCPToolset(StdioTransport(os.environ.get("MNOTE_COMMAND", "mnote-mcp"), args, env=env), init_timeout=30)
+    return MCPToolset(
+        StdioTransport(os.environ.get("MNOTE_COMMAND", "mnote-mcp"), args, env=env), init_timeout=30
+    )
 
 
 async def main(task: str) -> None:

@@ -1,8 +1,8 @@
 """mnote from fastmcp's client (fastmcp 4.2): read a page, dry-run an append, print both envelopes.
 
-    pip install 'fastmcp==4.2.3'
-    MNOTE_COMMAND=/abs/path/.venv/bin/mnote-mcp python client_fastmcp.py ws_1 doc_1
-    MNOTE_URL=http://127.0.0.1:8765/mcp MNOTE_TOKEN=... python client_fastmcp.py ws_1 doc_1   # over HTTP
+pip install 'fastmcp==4.2.3'
+MNOTE_COMMAND=/abs/path/.venv/bin/mnote-mcp python client_fastmcp.py ws_1 doc_1
+MNOTE_URL=http://127.0.0.1:8765/mcp MNOTE_TOKEN=... python client_fastmcp.py ws_1 doc_1   # over HTTP
 """
 
 import asyncio

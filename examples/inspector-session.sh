@@ -10,11 +10,18 @@ if [ -n "${MCPDO:-}" ]; then read -r -a MCPDO <<<"$MCPDO"
 elif [ -x .ci/node/node_modules/.bin/mcpdo ]; then MCPDO=(.ci/node/node_modules/.bin/mcpdo)
 else MCPDO=(npx -y -p @modelcontextprotocol/inspector@2.12.0 mcpdo); fi
 eval "$("${MCPDO[@]}" private)"  # a private daemon: this shell's connections only
-trap '"${MCPDO[@]}" daemon stop >/dev/null 2>&1 || true' EXIT
+# A store of this run's own, in a private directory removed at the end (MNOTE_DB names one to keep).
+STORE_DIR=""
+if [ -z "${MNOTE_DB:-}" ]; then
+  STORE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mnote-session.XXXXXX")"   # mode 0700
+  MNOTE_DB="$STORE_DIR/mnote.db"
+fi
+trap '"${MCPDO[@]}" daemon stop >/dev/null 2>&1 || true; [ -z "$STORE_DIR" ] || rm -rf "$STORE_DIR"' EXIT
 DO=("${MCPDO[@]}" --connection mnote --format json)
-# --refusals result: a declined write is an ok:false envelope, not an isError result (mcpdo exits 5 on those)
+# --refusals result: a declined write is an ok:false envelope, not an isError result (mcpdo exits 5 on those);
+# --toolsets all: every tool (mnote.block.delete, below, is not in the default selection)
 "${MCPDO[@]}" connect --connection mnote -- \
-  .venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-session.db}" --demo --locale en --refusals result
+  .venv/bin/mnote-mcp --db "$MNOTE_DB" --demo --locale en --refusals result --toolsets all
 
 # Complete arguments as a host's prompt menu does: a page of summarise_page from the start of its title
 # ("Proj" -> doc_1), and the workspace of the page resource template (the ones you belong to).

@@ -7,8 +7,14 @@ cd "$(dirname "$0")/.."
 if [ -n "${INSPECTOR:-}" ]; then read -r -a INSPECTOR <<<"$INSPECTOR"
 elif [ -x .ci/node/node_modules/.bin/mcp-inspector ]; then INSPECTOR=(.ci/node/node_modules/.bin/mcp-inspector)
 else INSPECTOR=(npx -y @modelcontextprotocol/inspector@2.12.0); fi
-# --demo: a new store named by --db gets the demo workspace (only the default store does without it)
-SERVER=(.venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-inspector.db}" --demo)
+# A store of this run's own, in a private directory removed at the end (MNOTE_DB names one to keep);
+# --demo: a new store named by --db gets the demo workspace (only the default store does without it).
+if [ -z "${MNOTE_DB:-}" ]; then
+  STORE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mnote-inspector.XXXXXX")"   # mode 0700
+  trap 'rm -rf "$STORE_DIR"' EXIT
+  MNOTE_DB="$STORE_DIR/mnote.db"
+fi
+SERVER=(.venv/bin/mnote-mcp --db "$MNOTE_DB" --demo)
 
 # List the tools (and lint their schemas for portability).
 "${INSPECTOR[@]}" --cli "${SERVER[@]}" --method tools/list --strict
@@ -26,4 +32,4 @@ SERVER=(.venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-inspector.db}" --demo)
 
 # Completion and confirmation need a session: examples/inspector-session.sh (the Inspector's mcpdo).
 
-# The web UI instead: npx @modelcontextprotocol/inspector@2.12.0 .venv/bin/mnote-mcp --db /tmp/mnote-inspector.db --demo
+# The web UI instead: npx @modelcontextprotocol/inspector@2.12.0 .venv/bin/mnote-mcp --db ~/mnote-inspector.db --demo

@@ -79,6 +79,43 @@ TOKEN_COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
     "revoke": (TokenRevokeConfig, "remove a token from a tokens file by its id (refused live)"),
 }
 SUBCOMMANDS = (*COMMANDS, "runtime")
+# Every command as typed, in the order the overview lists them.
+COMMAND_WORDS: tuple[str, ...] = (
+    *(
+        word
+        for name in COMMANDS
+        for word in (name, *(f"token {t}" for t in TOKEN_COMMANDS if name == "token"))
+    ),
+    *(f"runtime {name}" for name in RUNTIME_COMMANDS),
+)
+
+
+def overview() -> str:
+    """What `mnote-mcp --help` prints: the commands first, one line each, then where the flags are
+    (serve alone has about a hundred: `mnote-mcp serve --help`)."""
+    summaries = {
+        **{name: summary for name, (_, summary) in COMMANDS.items()},
+        **{f"token {name}": summary for name, (_, summary) in TOKEN_COMMANDS.items()},
+        **{f"runtime {name}": summary for name, (_, summary) in RUNTIME_COMMANDS.items()},
+    }
+    width = max(len(word) for word in COMMAND_WORDS) + 2
+    lines = [
+        "usage: mnote-mcp [COMMAND] [FLAGS...]",
+        "",
+        "MCP server for mnote pages (the mnote.* tools). With no command it serves MCP over stdio on the",
+        "default store, which a new install seeds with a demo workspace.",
+        "",
+        "commands:",
+        *(f"  {word:{width}}{summaries[word]}" for word in COMMAND_WORDS),
+        "",
+        "mnote-mcp help COMMAND (or mnote-mcp COMMAND --help) lists a command's flags, each with its",
+        "default and MNOTE_* variable; serve's are the server's settings.",
+        "  -h, --help     this overview",
+        "  -V, --version  the version",
+        "",
+        "Start here: mnote-mcp demo (a tour of every tool over a real MCP session; docs: README.md).",
+    ]
+    return "\n".join(lines)
 
 
 # -- the parser, built from the declarations ---------------------------------------------------------
@@ -142,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mnote-mcp", description="MCP server for mnote pages (the mnote.* tools)."
     )
-    parser.add_argument("--version", action="version", version=f"mnote-mcp {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"mnote-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (config_type, summary) in COMMANDS.items():
         command = sub.add_parser(name, help=summary, description=summary, formatter_class=formatter)
@@ -178,11 +215,21 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     """
     argv = list(argv)
     environ = os.environ if environ is None else environ
+    if argv[:1] == ["help"]:  # `mnote-mcp help` is the overview, `mnote-mcp help COMMAND` its help
+        argv = [*argv[1:], "--help"] if argv[1:] else ["--help"]
+        if argv[0] != "--help" and " ".join(argv[:-1]) not in COMMAND_WORDS:
+            raise SettingError(
+                f"help: no command {' '.join(argv[:-1])!r}; commands: {', '.join(COMMAND_WORDS)}"
+            )
     if argv[:1] == ["token"] and argv[1:2] and argv[1] in TOKEN_COMMANDS:
         return _parse_token_command(argv[1], argv[2:], environ)
-    if argv and argv[0] in ("-h", "--help"):
-        argv = ["serve", *argv]  # serve is the default command: its help lists every flag
-    if not argv or argv[0] not in (*SUBCOMMANDS, "--version"):
+    if argv[:1] in (["-h"], ["--help"]):
+        print(overview())  # the commands first; each command's `--help` lists its flags
+        raise SystemExit(0)
+    if argv[:1] in (["-V"], ["--version"]):
+        print(f"mnote-mcp {__version__}")
+        raise SystemExit(0)
+    if not argv or argv[0] not in SUBCOMMANDS:
         argv.insert(0, "serve")
     args = build_parser().parse_args(argv)
     given = {name: value for name, value in vars(args).items() if name not in ("command", "runtime_command")}

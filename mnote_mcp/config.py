@@ -803,7 +803,10 @@ class ServerConfig(StoreSettings, LogSettings):
         " PostgreSQL store over READ ONLY connections)"
     )
     toolsets: frozenset[Toolset] = setting(
-        frozenset(), toolset_list, f"expose these toolsets ({','.join(Toolset)})", shown="all"
+        frozenset(),
+        toolset_list,
+        f"expose these toolsets ({','.join(Toolset)}, or all: every tool)",
+        shown="the default tools: every tool but mnote.block.update, mnote.block.delete, mnote.page.history",
     )
     tools: tuple[str, ...] = setting((), csv, "also expose tools matching these globs (either spelling)")
     exclude_tools: tuple[str, ...] = setting((), csv, "hide tools matching these globs")
@@ -843,10 +846,11 @@ class ServerConfig(StoreSettings, LogSettings):
         " isError (every host we test); error: every refusal is an isError result",
     )
     result_form: ResultForm = setting(
-        "text",
+        "auto",
         choice(*RESULT_FORMS),
-        "text: the envelope as one text block, no outputSchema (every host we test); both: also as"
-        " structuredContent (clients that read it); structured: structuredContent only",
+        "auto: both to a client of the 2026-07-28 protocol (Hermes >= 0.20 sends one copy), text to one"
+        " of the handshake era (Hermes 0.19 would send two); text: the envelope as one text block, no"
+        " outputSchema; both: also as structuredContent (clients that read it); structured: that only",
     )
     confirm: ConfirmPolicy = setting(
         "destructive",

@@ -9,12 +9,16 @@ spec's `isError`); so is a call over the caller's own limits (`rate_limited`: wa
 Real failures (the runtime unreachable or too slow, a bug) keep `isError` whatever the setting: there
 a breaker is right to back off.
 
-Forms: `text` (the default: one text block and no `structuredContent`; tools then declare no
-`outputSchema`, because a client must reject a successful result that lacks the structured content its
-tool declared), `both` (`structuredContent` plus the same JSON as one text block, for clients that read
-the structured form), `structured` (no text block). Every agent host we test gives its model the text;
-Hermes shows both when both come (the envelope twice), reads only text on `isError`, and takes a short
-structured-only success for a failure (docs/decisions.md, "One setting for every host").
+Forms: `text` (one text block and no `structuredContent`; tools then declare no `outputSchema`,
+because a client must reject a successful result that lacks the structured content its tool declared),
+`both` (`structuredContent` plus the same JSON as one text block, for clients that read the structured
+form), `structured` (no text block), and `auto`, the default: `both` to a client that speaks the
+2026-07-28 protocol, `text` to one on the handshake era. Every agent host we test gives its model the
+text; Hermes 0.19.0 (the mcp 1.x SDK, the 2025-11-25 handshake) shows both when both come (the
+envelope twice), reads only text on `isError`, and takes a short structured-only success for a
+failure; Hermes since 0.20.3 speaks 2026-07-28 and sends one copy of a result whose text is the JSON of
+its `structuredContent` (docs/decisions.md, "One setting for every host", "Results for the newest
+hosts").
 """
 
 from __future__ import annotations
@@ -28,9 +32,10 @@ from mnote_mcp.kernel.errors import ErrorCode
 from mnote_mcp.vocabulary.envelope import Envelope, to_json
 
 RefusalStyle = Literal["error", "result"]
-ResultForm = Literal["both", "structured", "text"]
+ResultForm = Literal["auto", "both", "structured", "text"]
+SentForm = Literal["both", "structured", "text"]  # what one client is sent (`auto` resolved)
 REFUSAL_STYLES: tuple[RefusalStyle, ...] = ("error", "result")
-RESULT_FORMS: tuple[ResultForm, ...] = ("both", "structured", "text")
+RESULT_FORMS: tuple[ResultForm, ...] = ("auto", "both", "structured", "text")
 
 # Refusals caused by the call itself: the caller can change the call (or stop) and try again.
 CALLER_REFUSALS = frozenset(
@@ -74,11 +79,16 @@ class Delivery:
     setting for every host")."""
 
     refusals: RefusalStyle = "result"
-    form: ResultForm = "text"
+    form: ResultForm = "auto"
 
-    @property
-    def declares_output_schema(self) -> bool:
-        return self.form != "text"
+    def sent(self, modern: bool) -> SentForm:
+        """The form a client is sent: `auto` is `both` where the client speaks 2026-07-28 (`modern`)."""
+        if self.form == "auto":
+            return "both" if modern else "text"
+        return self.form
+
+    def declares_output_schema(self, modern: bool = False) -> bool:
+        return self.sent(modern) != "text"
 
     def is_error(self, envelope: Envelope) -> bool:
         error = envelope["error"]
@@ -86,15 +96,18 @@ class Delivery:
             return False
         return self.refusals == "error" or error["code"] not in _CALLER_REFUSAL_VALUES
 
-    def call_result(self, envelope: Envelope) -> CallResult:
-        """The `tools/call` result in wire form (the SDK copies a dict instead of walking a model)."""
+    def call_result(self, envelope: Envelope, modern: bool = False) -> CallResult:
+        """The `tools/call` result in wire form (the SDK copies a dict instead of walking a model); in
+        `both` the text is exactly the JSON of `structuredContent`, which is how Hermes >= 0.20 knows
+        the two for one."""
+        form = self.sent(modern)
         result: CallResult = {
             "content": WireContent(
-                [] if self.form == "structured" else [{"type": "text", "text": to_json(envelope)}]
+                [] if form == "structured" else [{"type": "text", "text": to_json(envelope)}]
             ),
             "isError": self.is_error(envelope),
             "resultType": "complete",  # required by 2026-07-28; the handshake-era sieve drops it
         }
-        if self.form != "text":
+        if form != "text":
             result["structuredContent"] = envelope
         return result

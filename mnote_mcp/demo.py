@@ -1,6 +1,10 @@
 """`mnote-mcp demo`: a newcomer's first run. A real MCP client session over stdio, against a store
 that is thrown away afterwards, calling every tool and printing each call as it is sent (`->`, the
 `tools/call` params) and the envelope that comes back (`<-`), so a reader learns the calls too.
+
+The tour is the narrated steps (`STEPS`), then, for any registered tool they leave out, one step made
+from the tool's first declared example (`derived_steps`): a new tool is in the tour the day it is
+declared, and a test holds the two together.
 """
 
 from __future__ import annotations
@@ -9,8 +13,8 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,9 @@ from pydantic import JsonValue
 
 from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.tools.catalog import ALL_TOOLS
+from mnote_mcp.tools.examples import Example, Target
+from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE
 
 WS, DOC = "ws_1", "doc_1"
@@ -38,17 +45,15 @@ class Step:
     tool: str
     call_id: str
     args: Mapping[str, JsonValue] = field(default_factory=dict)
-    page: tuple[str, str] = (WS, DOC)
+    page: tuple[str, str] | None = (WS, DOC)  # None: the tool names no page (search)
+    example: Example | None = None  # a derived step: the tool's example, aimed at the demo page
 
-    def arguments(self, revision: JsonValue) -> JSONObject:
+    def arguments(self, revision: JsonValue, target: Target | None = None) -> JSONObject:
         own = {name: revision if value == REVISION else value for name, value in self.args.items()}
-        return {
-            "workspaceId": self.page[0],
-            "documentId": self.page[1],
-            **IDS,
-            "toolCallId": self.call_id,
-            **own,
-        }
+        if self.example is not None and target is not None:
+            own = {**self.example.resolved(target), **own}
+        page = {"workspaceId": self.page[0], "documentId": self.page[1]} if self.page else {}
+        return {**page, **IDS, "toolCallId": self.call_id, **own}
 
 
 BLOCK: JsonValue = [{"type": "paragraph", "text": "Added by the demo."}]
@@ -142,12 +147,64 @@ STEPS = (
         {"format": "markdown", "includeOptions": False},
     ),
     Step(
-        "14. a page of a workspace user_1 is not a member of: refused, nothing leaked",
+        "14. find pages by what they say: ids, title and a snippet naming its block",
+        "mnote.page.search",
+        "call_search",
+        {"query": "contract"},
+        page=None,
+    ),
+    Step(
+        "15. fix words in one call, the page named by its title (no search first): the exact text"
+        " replaced where it stands, nothing else rewritten",
+        "mnote.page.edit_text",
+        "call_edit_text",
+        {
+            "edits": [{"oldText": "what we are building", "newText": "what we build"}],
+            "idempotencyKey": "demo_edit_text",
+            "dryRun": False,
+        },
+        page=("", "Project plan"),
+    ),
+    Step(
+        "16. the page's history: every write above, newest first, with its run",
+        "mnote.page.history",
+        "call_history",
+        {"limit": 3},
+    ),
+    Step(
+        "17. undo this demo's run, as a dry run: what a revert would put back, nothing written",
+        "mnote.page.revert",
+        "call_revert",
+        {"undoRunId": IDS["runId"], "idempotencyKey": "demo_revert", "dryRun": True},
+    ),
+    Step(
+        "18. a page of a workspace user_1 is not a member of: refused, nothing leaked",
         "mnote.page.get",
         "call_denied",
         page=("ws_2", "doc_9"),
     ),
 )
+
+
+def derived_steps(specs: Sequence[ToolSpec], narrated: set[str]) -> list[Step]:
+    """A step for each tool in `specs` that no narrated step calls: its first example on the demo
+    page, as a dry run where it writes."""
+    steps = []
+    for spec in specs:
+        if spec.name in narrated:
+            continue
+        own: dict[str, JsonValue] = {"idempotencyKey": f"demo_{spec.underscore_name}", "dryRun": True}
+        steps.append(
+            Step(
+                f"{spec.title} ({spec.summary})",
+                spec.name,
+                f"call_{spec.underscore_name}",
+                own if spec.writes else {},
+                page=(WS, DOC) if spec.page_bound else None,
+                example=spec.example,
+            )
+        )
+    return steps
 
 
 def _json(value: object) -> str:
@@ -179,6 +236,8 @@ def server_parameters(db: Path, locale: str) -> StdioServerParameters:
             "--db",
             str(db),
             "--demo",
+            "--toolsets",
+            "all",  # a tour of every tool, the three left out of the default selection too
             "--locale",
             locale,
             "--log-level",
@@ -195,39 +254,54 @@ async def _list_tools(client: Client) -> None:
         print(f"  {tool.name:34} {tool.title}")
 
 
-async def _call(client: Client, step: Step, revision: JsonValue) -> Envelope:
-    arguments = step.arguments(revision)
+async def _call(client: Client, step: Step, revision: JsonValue, target: Target | None) -> Envelope:
+    arguments = step.arguments(revision, target)
     result = await client.call_tool(step.tool, arguments)
     envelope = _envelope(result)
     _show(f"{step.title}  [{step.tool}]", envelope, {"name": step.tool, "arguments": arguments})
     return envelope
 
 
-def _show_audit_trail(db: Path) -> None:
+def _show_audit_trail(db: Path, number: int) -> None:
     store = open_store(db)
     try:
         trail = store.audit_trail(trace_id=TRACE)
     finally:
         store.close()
     _show(
-        f"{len(STEPS) + 1}. the audit trail of trace {TRACE} (mnote-mcp audit --db DB --trace {TRACE}): every"
+        f"{number}. the audit trail of trace {TRACE} (mnote-mcp audit --db DB --trace {TRACE}): every"
         " commandId above, with its correlation ids",
         trail,
     )
 
 
+def _target(envelope: Envelope) -> Target | None:
+    """The demo page as step 1 read it: what a derived step's example is aimed at."""
+    result = envelope.get("result")
+    if not isinstance(result, dict):
+        return None
+    blocks = tuple(str(block["id"]) for block in result.get("blocks", [])[:3])
+    return Target(WS, DOC, blocks, int(result.get("revision", 1)))
+
+
 async def tour(client: Client, db: Path) -> list[Envelope]:
-    """Every tool once, and the behaviours that matter (`STEPS`); returns the envelopes in order."""
+    """Every tool once, and the behaviours that matter (`STEPS`, then `derived_steps`); returns the
+    envelopes in order."""
     await _list_tools(client)
+    steps = [*STEPS]
+    derived = derived_steps(ALL_TOOLS, {step.tool for step in STEPS})
+    for number, step in enumerate(derived, start=len(STEPS) + 1):
+        steps.append(replace(step, title=f"{number}. {step.title}"))
     seen: list[Envelope] = []
     revision: JsonValue = None
-    for step in STEPS:
-        envelope = await _call(client, step, revision)
+    target: Target | None = None
+    for step in steps:
+        envelope = await _call(client, step, revision, target)
         seen.append(envelope)
-        if revision is None:  # step 1 read the page: the writes based on it send its revision
-            result = envelope["result"]
-            revision = result.get("revision") if isinstance(result, dict) else None
-    _show_audit_trail(db)
+        if target is None:  # step 1 read the page: the writes based on it send its revision
+            target = _target(envelope)
+            revision = target.revision if target else None
+    _show_audit_trail(db, len(steps) + 1)
     return seen
 
 

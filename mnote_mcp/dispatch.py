@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -47,6 +48,7 @@ from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.registry import Registry, ToolSpec
 from mnote_mcp.tools.results import trim_result
+from mnote_mcp.tools.titles import page_named
 from mnote_mcp.vocabulary.envelope import (
     DEFAULT_MAX_ARGUMENT_DEPTH,
     Envelope,
@@ -326,37 +328,24 @@ class Dispatcher:
                 raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY)
             caller = await _checked(heavy, partial(admit, spec, args, meta, identity))
             scopes = caller.scopes
+            named = spec.page_bound and not caller.workspace_id  # "": the page is found by its name
+            if named:
+                args, caller = await self._page_named(args, caller, identity, None)
             try:
-                if heavy:
-                    await self._permission_first(spec, caller)
-                request = await _checked(heavy, partial(self._request, spec, args, caller, correlation))
-                deadline = anyio.current_time() + self.call_timeout
-                admitted = self.fair.admitted(Cost.WRITE if spec.writes else cost, caller.actor_id)
-                with self.inflight.cancellable(anyio.CancelScope(deadline=deadline)) as scope:
-                    async with admitted:  # an expensive call's place and turn (fair share)
-                        outcome = await confirmed_write(
-                            spec,
-                            request,
-                            self.kernel,
-                            self.confirmation,
-                            asker,
-                            tool=name,
-                            style=self.registry.style,
-                            scope=scope,
-                            call_timeout=self.call_timeout,
-                            handles=self.handles,
-                            principal=identity.principal,
-                        )
-                        # Before the budget, so that what is measured is what is sent.
-                        outcome = disclosed(outcome, scopes, request.locale)
-                        outcome = await self._within_budget(spec, request, correlation, outcome)
+                request, outcome, scope = await self._run(
+                    spec, name, args, caller, correlation, heavy, asker, identity, cost
+                )
             except MnoteError as error:
-                if error.code is ErrorCode.INVALID_ARGUMENT:
-                    await self._permission_first(spec, caller)
-                raise
+                if named or not _no_such_page(spec, error):
+                    raise
+                # Not a page id of that workspace: a title there? (tools/titles.py; else the same error)
+                args, caller = await self._page_named(args, caller, identity, caller.workspace_id, error)
+                request, outcome, scope = await self._run(
+                    spec, name, args, caller, correlation, heavy, asker, identity, cost
+                )
             if scope.cancelled_caught and self.inflight.stopping:
                 raise shutting_down()
-            if scope.cancelled_caught:
+            if scope.cancelled_caught or outcome is None:
                 # A write may still commit after this; its idempotency key makes the retry safe.
                 raise MnoteError(
                     ErrorCode.RUNTIME_UNAVAILABLE, Reason.TIMEOUT, {"timeoutSeconds": self.call_timeout}
@@ -400,6 +389,80 @@ class Dispatcher:
             )
         return respell_envelope(envelope, self.registry.style), failed
 
+    async def _run(
+        self,
+        spec: ToolSpec,
+        name: str,
+        args: Arguments,
+        caller: Caller,
+        correlation: Correlation,
+        heavy: bool,
+        asker: Asker | None,
+        identity: Identity,
+        cost: Cost,
+    ) -> tuple[ToolRequest, ToolResult | None, anyio.CancelScope]:
+        """The call made, once the caller is let in: its request, outcome (None where the scope it ran
+        in was cancelled: a timeout, a stop) and that scope. An expensive call (`cost`) runs once
+        admitted (never a write: it may wait for the person's confirmation)."""
+        outcome: ToolResult | None = None
+        try:
+            if heavy:
+                await self._permission_first(spec, caller)
+            request = await _checked(heavy, partial(self._request, spec, args, caller, correlation))
+            deadline = anyio.current_time() + self.call_timeout
+            admitted = self.fair.admitted(Cost.WRITE if spec.writes else cost, caller.actor_id)
+            with self.inflight.cancellable(anyio.CancelScope(deadline=deadline)) as scope:
+                async with admitted:  # an expensive call's place and turn (fair share)
+                    made = await confirmed_write(
+                        spec,
+                        request,
+                        self.kernel,
+                        self.confirmation,
+                        asker,
+                        tool=name,
+                        style=self.registry.style,
+                        scope=scope,
+                        call_timeout=self.call_timeout,
+                        handles=self.handles,
+                        principal=identity.principal,
+                    )
+                    # Before the budget, so that what is measured is what is sent.
+                    made = disclosed(made, caller.scopes, request.locale)
+                    outcome = await self._within_budget(spec, request, correlation, made)
+        except MnoteError as error:
+            if error.code is ErrorCode.INVALID_ARGUMENT:
+                await self._permission_first(spec, caller)
+            raise
+        return request, outcome, scope
+
+    async def _page_named(
+        self,
+        args: Arguments,
+        caller: Caller,
+        identity: Identity,
+        workspace_id: str | None,
+        missing: MnoteError | None = None,
+    ) -> tuple[Arguments, Caller]:
+        """The call's arguments and caller aimed at the one page whose title (or id) `documentId` is,
+        in `workspace_id` (None: any of the caller's); `missing` is raised again where no page is."""
+        try:
+            with anyio.fail_after(self.call_timeout):
+                page = await page_named(
+                    self.kernel, caller.actor_id, caller.document_id, workspace_id, identity.workspaces
+                )
+        except TimeoutError:
+            raise MnoteError(
+                ErrorCode.RUNTIME_UNAVAILABLE, Reason.TIMEOUT, {"timeoutSeconds": self.call_timeout}
+            ) from None
+        except MnoteError as error:
+            if missing is not None and error.code is ErrorCode.NOT_FOUND:
+                raise missing from None
+            raise
+        found = {"workspaceId": page.workspace_id, "documentId": page.document_id}
+        return {**args, **found}, replace(
+            caller, workspace_id=page.workspace_id, document_id=page.document_id
+        )
+
     def _request(
         self, spec: ToolSpec, args: Arguments, caller: Caller, correlation: Correlation
     ) -> ToolRequest:
@@ -432,6 +495,11 @@ def shutting_down() -> MnoteError:
 async def _checked(heavy: bool, check: Callable[[], T]) -> T:
     """`check()` on the event loop, or, for heavy arguments, on a worker thread."""
     return await anyio.to_thread.run_sync(check) if heavy else check()
+
+
+def _no_such_page(spec: ToolSpec, error: MnoteError) -> bool:
+    """The kernel found no page by that id, to a member of the workspace: the name may be a title."""
+    return spec.page_bound and error.code is ErrorCode.NOT_FOUND and error.reason is Reason.PAGE
 
 
 def _echo(value: object, max_chars: int) -> str | None:

@@ -345,7 +345,8 @@ def admit(spec: ToolSpec, arguments: Arguments, meta: Arguments | None, identity
         raise invalid("/workspaceId", _not_a_string(workspace_id))
     if not isinstance(document_id, str):
         raise invalid("/documentId", _not_a_string(document_id))
-    if identity.workspaces is not None and workspace_id not in identity.workspaces:
+    # "" is "any of mine": the page is then found by its name among the token's workspaces only
+    if identity.workspaces is not None and workspace_id and workspace_id not in identity.workspaces:
         raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.NOT_MEMBER, {"workspaceId": workspace_id})
     return Caller(identity.actor_id, workspace_id, document_id, scopes)
 

@@ -133,7 +133,7 @@ async def serve_http(config: ServerConfig, flush: Callable[[], None] = lambda: N
     SIGTERM it caught, which ends the process before anything after `serve()` runs."""
     from mnote_mcp.net import is_loopback
     from mnote_mcp.transports.auth import resolve_auth
-    from mnote_mcp.transports.http import build_http_app
+    from mnote_mcp.transports.http import build_http_app, endpoints
     from mnote_mcp.transports.observe import ConnectionRefusals
     from mnote_mcp.transports.server import make_server
 
@@ -165,6 +165,7 @@ async def serve_http(config: ServerConfig, flush: Callable[[], None] = lambda: N
             parser=config.http_parser,
             on_refused=ConnectionRefusals(metrics.refused if metrics is not None else None),
             on_stopped=flush,
+            endpoints=endpoints(config),
         )
         if metrics is None or config.metrics_listen is None:
             await server.serve()

@@ -15,13 +15,14 @@ import mcp_types.methods
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import is_version_at_least
 
 from mnote_mcp import __version__
 from mnote_mcp.answers import WithinBudget, answer_kinds
 from mnote_mcp.confirmation import ConfirmationPending
 from mnote_mcp.delivery import Delivery, WireContent
 from mnote_mcp.dispatch import Dispatcher, UnknownToolError
-from mnote_mcp.elicitation import asker_for, input_required, install_boundary
+from mnote_mcp.elicitation import MODERN, asker_for, input_required, install_boundary
 from mnote_mcp.fairshare import FairRequests
 from mnote_mcp.handles import Handles
 from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS
@@ -30,6 +31,7 @@ from mnote_mcp.prompts.handlers import PagePrompts
 from mnote_mcp.resources.pages import Context, PageResources
 from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS, PageWatcher
 from mnote_mcp.telemetry.tracing import tracing_on
+from mnote_mcp.tools.icons import SERVER_ICONS
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.naming import respell
@@ -148,6 +150,11 @@ def spans_when_traced(server: Server[Any]) -> None:
     ]
 
 
+def speaks_2026(ctx: Context) -> bool:
+    """The request is of the 2026-07-28 protocol (or later): `--result-form auto` sends it both forms."""
+    return is_version_at_least(ctx.protocol_version, MODERN)
+
+
 def create_server(
     dispatcher: Dispatcher,
     identity_for: IdentityResolver,
@@ -166,17 +173,18 @@ def create_server(
     `completion/complete` answers; `state_keys`, what seals a question's state (`--confirm-key-file`);
     `max_subscriptions`, the pages one connection or listen stream may watch."""
     delivery = delivery or Delivery()
-    listings: dict[frozenset[Scope], types.ListToolsResult] = {}
+    listings: dict[tuple[frozenset[Scope], bool], types.ListToolsResult] = {}
 
-    def listing(granted: frozenset[Scope]) -> types.ListToolsResult:
-        """What a connection granted `granted` may use; one listing per set of scopes, built once."""
-        found = listings.get(granted)
+    def listing(granted: frozenset[Scope], modern: bool = False) -> types.ListToolsResult:
+        """What a connection granted `granted` may use, declaring output schemas where its protocol
+        era is sent structured content; one listing per set of scopes and era, built once."""
+        found = listings.get((granted, modern))
         if found is None:
             tools = dispatcher.registry.advertised(
                 include=lambda spec: dispatcher.exposes(spec, granted),
-                output_schema=delivery.declares_output_schema,
+                output_schema=delivery.declares_output_schema(modern),
             )
-            found = listings[granted] = types.ListToolsResult(tools=tools)
+            found = listings[(granted, modern)] = types.ListToolsResult(tools=tools)
         return found
 
     listing(scopes)  # the common case, built before the first request
@@ -195,7 +203,7 @@ def create_server(
     completions = Completions(dispatcher.kernel, prompts, identity_for, limit=max_completions)
 
     async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return listing(identity_for(ctx).scopes)
+        return listing(identity_for(ctx).scopes, speaks_2026(ctx))
 
     async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> dict[str, Any]:
         """Answers the wire form directly: the SDK copies a dict result instead of walking a model, one
@@ -211,12 +219,13 @@ def create_server(
             return input_required(pending.question)
         if envelope["ok"] and envelope["audit"]["effect"] == "write":
             pages.nudge()
-        return dict(delivery.call_result(envelope))  # the SDK's handler type: a plain dict
+        return dict(delivery.call_result(envelope, speaks_2026(ctx)))  # the SDK's handler type: a plain dict
 
     server: Server[PageWatcher] = Server(
         "mnote-mcp",
         version=__version__,
         title="mnote",
+        icons=SERVER_ICONS,
         instructions=respell(
             INSTRUCTIONS + (BLOCK_INSTRUCTIONS if block_tools else ""), dispatcher.registry.style
         ),

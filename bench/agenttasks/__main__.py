@@ -1,7 +1,10 @@
-"""`python -m bench.agenttasks [--out FILE] [--only NAME ...]`: every task on both servers, one table.
+"""`python -m bench.agenttasks [--before DIR] [--out FILE] [--only NAME ...]`: every task on every
+server, one table.
 
-Needs Hermes in `.ci/hermes` and `(cd bench/node && npm install)` (server-filesystem). Bytes do not
-depend on the machine's load; they are the same run after run (the corpus is seeded).
+Needs Hermes in `.ci/hermes` and `(cd bench/node && npm install)` (server-filesystem). `--before DIR`
+runs another release's tree (a `git worktree` of it) beside this checkout, each mnote on a store of its
+own seeded alike, in the same run. Bytes do not depend on the machine's load; they are the same run
+after run (the corpus is seeded).
 """
 
 from __future__ import annotations
@@ -15,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.agenttasks.corpus import corpus, seed_mnote, write_files
-from bench.agenttasks.session import FILESYSTEM, MNOTE, Agent, Servers, servers
+from bench.agenttasks.session import BEFORE, FILESYSTEM, MNOTE, Agent, Servers, servers
 from bench.agenttasks.tasks import TASKS, Place, Run, Task, reset
-
-SIDES = {"mnote": MNOTE, "filesystem": FILESYSTEM}
 
 
 def run_side(srv: Servers, key: str, run: Run, place: Place) -> dict[str, Any]:
@@ -37,12 +38,18 @@ def run_side(srv: Servers, key: str, run: Run, place: Place) -> dict[str, Any]:
     requests = sum(agent.tally.calls + 1 for agent in agents)
     results = sum(agent.tally.result_bytes for agent in agents)
     definitions = requests * srv.definition_bytes(key)
+    # A host that defers tools sends, at best, the definitions of the tools the task calls.
+    used = sorted({tool for agent in agents for tool, _ in agent.tally.log})
+    deferred = requests * srv.definition_bytes(key, used)
     return {
         "calls": calls,
         "requests": requests,
         "definitionBytes": definitions,
         "resultBytes": results,
         "readBytes": definitions + results,
+        "toolsUsed": used,
+        "deferredDefinitionBytes": deferred,
+        "deferredReadBytes": deferred + results,
         "writtenBytes": sum(agent.tally.written_bytes for agent in agents),
         "cutByHermes": sum(agent.tally.cut for agent in agents),
         "limited": sum(agent.tally.limited for agent in agents),
@@ -52,12 +59,12 @@ def run_side(srv: Servers, key: str, run: Run, place: Place) -> dict[str, Any]:
     }
 
 
-def run_task(srv: Servers, task: Task, place: Place) -> dict[str, Any]:
+def run_task(srv: Servers, task: Task, places: dict[str, Place]) -> dict[str, Any]:
     row: dict[str, Any] = {"task": task.name, "asks": task.asks}
     for title in task.reset:
-        reset(place, title)
-    for side, key in SIDES.items():
-        row[side] = run_side(srv, key, task.mnote if side == "mnote" else task.filesystem, place)
+        reset(places[MNOTE], title)
+    for side, place in places.items():
+        row[side] = run_side(srv, side, task.filesystem if side == FILESYSTEM else task.mnote, place)
     return row
 
 
@@ -65,31 +72,62 @@ def _kb(n: int) -> str:
     return f"{n / 1000:,.1f}"
 
 
+def _ratio(a: int, b: int) -> str:
+    return f"{a / max(1, b):.2f}"
+
+
 def table(figures: dict[str, Any]) -> str:
     d = figures["definitions"]
+    sides = [side for side in (MNOTE, BEFORE, FILESYSTEM) if side in d]
+    names = {MNOTE: "mnote", BEFORE: "before", FILESYSTEM: "fs"}
+    said = "; ".join(
+        f"{names[side]} {d[side]['bytes']:,} bytes for {d[side]['tools']} tools ({d[side]['perTool']:,} a tool)"
+        for side in sides
+    )
     lines = [
-        f"Definitions, as Hermes sends them with every request: mnote {d['mnote']['bytes']:,} bytes for "
-        f"{d['mnote']['tools']} tools ({d['mnote']['perTool']:,} per tool), the filesystem server "
-        f"{d['filesystem']['bytes']:,} for {d['filesystem']['tools']} ({d['filesystem']['perTool']:,}); "
-        f"per tool {d['ratioPerTool']:.2f}x.",
+        f"Definitions, as Hermes sends them with every request: {said}; a tool, mnote against the"
+        f" filesystem server {d['ratioPerTool']:.2f}x, a request {d['ratioPerRequest']:.2f}x.",
         "",
-        "| task | calls (mnote / fs) | model reads, KB (mnote / fs) | ratio | of which results, KB | ratio | done (mnote / fs) |",
-        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    order = " / ".join(names[side] for side in sides)
+    ratios = [side for side in sides if side != FILESYSTEM]
+    ratio_heads = " | ".join(f"{names[side]}/fs" for side in ratios)
+    lines += [
+        f"| task | calls ({order}) | model reads, every definition, KB ({order}) | {ratio_heads} "
+        f"| only the tools used, KB ({order}) | {ratio_heads} | of which results, KB ({order}) "
+        f"| {ratio_heads} | done ({order}) |",
+        "|---|---:|---:|"
+        + "---:|" * len(ratios)
+        + "---:|"
+        + "---:|" * len(ratios)
+        + "---:|"
+        + "---:|" * len(ratios)
+        + "---|",
     ]
     for row in figures["tasks"]:
-        m, f = row["mnote"], row["filesystem"]
-        lines.append(
-            f"| {row['task']} | {m['calls']} / {f['calls']} | {_kb(m['readBytes'])} / {_kb(f['readBytes'])} "
-            f"| {m['readBytes'] / f['readBytes']:.2f} | {_kb(m['resultBytes'])} / {_kb(f['resultBytes'])} "
-            f"| {m['resultBytes'] / max(1, f['resultBytes']):.2f} "
-            f"| {'✓' if m['done'] else '✗'} / {'✓' if f['done'] else '✗'}"
-            f"{' (Hermes cut ' + str(f['cutByHermes']) + ')' if f['cutByHermes'] else ''} |"
-        )
+        fs = row[FILESYSTEM]
+        cells = [
+            row["task"],
+            " / ".join(str(row[side]["calls"]) for side in sides),
+            " / ".join(_kb(row[side]["readBytes"]) for side in sides),
+            *(_ratio(row[side]["readBytes"], fs["readBytes"]) for side in ratios),
+            " / ".join(_kb(row[side]["deferredReadBytes"]) for side in sides),
+            *(_ratio(row[side]["deferredReadBytes"], fs["deferredReadBytes"]) for side in ratios),
+            " / ".join(_kb(row[side]["resultBytes"]) for side in sides),
+            *(_ratio(row[side]["resultBytes"], fs["resultBytes"]) for side in ratios),
+            " / ".join(
+                ("✓" if row[side]["done"] else "✗")
+                + (f" (Hermes cut {row[side]['cutByHermes']})" if row[side]["cutByHermes"] else "")
+                for side in sides
+            ),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.agenttasks", description=__doc__)
+    parser.add_argument("--before", type=Path, help="another release's tree, run beside this checkout")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     parser.add_argument("--only", nargs="*", help="run only the tasks with these names")
     options = parser.parse_args(argv)
@@ -97,29 +135,40 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="agenttasks-") as folder:
         base = Path(folder)
         pages = corpus()
-        db, notes = base / "mnote.db", base / "notes"
-        seed_mnote(db, pages)
+        dbs = {MNOTE: base / "mnote.db", **({BEFORE: base / "before.db"} if options.before else {})}
+        for db in dbs.values():
+            seed_mnote(db, pages)
+        notes = base / "notes"
         write_files(notes, pages)
-        place = Place(db, notes, {page.title: page for page in pages})
-        with servers(base, db, notes) as srv:
+        by_title = {page.title: page for page in pages}
+        every = tuple(dbs.values())
+        places = {
+            **{side: Place(db, notes, by_title, every) for side, db in dbs.items()},
+            FILESYSTEM: Place(dbs[MNOTE], notes, by_title, every),
+        }
+        with servers(base, dbs, notes, options.before) as srv:
             definitions = {
-                side: {"bytes": srv.definition_bytes(key), "tools": len(srv.definitions[key])}
-                for side, key in SIDES.items()
+                side: {"bytes": srv.definition_bytes(side), "tools": len(srv.definitions[side])}
+                for side in places
             }
             for entry in definitions.values():
                 entry["perTool"] = entry["bytes"] // entry["tools"]
-            rows = [run_task(srv, task, place) for task in tasks]
-    ratio = definitions["mnote"]["perTool"] / definitions["filesystem"]["perTool"]
+            rows = [run_task(srv, task, places) for task in tasks]
     figures: dict[str, Any] = {
-        "definitions": {**definitions, "ratioPerTool": ratio},
+        "definitions": {
+            **definitions,
+            "ratioPerTool": definitions[MNOTE]["perTool"] / definitions[FILESYSTEM]["perTool"],
+            "ratioPerRequest": definitions[MNOTE]["bytes"] / definitions[FILESYSTEM]["bytes"],
+        },
         "pages": len(pages),
+        "before": str(options.before) if options.before else None,
         "tasks": rows,
     }
     figures["limitedCalls"] = sum(row["mnote"]["limited"] for row in rows)
     print(table(figures))
     print(f"\nCalls limited at the default limits (mnote_tool_rate_limited): {figures['limitedCalls']}")
     for row in rows:
-        for side in SIDES:
+        for side in places:
             if row.get(side, {}).get("error"):
                 print(f"\n{row['task']} ({side}):\n{row[side]['error']}", file=sys.stderr)
     if options.out:

@@ -6,11 +6,11 @@ filesystem server, as a user would tell it) and learns every id, path, revision,
 the results it is shown (`session.Agent`: what Hermes shows the model). Best case: it makes no wasted
 call, uses each server's cheapest way (the filesystem server's `edit_file` with several edits, `head`
 and `tail`, `read_multiple_files` packed under Hermes's cut, smallest files first), and reads nothing
-it does not need. Four tasks are run twice on mnote: the way before issue 22's agent edits (read the
-block and write it back, move block by block, find the run in the history) and the way with them (one
-exact-text edit, one section move, the `runId` a write's result names); the filesystem side is the same
-task both times. A task that changes a page a task before it changed first puts that page back as the
-corpus has it (`reset`, in both stores, outside the agents: not counted).
+it does not need. On mnote it names a page by its title in the call that acts on it where the server
+says it may (issue 35: `documentId` an id or a title, `workspaceId` ""), and otherwise searches for the
+page first, as an agent of an earlier release must. A task that changes a page a task before it changed
+first puts that page back as the corpus has it (`reset`, in every store, outside the agents: not
+counted).
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ _KEYS = itertools.count(1)
 
 @dataclass(frozen=True)
 class Place:
-    db: Path
+    db: Path  # the mnote store of the side running (the filesystem side: this checkout's, unused)
     notes: Path
     pages: dict[str, Page]  # by title: what the checks compare with (agents never read it)
+    dbs: tuple[Path, ...] = ()  # every mnote store, for `reset`
 
 
 AgentFactory = Callable[[], Agent]
@@ -92,15 +93,13 @@ def found_page(agent: Agent, query: str) -> dict[str, Any]:
     return hit
 
 
-def whole_markdown(agent: Agent, hit: dict[str, Any]) -> str:
+def whole_markdown(agent: Agent, page: dict[str, str]) -> str:
     """A page as Markdown, piece by piece while the answer names a `nextCursor`."""
     parts: list[str] = []
     cursor = None
     while True:
         more: dict[str, str] = {"cursor": cursor} if cursor else {}
-        read = envelope(
-            agent, "mnote.page.get", **page_of(hit), format="markdown", includeOptions=False, **more
-        )
+        read = envelope(agent, "mnote.page.get", **page, format="markdown", includeOptions=False, **more)
         parts.append(read["result"]["markdown"])
         cursor = read["result"].get("nextCursor")
         if not cursor:
@@ -140,14 +139,14 @@ def lines_of(place: Place, title: str) -> list[str]:
 
 
 def reset(place: Place, title: str) -> None:
-    """The page as the corpus has it again, in both stores: a task that runs after another one changed
+    """The page as the corpus has it again, in every store: a task that runs after another one changed
     it starts where that one started. Written beside the agents (its own connection and run), never
     counted."""
     page = place.pages[title]
     (place.notes / f"{title}.md").write_text(page.markdown(), encoding="utf-8")
 
-    async def save() -> None:
-        async with connect(place.db, actor=ACTOR) as client:
+    async def save(db: Path) -> None:
+        async with connect(db, actor=ACTOR) as client:
             answer = await call(
                 client,
                 "mnote.page.save",
@@ -156,7 +155,16 @@ def reset(place: Place, title: str) -> None:
             if not answer["ok"]:
                 raise AssertionError(f"reset {title}: {answer['error']}")
 
-    anyio.run(save)
+    for db in place.dbs or (place.db,):
+        anyio.run(save, db)
+
+
+def page_named(agent: Agent, title: str, words: str) -> dict[str, str]:
+    """The page the person named: by its title where the server takes one (no call), else the first
+    hit of a search for `words` (the title's words, or a word on the page)."""
+    if agent.titles:
+        return {"workspaceId": "", "documentId": title}
+    return page_of(found_page(agent, words))
 
 
 # -- 1, 2: find a page by what it says ----------------------------------------------------------
@@ -211,8 +219,8 @@ def find_filesystem(word: str, sentence: str) -> Run:
 
 def read_mnote(new: AgentFactory, place: Place) -> bool:
     agent = new()
-    hit = found_page(agent, "onboarding checklist")
-    read = envelope(agent, "mnote.page.get", **page_of(hit), format="markdown", includeOptions=False)
+    page = page_named(agent, "Team onboarding checklist", "onboarding checklist")
+    read = envelope(agent, "mnote.page.get", **page, format="markdown", includeOptions=False)
     return all(
         block["text"] in read["result"]["markdown"]
         for block in place.pages["Team onboarding checklist"].blocks
@@ -229,41 +237,25 @@ def read_filesystem(new: AgentFactory, place: Place) -> bool:
 # -- 4: fix a misspelt word in a 1,000-block page --------------------------------------------------
 
 
-def fix_mnote(new: AgentFactory, place: Place) -> bool:
-    """Without the text edit: find the word, read its block whole, write the block back."""
-    agent = new()
-    hit = found_page(agent, MISSPELT)
-    block_id = hit["snippets"][0]["blockId"]
-    read = envelope(agent, "mnote.page.get", **page_of(hit), blockIds=[block_id])["result"]
-    fixed = read["blocks"][0]["text"].replace(MISSPELT, SPELT)
-    written = envelope(
-        agent,
-        "mnote.block.update",
-        **page_of(hit),
-        blockId=block_id,
-        text=fixed,
-        baseRevision=read["revision"],
-        idempotencyKey=key(),
-        dryRun=False,
-    )
-    body = " ".join(texts_of(place.db, hit["documentId"]))
-    return written["ok"] and SPELT in body and MISSPELT not in body
-
-
 def fix_text_mnote(new: AgentFactory, place: Place) -> bool:
-    """One exact-text edit in the block the search's snippet named."""
+    """One exact-text edit: in the page named by its title (the word occurs once there), or, on a
+    release without titles, in the block the search's snippet names."""
     agent = new()
-    hit = found_page(agent, MISSPELT)
+    if agent.titles:
+        page, where = page_named(agent, "Meeting minutes 2026", MISSPELT), {}
+    else:
+        hit = found_page(agent, MISSPELT)
+        page, where = page_of(hit), {"blockId": hit["snippets"][0]["blockId"]}
     written = envelope(
         agent,
         "mnote.page.edit_text",
-        **page_of(hit),
-        blockId=hit["snippets"][0]["blockId"],
+        **page,
+        **where,
         edits=[{"oldText": MISSPELT, "newText": SPELT}],
         idempotencyKey=key(),
         dryRun=False,
     )
-    body = " ".join(texts_of(place.db, hit["documentId"]))
+    body = " ".join(texts_of(place.db, written["audit"]["documentId"]))
     return written["ok"] and SPELT in body and MISSPELT not in body
 
 
@@ -282,18 +274,12 @@ TODO = "Book the venue"
 
 def append_mnote(new: AgentFactory, place: Place) -> bool:
     agent = new()
-    hit = found_page(agent, "Launch checklist")
+    page = page_named(agent, "Launch checklist", "Launch checklist")
     blocks = [{"type": "todo", "text": TODO, "props": {"checked": False}}]
-    envelope(
-        agent,
-        "mnote.block.insert",
-        **page_of(hit),
-        blocks=blocks,
-        position="end",
-        idempotencyKey=key(),
-        dryRun=False,
+    added = envelope(
+        agent, "mnote.block.insert", **page, blocks=blocks, position="end", idempotencyKey=key(), dryRun=False
     )
-    return texts_of(place.db, hit["documentId"])[-1] == TODO
+    return texts_of(place.db, added["audit"]["documentId"])[-1] == TODO
 
 
 def _last_line(read: str) -> str:
@@ -315,11 +301,11 @@ OLD_TITLE, NEW_TITLE = "Project Nimbus charter", "Project Stratus charter"
 
 def rename_mnote(new: AgentFactory, place: Place) -> bool:
     agent = new()
-    hit = found_page(agent, "Nimbus")
-    envelope(
-        agent, "mnote.page.update_title", **page_of(hit), title=NEW_TITLE, idempotencyKey=key(), dryRun=False
+    page = page_named(agent, OLD_TITLE, "Nimbus")
+    renamed = envelope(
+        agent, "mnote.page.update_title", **page, title=NEW_TITLE, idempotencyKey=key(), dryRun=False
     )
-    return bool(mnote_page(place.db, hit["documentId"])["title"] == NEW_TITLE)
+    return bool(mnote_page(place.db, renamed["audit"]["documentId"])["title"] == NEW_TITLE)
 
 
 def rename_filesystem(new: AgentFactory, place: Place) -> bool:
@@ -346,48 +332,34 @@ def _expected_order(place: Place) -> list[str]:
     return [block["text"] for block in blocks[start:] + blocks[:start]]
 
 
-def move_mnote(new: AgentFactory, place: Place) -> bool:
-    """Block by block: read the page, move the heading to the top, then each paragraph after it."""
-    agent = new()
-    hit = found_page(agent, "Quarterly review")
-    blocks = envelope(agent, "mnote.page.get", **page_of(hit), includeOptions=False)["result"]["blocks"]
-    start = next(i for i, block in enumerate(blocks) if block["text"] == SECTION)
-    end = next((i for i in range(start + 1, len(blocks)) if blocks[i]["type"] == "heading"), len(blocks))
-    section = [block["id"] for block in blocks[start:end]]
-    previous = None
-    for block_id in section:
-        place_it = {"afterBlockId": previous} if previous else {"position": "start"}
-        envelope(
-            agent,
-            "mnote.block.move",
-            **page_of(hit),
-            blockId=block_id,
-            **place_it,
-            idempotencyKey=key(),
-            dryRun=False,
-        )
-        previous = block_id
-    return texts_of(place.db, hit["documentId"]) == _expected_order(place)
+_HEADING_ID = re.compile(r"^#+ (.*?) <!-- (\S+) -->$", re.MULTILINE)
 
 
 def move_section_mnote(new: AgentFactory, place: Place) -> bool:
-    """Search the heading's words, take the heading's id from the snippet of the page with that title,
-    move the heading with its section in one call."""
+    """The heading's id, then the heading moved with its section in one call: read from the page
+    named by its title (its Markdown names every block's id), or, on a release without titles, from
+    the snippet of a search for the heading's words on the hit with the page's title."""
     agent = new()
-    hits = envelope(agent, "mnote.page.search", query=SECTION)["result"]["hits"]
-    hit = next(hit for hit in hits if hit["title"] == "Quarterly review")
-    heading = next(s for s in hit["snippets"] if s["text"].replace("**", "") == SECTION)
-    envelope(
+    if agent.titles:
+        page = page_named(agent, "Quarterly review", "Quarterly review")
+        markdown = whole_markdown(agent, page)
+        heading_id = next(found[1] for found in _HEADING_ID.findall(markdown) if found[0] == SECTION)
+    else:
+        hits = envelope(agent, "mnote.page.search", query=SECTION)["result"]["hits"]
+        hit = next(hit for hit in hits if hit["title"] == "Quarterly review")
+        page = page_of(hit)
+        heading_id = next(s for s in hit["snippets"] if s["text"].replace("**", "") == SECTION)["blockId"]
+    moved = envelope(
         agent,
         "mnote.block.move",
-        **page_of(hit),
-        blockId=heading["blockId"],
+        **page,
+        blockId=heading_id,
         section=True,
         position="start",
         idempotencyKey=key(),
         dryRun=False,
     )
-    return texts_of(place.db, hit["documentId"]) == _expected_order(place)
+    return texts_of(place.db, moved["audit"]["documentId"]) == _expected_order(place)
 
 
 def move_filesystem(new: AgentFactory, place: Place) -> bool:
@@ -416,19 +388,15 @@ def _summary(markdown: str) -> str:
 
 def summarise_mnote(new: AgentFactory, place: Place) -> bool:
     agent = new()
-    hit = found_page(agent, SUMMARISED)
-    summary = _summary(whole_markdown(agent, hit))
-    envelope(
-        agent,
-        "mnote.artifact.create_summary",
-        **page_of(hit),
-        summary=summary,
-        idempotencyKey=key(),
-        dryRun=False,
+    page = page_named(agent, SUMMARISED, SUMMARISED)
+    summary = _summary(whole_markdown(agent, page))
+    made = envelope(
+        agent, "mnote.artifact.create_summary", **page, summary=summary, idempotencyKey=key(), dryRun=False
     )
     with sqlite3.connect(place.db) as conn:
         row = conn.execute(
-            "SELECT content FROM artifacts WHERE page_id = ? AND kind = 'summary'", (hit["documentId"],)
+            "SELECT content FROM artifacts WHERE page_id = ? AND kind = 'summary'",
+            (made["audit"]["documentId"],),
         ).fetchone()
     return row is not None and row[0] == summary and summary.count("；") == 4
 
@@ -446,38 +414,20 @@ def summarise_filesystem(new: AgentFactory, place: Place) -> bool:
 # -- 9: preview a change ---------------------------------------------------------------------------
 
 
-def preview_mnote(new: AgentFactory, place: Place) -> bool:
-    """Without the text edit: find the word, read its block whole, dry-run the block rewritten."""
-    agent = new()
-    hit = found_page(agent, "colour")
-    block_id = hit["snippets"][0]["blockId"]
-    read = envelope(agent, "mnote.page.get", **page_of(hit), blockIds=[block_id])["result"]
-    plan = envelope(
-        agent,
-        "mnote.block.update",
-        **page_of(hit),
-        blockId=block_id,
-        text=read["blocks"][0]["text"].replace("colour", "color"),
-        idempotencyKey=key(),
-        dryRun=True,
-    )
-    shown = json.dumps(plan["result"], ensure_ascii=False)
-    return (
-        plan["result"]["dryRun"] is True
-        and "color" in shown
-        and COLOUR in texts_of(place.db, hit["documentId"])
-    )
-
-
 def preview_text_mnote(new: AgentFactory, place: Place) -> bool:
-    """One exact-text edit's dry run: its `textDiff` shows the line before and after."""
+    """One exact-text edit's dry run (its `textDiff` shows the line before and after): in the page
+    named by its title, or in the block a search's snippet names."""
     agent = new()
-    hit = found_page(agent, "colour")
+    if agent.titles:
+        page, where = page_named(agent, "Style guide", "colour"), {}
+    else:
+        hit = found_page(agent, "colour")
+        page, where = page_of(hit), {"blockId": hit["snippets"][0]["blockId"]}
     plan = envelope(
         agent,
         "mnote.page.edit_text",
-        **page_of(hit),
-        blockId=hit["snippets"][0]["blockId"],
+        **page,
+        **where,
         edits=[{"oldText": "colour", "newText": "color"}],
         idempotencyKey=key(),
         dryRun=True,
@@ -485,7 +435,7 @@ def preview_text_mnote(new: AgentFactory, place: Place) -> bool:
     return (
         plan["result"]["dryRun"] is True
         and "+Every heading uses the brand color" in plan["result"]["textDiff"]
-        and COLOUR in texts_of(place.db, hit["documentId"])
+        and COLOUR in texts_of(place.db, plan["audit"]["documentId"])
     )
 
 
@@ -523,40 +473,20 @@ class Undoing:
             idempotencyKey=key(),
             dryRun=False,
         )
-        return texts_of(place.db, self.page["documentId"]) == self.before
+        return texts_of(place.db, place.pages["Weekly plan"].id) == self.before
 
 
 def _append_undo_todo(new: AgentFactory, place: Place) -> Undoing:
     """Find the page and append the to-do (the person will approve the revert once, when mnote asks)."""
     agent = new()
     agent.approve = "o"
-    page = page_of(found_page(agent, "Weekly plan"))
-    before = texts_of(place.db, page["documentId"])
+    page = page_named(agent, "Weekly plan", "Weekly plan")
+    before = texts_of(place.db, place.pages["Weekly plan"].id)
     todo = [{"type": "todo", "text": UNDO_TODO, "props": {"checked": False}}]
     added = envelope(
         agent, "mnote.block.insert", **page, blocks=todo, position="end", idempotencyKey=key(), dryRun=False
     )
     return Undoing(agent, page, before, added)
-
-
-def undo_mnote(new: AgentFactory, place: Place) -> bool:
-    """Two writes (a to-do appended, the status changed), then "undo that": the run's id read from
-    the page's history, as before the writes' results named it."""
-    undoing = _append_undo_todo(new, place)
-    agent, page = undoing.agent, undoing.page
-    blocks = envelope(agent, "mnote.page.get", **page, includeOptions=False)["result"]["blocks"]
-    status = next(block for block in blocks if block["text"].startswith(STATUS_OLD))
-    envelope(
-        agent,
-        "mnote.block.update",
-        **page,
-        blockId=status["id"],
-        text=status["text"].replace(STATUS_OLD, STATUS_NEW),
-        idempotencyKey=key(),
-        dryRun=False,
-    )
-    entries = envelope(agent, "mnote.page.history", **page, limit=1)["result"]["entries"]
-    return undoing.revert(place, entries[0]["runId"])
 
 
 def undo_run_mnote(new: AgentFactory, place: Place) -> bool:
@@ -603,7 +533,7 @@ EACH = 10
 
 def together_mnote(new: AgentFactory, place: Place) -> bool:
     agents = [new(), new()]
-    pages = [page_of(found_page(agent, "Sprint board")) for agent in agents]
+    pages = [page_named(agent, "Sprint board", "Sprint board") for agent in agents]
     for n in range(EACH):
         for who, (agent, page) in enumerate(zip(agents, pages, strict=True)):
             todo = [{"type": "todo", "text": f"Agent {who} task {n}", "props": {"checked": False}}]
@@ -616,7 +546,7 @@ def together_mnote(new: AgentFactory, place: Place) -> bool:
                 idempotencyKey=key(),
                 dryRun=False,
             )
-    added = [t for t in texts_of(place.db, pages[0]["documentId"]) if t.startswith("Agent ")]
+    added = [t for t in texts_of(place.db, place.pages["Sprint board"].id) if t.startswith("Agent ")]
     return len(added) == 2 * EACH
 
 
@@ -648,8 +578,7 @@ LONG = "Research log"
 
 def read_long_mnote(new: AgentFactory, place: Place) -> bool:
     agent = new()
-    hit = found_page(agent, LONG)
-    seen = whole_markdown(agent, hit)
+    seen = whole_markdown(agent, page_named(agent, LONG, LONG))
     return all(block["text"] in seen for block in place.pages[LONG].blocks)
 
 
@@ -686,29 +615,18 @@ TASKS: tuple[Task, ...] = (
     ),
     Task("read a page", "read the 'Team onboarding checklist'", read_mnote, read_filesystem),
     Task(
-        "small edit", f"fix '{MISSPELT}' in 'Meeting minutes 2026' (1,000 blocks)", fix_mnote, fix_filesystem
-    ),
-    Task(
-        "small edit, one text edit",
-        "the same, as one exact-text replacement",
+        "small edit",
+        f"fix '{MISSPELT}' in 'Meeting minutes 2026' (1,000 blocks)",
         fix_text_mnote,
         fix_filesystem,
-        reset=("Meeting minutes 2026",),
     ),
     Task("append a to-do", f"add '{TODO}' to the 'Launch checklist'", append_mnote, append_filesystem),
     Task("rename", f"rename '{OLD_TITLE}' to '{NEW_TITLE}'", rename_mnote, rename_filesystem),
     Task(
         "move a section",
         f"move '{SECTION}' (a heading and 3 paragraphs) to the top of 'Quarterly review'",
-        move_mnote,
-        move_filesystem,
-    ),
-    Task(
-        "move a section, one call",
-        "the same, as one section move",
         move_section_mnote,
         move_filesystem,
-        reset=("Quarterly review",),
     ),
     Task(
         "summarise into an artifact",
@@ -719,19 +637,12 @@ TASKS: tuple[Task, ...] = (
     Task(
         "preview",
         "show what replacing 'colour' by 'color' in the 'Style guide' would change",
-        preview_mnote,
-        preview_filesystem,
-    ),
-    Task(
-        "preview, one text edit",
-        "the same, as one exact-text replacement's dry run",
         preview_text_mnote,
         preview_filesystem,
     ),
-    Task("undo", "add a to-do and approve the 'Weekly plan', then undo both", undo_mnote, undo_filesystem),
     Task(
-        "undo, run id in the result",
-        "the same, undoing by the run the writes named",
+        "undo",
+        "add a to-do and approve the 'Weekly plan', then undo both",
         undo_run_mnote,
         undo_filesystem,
     ),

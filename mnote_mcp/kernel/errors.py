@@ -64,6 +64,7 @@ class Reason(StrEnum):
     PAGE_TOO_LARGE = "page_too_large"  # the write would take the page past --max-page-blocks/bytes
     TEXT_MISSING = "text_missing"  # a text edit's oldText is not on the page (or in the block)
     TEXT_AMBIGUOUS = "text_ambiguous"  # it is there more than once, and replaceAll is not set
+    TITLE_AMBIGUOUS = "title_ambiguous"  # a page named by its title: several readable pages have it
     # conflict
     REVISION = "revision"
     CURSOR = "cursor"

@@ -414,12 +414,17 @@ class PagesQuery(Wire):
     that many: all in SQL, so a completion's cost does not grow with the pages (issue 25). A runtime
     older than these fields ignores them and lists every readable page, so a caller that needs them
     filters what comes back again (`prompts/completions.py` does).
+
+    `named` keeps the pages whose id is it, or whose whole title is it, case-folded as `prefix` is:
+    how a tool call that names a page by its title finds it (issue 35, `tools/titles.py`). A runtime
+    older than the field ignores it, and the tool layer filters again.
     """
 
     actor_id: str
     prefix: str | None = None
     workspace_id: str | None = None
     limit: Annotated[int | None, Field(ge=0)] = None
+    named: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from mnote_mcp.tools.toolsets import Toolset
 CREATE_SUMMARY = ToolSpec(
     name="mnote.artifact.create_summary",
     title="Write page summary",
-    description="Create or replace the page's one summary, kept beside the page (body and revision unchanged).",
+    description=("Write the page's summary 写页面摘要, kept beside it (replaces the last)."),
     summary="the page's single summary node + reference edge",
     returns="`artifactId`, `edgeId` of the page's single summary (created or replaced); the revision unchanged",
     toolset=Toolset.ARTIFACT,
@@ -36,13 +36,13 @@ CREATE_SUMMARY = ToolSpec(
         KEY_OF_ANOTHER_TOOL,
     ),
     examples=(Example({"summary": "A summary written by an example."}),),
-    budget=SizeBudget(contract=610, strict=670),
+    budget=SizeBudget(contract=560, strict=610),
 )
 
 CREATE_AI_NOTE = ToolSpec(
     name="mnote.artifact.create_ai_note",
     title="Attach AI note",
-    description="Attach a new AI note to the page, kept beside it (body and revision unchanged).",
+    description=("Attach an AI note 附加AI笔记 beside a page (one per call)."),
     summary="a new ai_note node per idempotency key + reference edge",
     returns="`artifactId`, `edgeId` of a new AI note (one per idempotency key); the revision unchanged",
     toolset=Toolset.ARTIFACT,
@@ -53,7 +53,7 @@ CREATE_AI_NOTE = ToolSpec(
     permissions=WRITE_ARTIFACT,
     errors=WRITE_ERRORS,
     examples=(Example({"content": "An AI note written by an example."}),),
-    budget=SizeBudget(contract=600, strict=660),
+    budget=SizeBudget(contract=550, strict=600),
 )
 
 ARTIFACT_TOOLS = (CREATE_SUMMARY, CREATE_AI_NOTE)

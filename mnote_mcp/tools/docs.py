@@ -24,13 +24,14 @@ from mnote_mcp.kernel.wiredoc import SCHEMAS_BEGIN, SCHEMAS_END, schemas_markdow
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.consent import never
 from mnote_mcp.tools.examples import Example
-from mnote_mcp.tools.failures import CONSENT_ERRORS, EVERY_TOOL, ErrorCase
+from mnote_mcp.tools.failures import CONSENT_ERRORS, EVERY_TOOL, NAMED_PAGE, ErrorCase
 from mnote_mcp.tools.permissions import Caller, Refusal
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
 from mnote_mcp.tools.sizes import HERMES_UTILITY_TOOLS, utility_tool_bytes
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
 from mnote_mcp.vocabulary.messages import CATALOGUE_BEGIN, CATALOGUE_END, catalogue_markdown
+from mnote_mcp.vocabulary.scopes import Scope
 
 COMMAND = "python -m mnote_mcp.tools.docs"
 
@@ -72,17 +73,23 @@ def _mark(flag: bool) -> str:
 def tool_table(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
     """The README's table: what each tool does, its toolset, scope, hints and kernel command."""
     lines = [
-        "| tool | what it does | toolset | scope | readOnly | destructive | idempotent | asks first | kernel command |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| tool | what it does | toolset | by default | scope | readOnly | destructive | idempotent | asks first | kernel command |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for spec in specs:
         command = f"`{spec.command.name}`" if spec.command is not None else "(query)"
         lines.append(
-            f"| `{spec.name}` | {spec.summary} | {spec.toolset.value} | {spec.scope.value} "
+            f"| `{spec.name}` | {spec.summary} | {spec.toolset.value} | {_mark(spec.by_default)} | {spec.scope.value} "
             f"| {_mark(not spec.writes)} | {_mark(spec.annotations.destructive)} "
             f"| {_mark(spec.annotations.idempotent)} | {asks_first(spec)} | {command} |"
         )
     return "\n".join(lines)
+
+
+def read_scope_tools(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
+    """The README's words for what `--scope page.read` lists with the default selection: every tool
+    that needs no other scope."""
+    return ", ".join(f"`{spec.name}`" for spec in specs if spec.scope is Scope.PAGE_READ and spec.by_default)
 
 
 def asks_first(spec: ToolSpec) -> str:
@@ -101,6 +108,7 @@ def size_table(specs: Sequence[ToolSpec] = ALL_TOOLS) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     totals = [0, 0, 0, 0, 0]
+    defaults = [0, 0, 0, 0, 0]
     for spec in specs:
         row = [
             spec.model_bytes("contract"),
@@ -110,15 +118,24 @@ def size_table(specs: Sequence[ToolSpec] = ALL_TOOLS) -> str:
             spec.entry_bytes("contract"),
         ]
         totals = [total + value for total, value in zip(totals, row, strict=True)]
-        lines.append(f"| `{spec.name}` | " + " | ".join(f"{value:,}" for value in row) + " |")
-    lines.append("| all | " + " | ".join(f"{value:,}" for value in totals) + " |")
+        if spec.by_default:
+            defaults = [total + value for total, value in zip(defaults, row, strict=True)]
+        marked = "" if spec.by_default else " (not by default)"
+        lines.append(f"| `{spec.name}`{marked} | " + " | ".join(f"{value:,}" for value in row) + " |")
     extra = utility_tool_bytes()
-    shown = len(specs) + len(HERMES_UTILITY_TOOLS)
-    contract, strict = totals[0] + extra, totals[2] + extra
-    lines.append(
-        f"| with Hermes's `list_resources`, `read_resource`, `list_prompts`, `get_prompt` ({extra:,}) | {contract:,} | | {strict:,} | | |"
-    )
-    lines.append(f"| per tool ({shown} tools) | {contract // shown:,} | | {strict // shown:,} | | |")
+    utility = "Hermes's `list_resources`, `read_resource`, `list_prompts`, `get_prompt`"
+    count = sum(1 for spec in specs if spec.by_default)
+    for label, sums, tools in (
+        (f"the default selection ({count} tools)", defaults, count),
+        (f"every tool (`--toolsets all`, {len(specs)})", totals, len(specs)),
+    ):
+        shown = tools + len(HERMES_UTILITY_TOOLS)
+        contract, strict = sums[0] + extra, sums[2] + extra
+        lines += [
+            f"| {label} | " + " | ".join(f"{value:,}" for value in sums) + " |",
+            f"| … with {utility} ({extra:,}) | {contract:,} | | {strict:,} | | |",
+            f"| … per tool ({shown} tools) | {contract // shown:,} | | {strict // shown:,} | | |",
+        ]
     return "\n".join(lines)
 
 
@@ -143,7 +160,7 @@ def _argument(name: str, schema: Mapping[str, Any], required: bool) -> str:
 
 def arguments_of(spec: ToolSpec) -> str:
     """A tool's own arguments, from its advertised schema: required ones starred, enums, ranges, defaults."""
-    schema = spec.input_schema(strict=False)
+    schema = spec.accepted_schema(strict=False)
     page = {"workspaceId", "documentId"} if spec.page_bound else set()
     own = [name for name in schema["properties"] if name not in _COMMON | page]
     required = set(schema["required"])
@@ -209,6 +226,13 @@ def errors_per_tool(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
     lines = ["Any tool can also answer:", "", *_error_rows([_declared(case) for case in EVERY_TOOL])]
     lines += [
         "",
+        "Any tool that acts on a page can also answer, when `documentId` is a title (`workspaceId` may be",
+        '`""`; a title that names no page the caller may read is `mnote_tool_not_found` as an unknown id is):',
+        "",
+        *_error_rows([_declared(case) for case in NAMED_PAGE]),
+    ]
+    lines += [
+        "",
         "Any write tool can also answer, when the person is asked to confirm it (`--confirm`; the tools",
         "whose *asks first* column in the README names a rule, or every write under `--confirm always`):",
         "",
@@ -222,6 +246,7 @@ def errors_per_tool(specs: Iterable[ToolSpec] = ALL_TOOLS) -> str:
 SECTIONS: tuple[Section, ...] = (
     Section("tool table", "README.md", tool_table),
     Section("tool sizes", "README.md", size_table),
+    Section("page.read tools", "README.md", read_scope_tools),
     Section("tool list", "docs/contract.md", tool_list),
     Section("errors per tool", "docs/errors.md", errors_per_tool),
     Section("error catalogue", "docs/errors.md", catalogue_markdown, CATALOGUE_BEGIN, CATALOGUE_END),

@@ -69,6 +69,17 @@ EVERY_TOOL: tuple[ErrorCase, ...] = (
     ),
 )
 
+# -- what any tool that acts on a page can answer when `documentId` is a title (tools/titles.py; docs only) --
+NAMED_PAGE: tuple[ErrorCase, ...] = (
+    ErrorCase(
+        _C.INVALID_ARGUMENT,
+        _R.TITLE_AMBIGUOUS,
+        "`documentId` is a title that more than one page the caller may read has (`details.matches`,"
+        " `details.candidates`: up to 5 `{workspaceId, documentId, title}`); nothing is done",
+        "name one of them by its `documentId` and `workspaceId`",
+    ),
+)
+
 # -- what a write can answer when the person is asked to confirm it (`--confirm`, docs only) -----------
 CONSENT_ERRORS: tuple[ErrorCase, ...] = (
     ErrorCase(

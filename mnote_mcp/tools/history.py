@@ -56,8 +56,8 @@ PAGE_HISTORY = ToolSpec(
     name="mnote.page.history",
     title="Page history",
     description=(
-        "A page's writes, newest first (revision, command, actor, ids, time, diff): what a run changed, "
-        "before mnote.page.revert. More: cursor=nextCursor."
+        "A page's change history 修改历史: writes newest first (revision, command, actor, runId, time,"
+        " diff). More: cursor=nextCursor."
     ),
     summary=(
         "the page's writes, newest first: revision, command, actor, correlation ids, time, compact diff; "
@@ -93,7 +93,8 @@ PAGE_HISTORY = ToolSpec(
         Example({}, note="the latest writes"),
         Example({"filter": {"runId": "run_example"}, "limit": 5}, note="what one run wrote"),
     ),
-    budget=SizeBudget(contract=750, strict=1_000),
+    by_default=False,  # --toolsets all (or block / history, or --tools) adds it
+    budget=SizeBudget(contract=810, strict=1_070),
 )
 
 
@@ -112,8 +113,8 @@ PAGE_REVERT = ToolSpec(
     name="mnote.page.revert",
     title="Revert page",
     description=(
-        "Undo writes to a page as a new revision: undoRunId (the runId your writes' results name), "
-        "commandId (one write) or toRevision. Refused, naming the blocks, where later writes changed them."
+        "Undo changes or restore a version 撤销修改、恢复版本, as a new revision: undoRunId (the runId"
+        " your writes name), commandId or toRevision."
     ),
     summary=(
         "undo one run's writes (`undoRunId`), one write (`commandId`) or everything since a revision "
@@ -181,7 +182,7 @@ PAGE_REVERT = ToolSpec(
             note="undo everything since the page was seeded, after a write",
         ),
     ),
-    budget=SizeBudget(contract=750, strict=900),
+    budget=SizeBudget(contract=690, strict=820),
 )
 
 HISTORY_TOOLS = (PAGE_HISTORY, PAGE_REVERT)

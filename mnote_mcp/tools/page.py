@@ -25,7 +25,7 @@ from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.pieces import fit_piece, read_page
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
-from mnote_mcp.tools.schemas import BLOCK_ITEM, BLOCKS_SAID, page_schema, write_schema
+from mnote_mcp.tools.schemas import BLOCK_ITEM, BLOCKS_AS_INSERTED, BLOCKS_SAID, page_schema, write_schema
 from mnote_mcp.tools.sizes import SizeBudget
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
@@ -33,10 +33,7 @@ from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
 PAGE_GET = ToolSpec(
     name="mnote.page.get",
     title="Read page",
-    description=(
-        "Read a page: title, revision, options and blocks, or its body as Markdown with block ids. A long "
-        "page comes in pieces: call again with cursor=nextCursor."
-    ),
+    description=("Read or show a page 读取、查看页面: blocks, or format=markdown with block ids."),
     summary=(
         "title, revision, body summary, options, blocks — or the body as Markdown with block ids "
         "(`format`), a subset (`blockIds`), in pieces (`maxBlocks`, `cursor`)"
@@ -61,6 +58,7 @@ PAGE_GET = ToolSpec(
         "maxBlocks": {"type": "integer", "minimum": 1, "maximum": MAX_BLOCKS},
         "cursor": {"type": "string"},
     },
+    quiet=frozenset({"maxBlocks"}),  # pieces come by themselves (--max-result-chars)
     read=read_page,
     fit=fit_piece,
     empty_means_absent=frozenset({"cursor", "blockIds", "format"}),
@@ -76,15 +74,15 @@ PAGE_GET = ToolSpec(
         Example({"format": "markdown", "blockIds": [Ref.BLOCK_2]}, note="one block, as Markdown"),
     ),
     hostile=(Example({"format": "markdown"}, note="the whole page as Markdown"),),
-    budget=SizeBudget(contract=790, strict=1_090),
+    budget=SizeBudget(contract=730, strict=1_020),
 )
 
 PAGE_SAVE = ToolSpec(
     name="mnote.page.save",
     title="Save page body",
     description=(
-        "Write a whole page body (mode replace, the default: blocks kept by id, the rest deleted) or append "
-        "blocks (mode append). For a small change use the block tools."
+        "Rewrite a page's whole body 重写整页正文 (replace keeps blocks by id, deletes the rest) or append."
+        " Small edits: edit_text."
     ),
     summary="replace (default) or append the body, blocks matched by id",
     returns="`commandName`, `revision`, `changed`, `diff`, and `blockIds` of appended blocks",
@@ -97,6 +95,8 @@ PAGE_SAVE = ToolSpec(
     ),
     extensions={"content": {"items": BLOCK_ITEM, "description": BLOCKS_SAID}},
     kernel_validated=frozenset({"content"}),
+    quiet=frozenset(),  # a replace overwrites what the model read: baseRevision fences it
+    said_in=("mnote.block.insert", {"content": BLOCKS_AS_INSERTED}),
     empty_means_absent=frozenset({"mode"}),
     command=page_commands.SAVE,
     payload=lambda args: {"content": args["content"], "mode": args.get("mode", "replace")},
@@ -106,13 +106,13 @@ PAGE_SAVE = ToolSpec(
     examples=(
         Example({"content": [{"type": "paragraph", "text": "Appended by an example."}], "mode": "append"}),
     ),
-    budget=SizeBudget(contract=1_620, strict=2_230),
+    budget=SizeBudget(contract=880, strict=2_120),
 )
 
 PAGE_UPDATE_TITLE = ToolSpec(
     name="mnote.page.update_title",
     title="Rename page",
-    description="Rename a page.",
+    description="Rename a page 重命名页面 (its title 标题).",
     summary="rename a page",
     returns="`commandName`, `revision`, `changed`, `diff`",
     toolset=Toolset.PAGE,
@@ -124,7 +124,7 @@ PAGE_UPDATE_TITLE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=WRITE_ERRORS,
     examples=(Example({"title": "Renamed by an example"}),),
-    budget=SizeBudget(contract=530, strict=610),
+    budget=SizeBudget(contract=540, strict=610),
 )
 
 _OPTIONS_SCHEMA: dict[str, Any] = {
@@ -141,9 +141,7 @@ _OPTIONS_SCHEMA: dict[str, Any] = {
 PAGE_UPDATE_OPTIONS = ToolSpec(
     name="mnote.page.update_options",
     title="Set page options",
-    description=(
-        "Set page layout options. One the runtime has not wired (protectEditing by default) is refused."
-    ),
+    description=("Set page layout options 设置页面布局."),
     summary="layout options; non-wired ones refused / warned",
     returns="`commandName`, `revision`, `changed`, `diff`; a dry run warns of an option not wired",
     toolset=Toolset.PAGE,
@@ -163,7 +161,7 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
         ),
     ),
     examples=(Example({"options": {"showToc": True}}),),
-    budget=SizeBudget(contract=790, strict=980),
+    budget=SizeBudget(contract=700, strict=880),
 )
 
 _EDIT: dict[str, Any] = {
@@ -181,8 +179,8 @@ PAGE_EDIT_TEXT = ToolSpec(
     name="mnote.page.edit_text",
     title="Edit page text",
     description=(
-        "Replace exact text in a page or one block (blockId), e.g. to fix a typo. Edits apply in order,"
-        " all or none; oldText must be unique unless replaceAll."
+        "Fix a typo or replace words in a page 替换文字、改错别字: exact oldText to newText, in order, all"
+        " or none; oldText once, or blockId/replaceAll."
     ),
     summary="replace exact text (several edits, in order, all or none) in a page or one block",
     returns="`commandName`, `revision`, `changed`, `diff`, `blockIds` of the blocks whose text changed",
@@ -229,7 +227,7 @@ PAGE_EDIT_TEXT = ToolSpec(
         ),
         Example({"edits": [{"oldText": "a", "newText": "b" * MAX_TEXT_LENGTH, "replaceAll": True}]}),
     ),
-    budget=SizeBudget(contract=870, strict=1_000),
+    budget=SizeBudget(contract=850, strict=950),
 )
 
 PAGE_TOOLS = (PAGE_GET, PAGE_SAVE, PAGE_UPDATE_TITLE, PAGE_UPDATE_OPTIONS, PAGE_EDIT_TEXT)

@@ -18,7 +18,7 @@ command's), its handler, `readOnlyHint`, and the write extensions every write to
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -32,9 +32,16 @@ from mnote_mcp.tools.consent import Destructive, never
 from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
+from mnote_mcp.tools.icons import TOOLSET_ICONS
 from mnote_mcp.tools.permissions import Permissions
 from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
-from mnote_mcp.tools.schemas import WRITE_EXTENSIONS, SchemaForm, strict_form, without_null_branches
+from mnote_mcp.tools.schemas import (
+    PAGE_NAMING,
+    WRITE_EXTENSIONS,
+    SchemaForm,
+    strict_form,
+    without_null_branches,
+)
 from mnote_mcp.tools.sizes import SizeBudget, definition_bytes, function_definition
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, DEFAULT_MAX_ID_CHARS, ID_FIELDS, OUTPUT_SCHEMA
@@ -119,6 +126,20 @@ class ToolSpec:
     # schema and examples (tests/support/sweep.py runs them on a long and a wide page; issue 30):
     # replace-all doubling, broad searches, the longest history.
     hostile: tuple[Example, ...] = ()
+    # Accepted properties the advertised schema leaves out: what a model rarely needs for this tool
+    # (every byte goes with every model request). Still accepted and enforced. `baseRevision` is
+    # advertised only where a write overwrites what the model read (a whole body, a block's text).
+    quiet: frozenset[str] = frozenset({"baseRevision"})
+    # Properties said shorter where another tool's definition spells them out, in the contract form:
+    # (that tool, property -> its shorter schema). `mnote.page.save`'s blocks are
+    # `mnote.block.insert`'s with ids and children, so a listing that has both spells the block model
+    # once (docs/decisions.md, "Definitions no larger than the filesystem server's"). The strict form
+    # (whose hosts close every object) and a listing without that tool keep the full schema.
+    said_in: tuple[str, Mapping[str, Mapping[str, Any]]] | None = None
+    # In the tools a server exposes when no `--toolsets` or `--tools` is given. A host sends every
+    # listed definition with every model request, so the default is the contract's tools and what
+    # everyday tasks need; the others are one flag away (`--toolsets all`).
+    by_default: bool = True
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.read is None) or (self.command is None) != (self.payload is None):
@@ -160,7 +181,9 @@ class ToolSpec:
 
     @property
     def all_extensions(self) -> Mapping[str, Mapping[str, Any]]:
-        return {**self.extensions, **WRITE_EXTENSIONS} if self.writes else self.extensions
+        named = PAGE_NAMING if self.page_bound else {}
+        writes = WRITE_EXTENSIONS if self.writes else {}
+        return {**named, **self.extensions, **writes}
 
     @property
     def example(self) -> Example:
@@ -227,16 +250,21 @@ class ToolSpec:
         strict: bool,
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
         max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
+        beside: Collection[str] | None = None,
     ) -> dict[str, Any]:
         """The advertised schema: the accepted one without what a model never needs in order to make
         the call, since every byte of it is sent with every model request (docs/decisions.md, "Lean
         tool definitions"): the correlation ids unless `strict` (`--strict-contract` advertises the
         contract's list exactly), `capabilityScope`, the ids' `maxLength` and the `null` branch of a
         nullable value (null is "not given" everywhere; where it means more, the description says
-        so; the strict form states it again). All of them are still accepted and enforced."""
+        so; the strict form states it again), the tool's `quiet` properties, and, where `beside` (the
+        tools listed with it; None: every tool) holds the tool named by `said_in`, its properties
+        said there. All of them are still accepted and enforced."""
         accepted = self.accepted_schema(strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids)
-        hidden = {"capabilityScope", *(() if strict else CORRELATION_FIELDS)}
+        hidden = {"capabilityScope", *self.quiet, *(() if strict else CORRELATION_FIELDS)}
         properties = accepted["properties"]
+        if self.said_in is not None and (beside is None or self.said_in[0] in beside):
+            properties.update({prop: dict(said) for prop, said in self.said_in[1].items()})
         for prop in ID_FIELDS:
             if prop in properties:
                 properties[prop].pop("maxLength", None)
@@ -256,8 +284,15 @@ class ToolSpec:
         style: ToolNames,
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
         max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
+        beside: Collection[str] | None = None,
     ) -> dict[str, Any]:
-        schema = self.input_schema(strict=strict, max_id_chars=max_id_chars, max_block_ids=max_block_ids)
+        """`input_schema` in `form`: the strict form spells every property out (`beside` is not used)."""
+        schema = self.input_schema(
+            strict=strict,
+            max_id_chars=max_id_chars,
+            max_block_ids=max_block_ids,
+            beside=beside if form == "contract" else (),
+        )
         advertised: dict[str, Any] = respell_all(strict_form(schema) if form == "strict" else schema, style)
         return advertised
 
@@ -281,15 +316,22 @@ class ToolSpec:
         output_schema: bool = True,
         max_id_chars: int = DEFAULT_MAX_ID_CHARS,
         max_block_ids: int = DEFAULT_MAX_BLOCK_IDS,
+        beside: Collection[str] | None = None,
     ) -> types.Tool:
         return types.Tool(
             name=self.advertised_name(style),
             title=self.title,
             description=respell(self.description, style),
             input_schema=self.advertised_schema(
-                strict=strict, form=form, style=style, max_id_chars=max_id_chars, max_block_ids=max_block_ids
+                strict=strict,
+                form=form,
+                style=style,
+                max_id_chars=max_id_chars,
+                max_block_ids=max_block_ids,
+                beside=beside,
             ),
             output_schema=OUTPUT_SCHEMA if output_schema else None,
+            icons=TOOLSET_ICONS[self.toolset],
             annotations=self.mcp_annotations(),
         )
 
@@ -364,6 +406,8 @@ class Registry:
     ) -> list[types.Tool]:
         """The `tools/list` entries; `output_schema=False` for hosts given text only (no structured
         content to check against it)."""
+        listed = [spec for spec in self.specs if include(spec)]
+        beside = frozenset(spec.name for spec in listed)
         return [
             spec.to_mcp(
                 style=self.style,
@@ -372,7 +416,7 @@ class Registry:
                 output_schema=output_schema,
                 max_id_chars=self.max_id_chars,
                 max_block_ids=self.max_block_ids,
+                beside=beside,
             )
-            for spec in self.specs
-            if include(spec)
+            for spec in listed
         ]

@@ -45,33 +45,31 @@ _PROP_TYPES: dict[str, str] = {
 # In a block (insert, save), a null prop is no prop, so the schema need not say null.
 BLOCK_PROPS: dict[str, Any] = {
     "type": "object",
-    "description": _PROPS_SAID,
     "properties": {name: {"type": kind} for name, kind in _PROP_TYPES.items()},
 }
 
 # In block.update, props merge into the block's, and null resets one: each value may be null.
 PROPS: dict[str, Any] = {
     "type": "object",
-    "description": f"{_PROPS_SAID}; null resets one",
+    "description": "null resets one",
     "properties": {name: _nullable({"type": kind}) for name, kind in _PROP_TYPES.items()},
 }
 
 
-def block_item(levels: int = BLOCK_LEVELS) -> dict[str, Any]:
-    """The schema of one block, its children spelled out `levels - 1` levels deep (no `$ref`). Ids
-    are the kernel's to check (their pattern is in docs/contract.md), as is everything else of a
-    block: the schema says only what a model must know to write one."""
+def block_item(levels: int = BLOCK_LEVELS, *, ids: bool = True) -> dict[str, Any]:
+    """The schema of one block, its children spelled out `levels - 1` levels deep (no `$ref`), with an
+    `id` where `ids` (a new block has none). Ids are the kernel's to check (their pattern is in
+    docs/contract.md), as is everything else of a block: the schema says only what a model must know
+    to write one."""
     properties: dict[str, Any] = {
         "type": {"type": "string", "enum": list(SUPPORTED_TYPES)},
         "text": {"type": "string"},
-        "id": {"type": "string"},
+        **({"id": {"type": "string"}} if ids else {}),
         "props": BLOCK_PROPS,
     }
     if levels > 1:
         child = block_item(levels - 1)
         child["properties"]["type"] = {"type": "string"}  # the types are listed once, a level up
-        child["properties"]["props"] = {**BLOCK_PROPS}
-        del child["properties"]["props"]["description"]
         properties["children"] = {"type": "array", "items": child}
     return {"type": "object", "required": ["type"], "properties": properties}
 
@@ -79,11 +77,26 @@ def block_item(levels: int = BLOCK_LEVELS) -> dict[str, Any]:
 BLOCK_ITEM: dict[str, Any] = block_item()
 # What a block list says once: ids, children and which type has children.
 BLOCKS_SAID = "a new block has no id; children: under list and todo blocks"
+# `mnote.page.save`'s blocks where `mnote.block.insert`'s definition (the same model, spelt out) is
+# listed beside it: the item left open, the words saying where its shape is.
+BLOCKS_AS_INSERTED: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "object"},
+    "description": "blocks as mnote.block.insert takes them, plus id (keeps that block) and children",
+}
 
-# Added to every write tool: optimistic concurrency, and words for the contract's bare properties.
+# Added to every write tool: optimistic concurrency. `idempotencyKey` takes no words: a model makes a
+# new key for a new change unasked, and a key reused for another change is refused with that hint
+# (docs/decisions.md, "Definitions no larger than the filesystem server's").
 WRITE_EXTENSIONS: dict[str, dict[str, Any]] = {
-    "idempotencyKey": {"description": "new per change"},
+    "idempotencyKey": {},
     "baseRevision": {"type": "integer", "minimum": 0, "description": "the revision you read"},
+}
+
+# What a tool that acts on a page says of how the page is named (tools/titles.py): once, on
+# `documentId`, since every tool's definition goes with every model request.
+PAGE_NAMING: dict[str, dict[str, Any]] = {
+    "documentId": {"description": 'id or title; workspaceId "" if unknown'},
 }
 
 # The contract lists these as required on every write tool, after the tool's own fields.

@@ -39,9 +39,8 @@ PAGE_SEARCH = ToolSpec(
     name="mnote.page.search",
     title="Find pages",
     description=(
-        "Find pages by words in titles and text (plan also finds planning; Chinese/Japanese: any part). "
-        "Hits: ids, title, revision, snippets with blockId. No query: your latest pages. More: "
-        "cursor=nextCursor."
+        "Search or find pages by words 搜索、查找页面 in titles and text. Hits: ids, title, snippets with"
+        " blockId. No query: latest."
     ),
     summary=(
         "find readable pages by title and block text (Chinese and Japanese by substring, words by word or "
@@ -94,7 +93,7 @@ PAGE_SEARCH = ToolSpec(
         Example({"query": "w*", "limit": MAX_LIMIT}, note="a prefix every page matches"),
         Example({"query": "alpha beta gamma delta", "limit": MAX_LIMIT}, note="words on every line"),
     ),
-    budget=SizeBudget(contract=570, strict=750),
+    budget=SizeBudget(contract=530, strict=730),
 )
 
 SEARCH_TOOLS = (PAGE_SEARCH,)

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ToolSelection:
-    """`toolsets` and `tools` (globs) each add tools; with neither, every tool. `exclude` removes.
+    """`toolsets` and `tools` (globs) each add tools; with neither, the default tools (those declared
+    `by_default`: docs/decisions.md, "Definitions no larger than the filesystem server's"). `exclude`
+    removes.
 
     Globs match either spelling of a name (`mnote.page.*` or `mnote_page_*`), case-sensitively.
     """
@@ -37,11 +39,11 @@ class ToolSelection:
             if not any(_matches(spec, pattern) for spec in specs):
                 names = ", ".join(spec.name for spec in specs)
                 raise ValueError(f"tool pattern {pattern!r} matches no tool; tools: {names}")
-        everything = not self.toolsets and not self.tools
+        default = not self.toolsets and not self.tools
         return tuple(
             spec
             for spec in specs
-            if (everything or spec.toolset in self.toolsets or _any(spec, self.tools))
+            if (spec.by_default if default else spec.toolset in self.toolsets or _any(spec, self.tools))
             and not _any(spec, self.exclude)
         )
 

@@ -14,11 +14,16 @@ class Toolset(StrEnum):
 
 
 def parse_toolsets(values: Iterable[str]) -> frozenset[Toolset]:
-    """Toolset names; raises ValueError naming an unknown one."""
+    """Toolset names (`all`: every toolset); raises ValueError naming an unknown one."""
     toolsets: set[Toolset] = set()
     for raw in values:
+        if raw.strip() == "all":
+            toolsets.update(Toolset)
+            continue
         try:
             toolsets.add(Toolset(raw.strip()))
         except ValueError:
-            raise ValueError(f"unknown toolset {raw.strip()!r}; toolsets: {', '.join(Toolset)}") from None
+            raise ValueError(
+                f"unknown toolset {raw.strip()!r}; toolsets: {', '.join(Toolset)}, all"
+            ) from None
     return frozenset(toolsets)

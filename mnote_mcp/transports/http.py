@@ -88,6 +88,13 @@ def security_settings(config: ServerConfig) -> TransportSecuritySettings:
     )
 
 
+def endpoints(config: ServerConfig) -> tuple[str, ...]:
+    """The paths the app serves, as the start-up line names them (the probes always; `/mcp` and
+    `/sse` as configured)."""
+    served = ("/mcp",) if config.streamable_http else ()
+    return (*served, *(("/sse",) if config.sse else ()), "/healthz", "/readyz")
+
+
 def build_http_app(app: App, auth: AuthSetup, metrics: Metrics | None = None) -> ASGIApp:
     """The app; `metrics` (when `--metrics-listen` serves them) is told of refusals and reads the
     app's gauges."""

@@ -5,8 +5,9 @@ only if it was issued for this server (`aud` names `--oauth-resource`), is in da
 `--oauth-scopes` (by default `mnote:read` → `page.read`, `mnote:write` → `page.write`,
 `mnote:artifacts` → `artifact.write`), and every request needs `--oauth-required-scopes`.
 
-- discovery: Protected Resource Metadata (RFC 9728) at the well-known URL of the resource, at the
-  root form and at the `/mcp`-suffixed form; every `401`/`403` names it (`resource_metadata`).
+- discovery: Protected Resource Metadata (RFC 9728) at the well-known URL of the resource, and at the
+  root form and the `/mcp`-suffixed form where those are other paths (two paths for a resource at
+  `/mcp` or the root, three elsewhere); every `401`/`403` names it (`resource_metadata`).
 - JWT access tokens (`oauth_jwt.py`) are checked against the issuer's published keys; opaque tokens
   are asked about at the issuer (`--oauth-introspection`, RFC 7662, `oauth_introspection.py`).
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
@@ -42,8 +42,10 @@ class GracefulServer(GuardedServer):
         inflight: InFlight,
         grace: float,
         on_stopped: Callable[[], None] = lambda: None,
+        endpoints: Sequence[str] = ("/mcp", "/sse", "/healthz", "/readyz"),
     ) -> None:
         super().__init__(config)
+        self._endpoints = ", ".join(endpoints)
         self._on_stopped = on_stopped
         self._inflight = inflight
         self._grace = grace
@@ -61,7 +63,7 @@ class GracefulServer(GuardedServer):
             for sock in server.sockets:
                 host, port = sock.getsockname()[:2]
                 shown = f"[{host}]" if ":" in host else host
-                logger.info("listening on http://%s:%s (/mcp, /sse, /healthz)", shown, port)
+                logger.info("listening on http://%s:%s (%s)", shown, port, self._endpoints)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self._inflight.closing = True  # /readyz answers 503 from now on
@@ -129,6 +131,7 @@ def make_server(
     parser: str = "httptools",
     on_refused: RefusalHook | None = None,
     on_stopped: Callable[[], None] = lambda: None,
+    endpoints: Sequence[str] = ("/mcp", "/sse", "/healthz", "/readyz"),
 ) -> GracefulServer:
     config = uvicorn.Config(
         asgi,  # type: ignore[arg-type]
@@ -144,4 +147,4 @@ def make_server(
         lifespan="on",
         loop="none",  # serve() runs on the loop already running (uvloop unless --no-uvloop)
     )
-    return GracefulServer(config, inflight, grace, on_stopped)
+    return GracefulServer(config, inflight, grace, on_stopped, endpoints)

@@ -128,6 +128,10 @@ MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "zh-CN": "{pointer} 的文本在页面上出现 {matches} 次，未写入任何内容",
         "en": "the text at {pointer} occurs {matches} times; nothing was written",
     },
+    (_C.INVALID_ARGUMENT, _R.TITLE_AMBIGUOUS): {
+        "zh-CN": "你可读的页面中有 {matches} 个页面使用这个标题，未执行任何操作",
+        "en": "{matches} pages you can read have this title; nothing was done",
+    },
     (_C.INVALID_ARGUMENT, _R.UNKNOWN_COMMAND): {
         "zh-CN": "未知的 kernel 命令 {command}",
         "en": "unknown kernel command {command}",
@@ -326,6 +330,10 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (_C.INVALID_ARGUMENT, _R.TEXT_MISSING): {
         "zh-CN": "按页面原文逐字给出 oldText（details.candidates 列出相似文本所在的块）",
         "en": "give oldText exactly as the page has it (details.candidates shows blocks with similar text)",
+    },
+    (_C.INVALID_ARGUMENT, _R.TITLE_AMBIGUOUS): {
+        "zh-CN": "用 documentId 和 workspaceId 指明其中一个页面（details.candidates 列出这些页面）",
+        "en": "name one of them by its documentId and workspaceId (details.candidates lists them)",
     },
     (_C.INVALID_ARGUMENT, _R.TEXT_AMBIGUOUS): {
         "zh-CN": "在 oldText 中加入前后文使其唯一，或给出 blockId，或设 replaceAll=true（details.candidates 列出出现位置）",

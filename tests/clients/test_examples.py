@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,43 @@ def test_the_stdio_example_script_runs_as_written(tmp_path: Path) -> None:
     )
     assert "Summarise the mnote page “Project plan”" in result.stdout, "prompts/get, in English"
     assert '"uri": "mnote://workspaces/ws_1/pages/doc_1"' in result.stdout, "the page attached"
+
+
+FAKE_INSPECTOR = """import json, os, stat, sys
+argv = sys.argv[1:]
+db = argv[argv.index("--db") + 1]
+folder = os.path.dirname(db)
+with open(os.environ["SEEN"], "a") as seen:
+    seen.write(json.dumps({"db": db, "mode": stat.S_IMODE(os.stat(folder).st_mode)}) + "\\n")
+"""
+
+
+def test_the_stdio_example_script_keeps_a_store_of_its_own(tmp_path: Path) -> None:
+    """Issue 35: examples/inspector-stdio.sh defaulted to /tmp/mnote-inspector.db, one store for every
+    user of the machine (readable, and writable by whoever made it first). Now each run, unless
+    MNOTE_DB names one, has a store in a private directory of its own, removed at the end; every call
+    of a run uses the same one. Run with a stand-in Inspector that records where the store is."""
+    fake = tmp_path / "fake_inspector.py"
+    fake.write_text(FAKE_INSPECTOR, encoding="utf-8")
+    seen = tmp_path / "seen.jsonl"
+    runs = []
+    for _ in range(2):
+        seen.write_text("", encoding="utf-8")
+        result = subprocess.run(
+            ["bash", "examples/inspector-stdio.sh"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env=_environment(tmp_path, INSPECTOR=f"{sys.executable} {fake}", SEEN=str(seen)),
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        calls = [json.loads(line) for line in seen.read_text(encoding="utf-8").splitlines()]
+        assert len(calls) >= 4 and len({call["db"] for call in calls}) == 1, calls
+        assert all(call["mode"] == 0o700 for call in calls), calls
+        assert not Path(calls[0]["db"]).parent.exists(), "the run's store is removed at its end"
+        runs.append(calls[0]["db"])
+    assert runs[0] != runs[1] and "/tmp/mnote-inspector.db" not in runs
 
 
 def test_the_session_example_script_runs_as_written(tmp_path: Path) -> None:

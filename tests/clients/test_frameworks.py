@@ -82,6 +82,15 @@ def test_openai_agents_converts_every_schema_to_strict(listings: dict[str, list[
         assert set(answers[label]) == {tool["name"] for tool in tools}
         for tool in tools:
             answer = answers[label][tool["name"]]["openai-agents"]
+            said_once = label.startswith("contract/") and tool["name"] in (
+                "mnote.page.save",
+                "mnote_page_save",
+            )
+            if said_once:  # its blocks are said in insert's definition: an open item, no strict form
+                # (docs/decisions.md, issue 35); the SDK then sends it as it is, and --schema-form strict,
+                # what docs/clients.md has OpenAI-style hosts use, spells it out
+                assert not answer["strict"] and "strict" in answer["error"], (label, answer)
+                continue
             assert answer["strict"], (label, tool["name"], answer["error"])
             if label.startswith("strict/"):
                 assert answer["schema"] == tool["inputSchema"], (
@@ -135,7 +144,11 @@ class Setting:
                         *SERVE_FLAGS,
                         *self.flags,
                     ],
-                    "env": {"PATH": os.environ.get("PATH", ""), "MNOTE_LOCALE": "en"},
+                    "env": {
+                        "PATH": os.environ.get("PATH", ""),
+                        "MNOTE_LOCALE": "en",
+                        "MNOTE_TOOLSETS": "all",
+                    },
                 }
             else:
                 endpoint = "/mcp" if transport == "http" else "/sse"
@@ -173,15 +186,19 @@ def strict_form_of(name: str) -> dict[str, Any]:
     return spec.advertised_schema(strict=False, form="strict", style="underscore")
 
 
-def check_agent_runs(transcript: Transcript, db: Path, labels: list[str], *, strict: bool) -> None:
-    """What each run sent the model (tools, tool results) and what it left in the store's audit."""
+def check_agent_runs(
+    transcript: Transcript, db: Path, labels: list[str], *, strict: bool, every_tool: bool = True
+) -> None:
+    """What each run sent the model (tools, tool results) and what it left in the store's audit; the
+    examples as written run the default selection (`every_tool=False`), the other runs every tool."""
+    tools = [spec for spec in ALL_TOOLS if every_tool or spec.by_default]
     runs = conversations(transcript)
     assert sorted(runs) == sorted(labels), sorted(runs)
     records = audit_trail(db)
     for label in labels:
         requests = runs[label]
         offered = [tool["function"] for tool in requests[0]["tools"]]
-        assert len(offered) == len(ALL_TOOLS), (label, [tool["name"] for tool in offered])
+        assert len(offered) == len(tools), (label, [tool["name"] for tool in offered])
         for function in offered:
             assert OPENAI_NAME.match(function["name"]), function["name"]
             assert "mnote." not in function.get("description", ""), function["name"]
@@ -387,7 +404,10 @@ def example_env(label: str, transport: str, db: Path, server: RunningServer, **e
 def demo_setting(tmp_path: Path, *flags: str) -> Iterator[Setting]:
     db = store_with_pages(tmp_path / "demo.db", EXAMPLES / "workspace.json")
     tokens = write_tokens(tmp_path / "tokens.json", {DEMO_TOKEN: {"actorId": "user_1"}})
-    with http_server(db, "--auth-file", str(tokens), *SERVE_FLAGS, *flags) as server:
+    # as a user starts it: the default selection (the test servers otherwise list every tool)
+    with http_server(
+        db, "--auth-file", str(tokens), *SERVE_FLAGS, *flags, env={"MNOTE_TOOLSETS": ""}
+    ) as server:
         yield Setting(db, server, flags)
 
 
@@ -408,7 +428,7 @@ def test_the_agent_examples_work_as_written(tmp_path: Path) -> None:
             )
             assert ran.returncode == 0, (example, ran.stderr[-3000:])
             assert ran.stdout.strip().endswith(FINAL), (example, ran.stdout[-500:])
-    check_agent_runs(transcript, where.db, labels, strict=True)
+    check_agent_runs(transcript, where.db, labels, strict=True, every_tool=False)
 
 
 @pytest.mark.parametrize("refusals", ["default", "error"])

@@ -9,6 +9,7 @@ compose config` too where the CLI has compose); the Dockerfile's inputs exist an
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -19,6 +20,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import yaml
 from packaging.requirements import Requirement
@@ -26,7 +28,8 @@ from packaging.requirements import Requirement
 from mnote_mcp.cli import parse
 from mnote_mcp.config import ServerConfig, SettingError
 from mnote_mcp.tools.cost import DEFAULT_REQUEST_LIMIT
-from tests.support.helpers import ROOT
+from tests.support.helpers import RAW_INITIALIZE, ROOT
+from tests.support.http_helpers import http_server, write_tokens
 
 EXAMPLES = ROOT / "examples"
 COMPOSE = EXAMPLES / "compose.postgres.yaml"
@@ -154,6 +157,18 @@ def test_the_replicas_are_probed_for_readiness_before_the_proxy_starts() -> None
     assert "location = /readyz {" in nginx and "location = /healthz {" in nginx
 
 
+def test_the_compose_file_says_which_compose_it_needs() -> None:
+    """Issue 35: the top-level `name:` needs Compose v2 (2.3.3 on); the file did not say so, and
+    `docker-compose` 1.x refuses it. The header and docs/deploy.md say it where a `name:` is used."""
+    header = "".join(
+        line for line in COMPOSE.read_text(encoding="utf-8").splitlines(True) if line.startswith("#")
+    )
+    if "name" in compose():
+        assert "Docker Compose v2" in header and "2.3.3" in header, header
+        deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+        assert "Docker Compose v2" in deploy.split("## Compose", 1)[1].split("\n## ", 1)[0]
+
+
 def test_docker_compose_accepts_the_file() -> None:
     docker = shutil.which("docker")
     if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True).returncode:
@@ -195,13 +210,76 @@ def test_a_default_install_brings_uvloop_where_the_platform_has_it() -> None:
         assert importlib.util.find_spec("uvloop") is not None
 
 
-def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:
-    text = UNIT.read_text(encoding="utf-8")
+def unit_fields(text: str) -> dict[str, list[str]]:
     fields: dict[str, list[str]] = {}
     for line in text.replace("\\\n", " ").splitlines():
         if "=" in line and not line.startswith("#"):
             key, value = line.split("=", 1)
             fields.setdefault(key.strip(), []).append(value.strip())
+    return fields
+
+
+def test_the_systemd_unit_runs_what_a_documented_step_installs() -> None:
+    """Issue 35: the unit ran /opt/mnote-mcp/.venv/bin/mnote-mcp, which no step installed. The steps
+    atop the unit (and docs/deploy.md's systemd section) make that virtual environment and install
+    this package into it."""
+    text = UNIT.read_text(encoding="utf-8")
+    (start,) = unit_fields(text)["ExecStart"]
+    program = Path(shlex.split(start)[0])
+    steps = [line.removeprefix("#").strip() for line in text.splitlines() if line.startswith("#   ")]
+    venv = program.parent.parent
+    made = [step for step in steps if re.search(rf"-m venv {re.escape(str(venv))}(\s|$)", step)]
+    installed = [step for step in steps if f"{venv}/bin/pip install " in step]
+    assert made and installed, f"no documented step makes {venv} and installs mnote-mcp into it: {steps}"
+    source = shlex.split(installed[0].split(f"{venv}/bin/pip install ", 1)[1].split("&&")[0])[0]
+    assert source.split("[")[0].rstrip("/") in " ".join(steps), "the source installed is put there first"
+    section = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8").split("## systemd", 1)[1]
+    assert f"-m venv {venv}" in section and f"{venv}/bin/pip install" in section
+
+
+def test_the_systemd_unit_answers_its_proxys_host_name(tmp_path: Path) -> None:
+    """Issue 35: behind a same-host proxy with a real name, the unit's replica answered 421 (DNS-
+    rebinding protection accepts loopback names only, unless --allowed-hosts says more). Its
+    ExecStart, run here with a throw-away store and port, accepts the name the unit's comment gives
+    the proxy, as nginx sends it (`Host: $host:$server_port`)."""
+    (start,) = unit_fields(UNIT.read_text(encoding="utf-8"))["ExecStart"]
+    argv = shlex.split(start)[2:]
+    _, config = parse(["serve", *argv], environ={"MNOTE_DB": "/var/lib/mnote-mcp/mnote.db"})
+    assert isinstance(config, ServerConfig)
+    names = [host.split(":")[0] for host in config.allowed_hosts]
+    public = [name for name in names if name not in ("127.0.0.1", "localhost", "[::1]")]
+    assert public, f"--allowed-hosts names no proxy-facing host: {config.allowed_hosts}"
+    tokens = write_tokens(tmp_path / "tokens.json", {"tok-unit": {"actorId": "user_1"}})
+    kept: list[str] = []
+    skip = {"--port": 1, "--auth-file": 1, "--metrics-listen": 1, "--transport": 1}
+    words = iter(argv)
+    for word in words:
+        if word in skip:
+            next(words)
+        else:
+            kept.append(word)
+    with http_server(tmp_path / "unit.db", "--auth-file", str(tokens), *kept) as server:
+        port = server.url.rsplit(":", 1)[1]
+        listening = next(line for line in server.stderr if "listening on" in line)
+        for path in ("/mcp", "/sse", "/healthz", "/readyz"):  # issue 35: /readyz was left out
+            assert path in listening, listening
+        for host in (f"{public[0]}:443", f"127.0.0.1:{port}"):
+            answer = httpx2.post(
+                f"{server.url}/mcp",
+                json=RAW_INITIALIZE,
+                headers={
+                    "Host": host,
+                    "Authorization": "Bearer tok-unit",
+                    "Accept": "application/json, text/event-stream",
+                },
+                timeout=30,
+            )
+            assert answer.status_code == 200, (host, answer.status_code, answer.text[:200])
+
+
+def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:
+    text = UNIT.read_text(encoding="utf-8")
+    fields = unit_fields(text)
     (start,) = fields["ExecStart"]
     argv = shlex.split(start)
     assert argv[0].endswith("/mnote-mcp") and argv[1] == "serve"
@@ -236,3 +314,87 @@ def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:
     )
     done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+
+
+# The MCP registry's server.json (schema 2025-12-11: static.modelcontextprotocol.io/schemas/2025-12-11/
+# server.schema.json, as modelcontextprotocol/registry publishes it), the parts this file uses, and the
+# official registry's own rules (docs/reference/server-json/official-registry-requirements.md): a
+# reverse-DNS name with one slash, a description of at most 100 characters, exact versions (never a
+# range or `latest`), a PyPI package whose README names the server (`mcp-name:`).
+_VERSION = {"type": "string", "minLength": 1, "not": {"pattern": r"^(latest|[\^~<>=].*|.*[x*].*)$"}}
+_INPUT = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "isRequired": {"type": "boolean"},
+        "isSecret": {"type": "boolean"},
+        "format": {"enum": ["string", "number", "boolean", "filepath"]},
+        "default": {"type": "string"},
+        "choices": {"type": "array", "items": {"type": "string"}},
+    },
+    "additionalProperties": False,
+}
+SERVER_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["$schema", "name", "description", "version"],
+    "properties": {
+        "$schema": {"const": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"},
+        "name": {
+            "type": "string",
+            "pattern": "^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$",
+            "minLength": 3,
+            "maxLength": 200,
+        },
+        "title": {"type": "string", "minLength": 1, "maxLength": 100},
+        "description": {"type": "string", "minLength": 1, "maxLength": 100},
+        "version": {**_VERSION, "maxLength": 255},
+        "packages": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["registryType", "identifier", "version", "transport"],
+                "properties": {
+                    "registryType": {"enum": ["npm", "pypi", "nuget", "oci", "mcpb"]},
+                    "identifier": {"type": "string", "minLength": 1},
+                    "version": _VERSION,
+                    "runtimeHint": {"type": "string"},
+                    "transport": {
+                        "type": "object",
+                        "required": ["type"],
+                        "properties": {"type": {"enum": ["stdio", "streamable-http", "sse"]}},
+                    },
+                    "environmentVariables": {"type": "array", "items": _INPUT},
+                },
+                "additionalProperties": False,
+            },
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+def test_server_json_is_what_the_mcp_registry_takes_and_names_this_release() -> None:
+    """Issue 35: a server.json for the MCP registry: valid against the registry's schema (the parts
+    used), its name reverse-DNS and named by the README (the registry's PyPI ownership check), its
+    versions this release's, its package this project, every variable it names one the server reads."""
+    from jsonschema import Draft7Validator
+
+    from mnote_mcp import __version__
+    from mnote_mcp.config import options
+
+    document = json.loads((ROOT / "server.json").read_text(encoding="utf-8"))
+    errors = [error.message for error in Draft7Validator(SERVER_JSON_SCHEMA).iter_errors(document)]
+    assert not errors, errors
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (package,) = document["packages"]
+    assert (package["registryType"], package["identifier"]) == ("pypi", project["name"])
+    assert document["version"] == package["version"] == project["version"] == __version__
+    assert f"mcp-name: {document['name']}" in (ROOT / "README.md").read_text(encoding="utf-8")
+    variables = {option.env: option for option in options(ServerConfig) if option.env}
+    for variable in package["environmentVariables"]:
+        assert variable["name"] in variables, variable["name"]
+        if "default" in variable:
+            assert variable["default"] == variables[variable["name"]].shown_default, variable["name"]

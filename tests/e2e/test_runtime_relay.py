@@ -23,8 +23,9 @@ from mcp import Client, StdioServerParameters
 from mnote_mcp.demo import tour
 from mnote_mcp.kernel.protocol import decode_key
 from mnote_mcp.kernel.sqlite.opening import open_store
+from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tracecontext import trace_id_of, w3c_trace_id
-from tests.support.helpers import RAW_INITIALIZE, ROOT, envelope_in
+from tests.support.helpers import EVERY_TOOL_ENV, RAW_INITIALIZE, ROOT, envelope_in
 from tests.support.runtimes import free_port, mnote_command, reference_runtime
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -36,13 +37,18 @@ def params(*args: str, env: dict[str, str] | None = None) -> StdioServerParamete
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "mnote_mcp", "serve", "--locale", "en", "--log-level", "warning", *args],
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **EVERY_TOOL_ENV, **(env or {})},
         cwd=str(ROOT),
     )
 
 
+_TIMES = re.compile(r"'(updatedAt|createdAt)': '[^']+'")
+
+
 def without_nonces(envelopes: list[dict[str, Any]]) -> str:
-    return _COMMAND_ID.sub(r"\1", repr(envelopes))
+    """The envelopes without what differs from one run to the next: command ids' nonces, and the
+    times a search hit and a history entry name (the tour searches and reads history since issue 35)."""
+    return _TIMES.sub(r"'\1': '…'", _COMMAND_ID.sub(r"\1", repr(envelopes)))
 
 
 async def run_tour(server: StdioServerParameters, db: Path) -> list[dict[str, Any]]:
@@ -70,14 +76,20 @@ async def test_http_relay_gives_the_local_envelopes(
 
     # What the runtime received: the envelope's trace as W3C trace context, the envelope's key.
     commands = [r for r in records if r["path"] == "/v1/commands"]
-    writes = [e for e in relayed if e["toolName"] != "mnote.page.get"]
+    writing = {spec.name for spec in ALL_TOOLS if spec.writes}
+    writes = [e for e in relayed if e["toolName"] in writing]
     assert len(commands) == len(writes)
     keys = [decode_key(r["idempotencyKey"]) for r in commands]
     assert keys[:4] == ["demo_save", "demo_save", "demo_save", "demo_title"]
     assert all(key.startswith("demo_") for key in keys)
     assert all(r["authorization"] for r in records if r["path"] != "/v1/health")
-    traced = [r for r in records if r["path"] in ("/v1/commands", "/v1/pages/query")]
-    assert len(traced) == len(relayed), "every call of the tour reached the runtime, traced"
+    # every call of the tour reached the runtime, traced: its reads, writes, search and history
+    asked = ("/v1/commands", "/v1/pages/query", "/v1/pages/search", "/v1/pages/history")
+    traced = [r for r in records if r["path"] in asked]
+    assert len(traced) == len(relayed), [r["path"] for r in traced]
+    # and the text edit that named its page by title found it by a listing of that name (issue 35)
+    named = [r for r in records if r["path"] == "/v1/pages" and r["query"].get("named")]
+    assert [r["query"]["named"] for r in named] == ["Project plan"], [r["query"] for r in records]
     assert {trace_id_of(r["traceparent"]) for r in traced} == {w3c_trace_id("trace_demo")}
     store = open_store(db)
     try:

@@ -24,6 +24,7 @@ from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.stores import open_kernel, open_store
+from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,11 +118,14 @@ UNLIMITED: dict[str, Any] = {"call_limits": False, "expensive_share": 1.0}
 # declares no elicitation has its destructive writes made (and audited `consent: fallback`), as
 # before issue 31. The tests of consent say what they run with (tests/unit/test_confirmation.py).
 UNASKED: dict[str, Any] = {"confirm_fallback": "write"}
+# ... and with every tool, the three left out of the default selection too (`--toolsets all`); the
+# default selection's own tests (tests/unit/tools/test_selection.py) ask for `toolsets=frozenset()`.
+EVERY_TOOL: dict[str, Any] = {"toolsets": frozenset(Toolset)}
 
 
 def make_app(db: Path | str, **config: Any) -> App:
     base = ServerConfig(
-        db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM, **UNLIMITED, **UNASKED
+        db=db, locale="en", demo=False, actor="user_editor", **SPEC_FORM, **UNLIMITED, **UNASKED, **EVERY_TOOL
     )
     cfg = replace(base, **config)
     kernel = (
@@ -209,11 +213,16 @@ def write_args(key: str, dry_run: bool = False, document_id: str = "doc_1", **ex
     return page_args(document_id, idempotencyKey=key, dryRun=dry_run, **extra)
 
 
+# The servers tests start as processes select every tool too (as `EVERY_TOOL` in process); a test of the
+# default selection sets `MNOTE_TOOLSETS` itself ("" is the default), and a flag wins over it.
+EVERY_TOOL_ENV: dict[str, str] = {"MNOTE_TOOLSETS": "all"}
+
+
 def stdio_params(db: Path | str, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "mnote_mcp", "serve", "--db", str(db), "--locale", "en", *args],
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **EVERY_TOOL_ENV, **(env or {})},
         cwd=str(ROOT),
     )
 

@@ -28,7 +28,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.helpers import ROOT
+from tests.support.helpers import EVERY_TOOL_ENV, ROOT
 
 _LISTENING = re.compile(r"listening on (http://\S+) ")
 
@@ -103,7 +103,13 @@ def http_server(
         stderr=subprocess.PIPE,
         text=True,
         cwd=root,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        # every tool, as the in-process servers (another tree's release may not know `all`)
+        env={
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            **(EVERY_TOOL_ENV if root == ROOT else {}),
+            **(env or {}),
+        },
         preexec_fn=None if open_files is None else partial(file_limit, open_files),
     )
     server = RunningServer(url="", process=process)

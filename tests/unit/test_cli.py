@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mnote_mcp.cli import main, parse
+from mnote_mcp.cli import COMMANDS, TOKEN_COMMANDS, main, parse
 from mnote_mcp.config import ServerConfig
+from mnote_mcp.demo import STEPS, derived_steps
+from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.vocabulary.scopes import Scope
 from tests.support.helpers import FIXTURE, dump, envelope_of, page_args, run_cli, stdio_params, write_args
 
@@ -119,30 +121,66 @@ async def test_environment_twin_sets_the_actor(tmp_path: Path) -> None:
     assert envelope["error"]["message"] == "no page write permission"
 
 
+def test_the_demo_tour_calls_every_registered_tool() -> None:
+    """Issue 35: "a tour of every tool" called 10 of 14. The tour is the narrated steps plus one step
+    from its first example for any registered tool they leave out, so a new tool is in it."""
+    narrated = {step.tool for step in STEPS}
+    derived = {step.tool for step in derived_steps(ALL_TOOLS, narrated)}
+    assert narrated | derived == {spec.name for spec in ALL_TOOLS}
+    assert {
+        "mnote.page.edit_text",
+        "mnote.page.search",
+        "mnote.page.history",
+        "mnote.page.revert",
+    } <= narrated
+
+
+def test_a_tool_the_narration_leaves_out_gets_a_step_of_its_own() -> None:
+    spec = next(spec for spec in ALL_TOOLS if spec.name == "mnote.block.delete")
+    (step,) = derived_steps([spec], set())
+    assert step.tool == "mnote.block.delete" and step.example == spec.example
+
+
 @pytest.mark.slow
 def test_demo_runs_every_tool() -> None:
     result = run_cli("demo")
     assert result.returncode == 0, result.stderr
-    for tool in (
-        "mnote.page.get",
-        "mnote.page.save",
-        "mnote.page.update_title",
-        "mnote.page.update_options",
-        "mnote.artifact.create_summary",
-        "mnote.artifact.create_ai_note",
-        "mnote.block.insert",
-        "mnote.block.update",
-        "mnote.block.move",
-        "mnote.block.delete",
-    ):
-        assert f"[{tool}]" in result.stdout
+    for spec in ALL_TOOLS:
+        assert f"[{spec.name}]" in result.stdout, spec.name
     assert "idempotentReplay" in result.stdout and "mnote_tool_conflict" in result.stdout
-    assert "15. the audit trail" in result.stdout
+    assert f"{len(STEPS) + 1}. the audit trail" in result.stdout
+    assert "Traceback" not in result.stdout
 
 
-def test_version() -> None:
-    result = run_cli("--version")
-    assert result.returncode == 0 and result.stdout.startswith("mnote-mcp 0.1.0")
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag: str) -> None:
+    result = run_cli(flag)
+    assert result.returncode == 0 and result.stdout.startswith("mnote-mcp 0.1.0"), result.stderr
+
+
+@pytest.mark.parametrize("asked", [["--help"], ["-h"], ["help"]])
+def test_help_is_short_and_headed_by_the_commands(asked: list[str]) -> None:
+    """Issue 35: `mnote-mcp --help` printed serve's 420 lines, headed `usage: mnote-mcp serve`, the
+    other commands named only on the last line; `mnote-mcp help` exited 2."""
+    result = run_cli(*asked, env={"COLUMNS": "100"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("usage: mnote-mcp ") and "serve" not in lines[0], lines[0]
+    assert len(lines) <= 40, len(lines)
+    commands = [*COMMANDS, "runtime serve", "runtime cli", *(f"token {word}" for word in TOKEN_COMMANDS)]
+    listed = "\n".join(lines[:30])
+    for command in commands:
+        assert f"  {command} " in listed, f"{command} is not in the list at the top"
+    assert "mnote-mcp help COMMAND" in result.stdout and "--version" in result.stdout
+
+
+def test_help_on_a_command_is_that_commands_help() -> None:
+    by_word = run_cli("help", "seed", env={"COLUMNS": "100"})
+    by_flag = run_cli("seed", "--help", env={"COLUMNS": "100"})
+    assert by_word.returncode == by_flag.returncode == 0
+    assert by_word.stdout == by_flag.stdout and by_word.stdout.startswith("usage: mnote-mcp seed")
+    unknown = run_cli("help", "nonsense")
+    assert unknown.returncode == 2 and "nonsense" in unknown.stderr
 
 
 @pytest.mark.slow

@@ -47,10 +47,11 @@ def test_the_same_value_as_a_flag_is_refused_the_same_way() -> None:
     assert result.returncode == 2 and "--transport: 'tcp' is not one of stdio, sse, http" in result.stderr
 
 
-def test_help_works_whatever_the_environment_says() -> None:
-    result = run_cli("--help", env={"MNOTE_PORT": "abc", "MNOTE_TRANSPORT": "tcp"})
+@pytest.mark.parametrize("asked", [["--help"], ["serve", "--help"]])
+def test_help_works_whatever_the_environment_says(asked: list[str]) -> None:
+    result = run_cli(*asked, env={"MNOTE_PORT": "abc", "MNOTE_TRANSPORT": "tcp"})
     assert result.returncode == 0 and "Traceback" not in result.stderr
-    assert "--port PORT" in result.stdout
+    assert ("--port PORT" in result.stdout) == (asked[0] == "serve")
 
 
 @pytest.mark.parametrize(

@@ -189,7 +189,10 @@ async def test_the_default_is_one_text_block_and_refusals_without_is_error(db: P
     """Issue 22: the one setting every host we test reads right (docs/decisions.md, "One setting for
     every host"): the envelope once, as text (Hermes reads only text on isError and takes a short
     structured-only success for a failure; LangChain and openai-agents pass only text to the model),
-    and a refusal the call caused as an ok:false result (no breaker, no spent retry)."""
+    and a refusal the call caused as an ok:false result (no breaker, no spent retry). Issue 35: to a
+    client of the 2026-07-28 protocol (Hermes >= 0.20.3, which sends a result whose text is the JSON of
+    its structured content once) the text comes with `structuredContent` and an output schema; to one
+    of the handshake era (Hermes 0.19.0, which would send both) text only, as before."""
     from mnote_mcp.cli import parse
 
     default = parse(["serve"], {})[1]
@@ -197,8 +200,14 @@ async def test_the_default_is_one_text_block_and_refusals_without_is_error(db: P
         listed = await client.list_tools()
         result = await client.call_tool("mnote.page.get", page_args())
         refused = await client.call_tool("mnote.page.get", page_args("doc_missing"))
-    assert all(tool.output_schema is None for tool in listed.tools)
-    assert result.structured_content is None and json.loads(_text(result))["ok"] is True
+    modern = mode != "legacy"
+    assert all((tool.output_schema is not None) == modern for tool in listed.tools)
+    assert json.loads(_text(result))["ok"] is True
+    if modern:
+        assert json.loads(_text(result)) == result.structured_content, "the text is the structured JSON"
+        assert json.loads(_text(refused)) == refused.structured_content
+    else:
+        assert result.structured_content is None and refused.structured_content is None
     assert refused.is_error is False
     error = json.loads(_text(refused))["error"]
     assert error["code"] == "mnote_tool_not_found" and error["retryable"] is False
@@ -209,7 +218,7 @@ def test_the_flags_and_their_variables() -> None:
     from mnote_mcp.config import SettingError
 
     default = parse(["serve"], {})[1]
-    assert (default.refusals, default.result_form) == ("result", "text")
+    assert (default.refusals, default.result_form) == ("result", "auto")
     spec = parse(["serve", "--refusals", "error", "--result-form", "both"], {})[1]
     assert (spec.refusals, spec.result_form) == ("error", "both")
     by_env = parse(["serve"], {"MNOTE_REFUSALS": "error", "MNOTE_RESULT_FORM": "structured"})[1]

@@ -26,6 +26,27 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
     assert ".venv/bin/python -m pytest" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
+def test_every_hermes_install_pins_the_version_ci_tests() -> None:
+    """Issue 35: the README installed `hermes-agent[mcp]` unpinned, whatever the index serves that
+    day; every install the docs and examples show pins the version `.ci/run` installs and tests."""
+    tested = re.search(
+        r"'hermes-agent\[mcp\]==([0-9.]+)'", (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    )
+    assert tested is not None
+    pages = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "examples").iterdir()]
+    installs = [
+        (page.name, found)
+        for page in pages
+        if page.is_file()
+        for found in re.findall(
+            r"install [^\n]*?hermes-agent\[mcp\][^'\s]*", page.read_text(encoding="utf-8")
+        )
+    ]
+    assert installs, "the docs show how to install Hermes"
+    for page, found in installs:
+        assert found.endswith(f"hermes-agent[mcp]=={tested.group(1)}"), (page, found)
+
+
 def test_error_catalogue_is_documented_in_both_languages() -> None:
     page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
     for table in (MESSAGES, HINTS):

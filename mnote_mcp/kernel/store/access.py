@@ -73,7 +73,8 @@ def authorize(conn: Connection, workspace_id: str, document_id: str, actor_id: s
 
 def readable_pages(conn: Connection, query: PagesQuery, fold: str) -> list[PageRef]:
     """The pages `query.actor_id` may read, by workspace and id, narrowed in SQL (`PagesQuery`): by the
-    start of the title or id, both folded with the dialect's `fold` function, by workspace, and at most
+    start of the title or id, both folded with the dialect's `fold` function, by a whole title (folded)
+    or id, by workspace, and at most
     `limit` rows read. Whether the actor may read a page is decided here (`effective_role`); the SQL
     keeps only the rows that could pass (a member's page, unrestricted or listing the actor), so the
     limit counts readable pages."""
@@ -82,6 +83,9 @@ def readable_pages(conn: Connection, query: PagesQuery, fold: str) -> list[PageR
     if query.prefix:
         where.append(f"({_starts_with_prefix('p.title', fold)} OR {_starts_with_prefix('p.id', fold)})")
         params["prefix"] = query.prefix
+    if query.named:
+        where.append(f"({fold}(p.title) = {fold}(:named) OR p.id = :named)")
+        params["named"] = query.named
     if query.workspace_id is not None:
         where.append("p.workspace_id = :workspace")
         params["workspace"] = query.workspace_id

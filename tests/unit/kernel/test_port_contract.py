@@ -401,6 +401,26 @@ async def test_list_pages_narrows_by_prefix_workspace_and_limit_in_the_store(kit
     assert await listed("user_editor", prefix="目") == [], "a prefix, not a substring"
 
 
+async def test_list_pages_finds_a_page_by_its_whole_title_or_its_id(kit: Kit) -> None:
+    """What a call naming a page by its title asks (issue 35): the whole title, case-folded, or the
+    id exactly; never a prefix, never a page the actor may not read."""
+
+    async def named(actor: str, name: str, **narrow: Any) -> list[tuple[str, str]]:
+        refs = await kit.list_pages(actor, named=name, **narrow)
+        return [(ref.workspace_id, ref.document_id) for ref in refs]
+
+    assert await named("user_editor", "project PLAN") == [(kit.ws, "doc_1")]
+    assert await named("user_editor", "doc_1") == [(kit.ws, "doc_1")]
+    assert await named("user_editor", "DOC_1") == [], "an id is matched exactly"
+    assert await named("user_editor", "Project") == [], "a whole title, not its start"
+    secret = (await kit.list_pages("user_owner", prefix="doc_secret"))[0].title
+    assert await named("user_editor", secret) == [], "a restricted page"
+    assert await named("user_owner", secret) == [(kit.ws, "doc_secret")]
+    assert await named("user_editor", "Project plan", workspace_id=kit.other_ws) == []
+    await kit.execute(kit.command(CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "项目计划"}, "k1"))
+    assert await named("user_editor", "项目计划") == [(kit.ws, "doc_1")]
+
+
 # -- every command -----------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ cannot use; flags have env twins."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from mnote_mcp.tools.permissions import Caller
 from mnote_mcp.tools.selection import ToolSelection
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.scopes import Scope
-from tests.support.helpers import MODES, call, connect, page_args, write_args
+from tests.support.contract_schemas import CONTRACT
+from tests.support.helpers import MODES, ROOT, call, connect, page_args, write_args
 from tests.support.http_helpers import http_server, mcp_http, write_tokens
 from tests.support.tool_calls import allowed
 
@@ -37,6 +39,7 @@ BLOCK = _toolset(Toolset.BLOCK)
 ARTIFACT = _toolset(Toolset.ARTIFACT)
 HISTORY = _toolset(Toolset.HISTORY)
 EVERY = {spec.name for spec in ALL_TOOLS}
+DEFAULT = {spec.name for spec in ALL_TOOLS if spec.by_default}  # with no --toolsets or --tools
 READS = allowed(Caller.READ_ONLY_SERVER)  # what a read-only server lists, as the tools declare it
 
 
@@ -45,14 +48,17 @@ def test_every_toolset_has_tools() -> None:
 
 
 async def _listed(db: Path, mode: str = "legacy", **config: Any) -> set[str]:
-    async with connect(db, mode, **config) as client:
+    """The listing of a server with `config` over the server's own default selection (the tests'
+    servers otherwise select every tool)."""
+    async with connect(db, mode, **{"toolsets": frozenset(), **config}) as client:
         return {tool.name for tool in (await client.list_tools()).tools}
 
 
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ({}, EVERY),
+        ({}, DEFAULT),
+        ({"toolsets": frozenset(Toolset)}, EVERY),
         ({"toolsets": frozenset({"history"})}, HISTORY),
         ({"toolsets": frozenset({"block"})}, BLOCK),
         ({"toolsets": frozenset({"page", "artifact"})}, PAGE | ARTIFACT),
@@ -60,12 +66,12 @@ async def _listed(db: Path, mode: str = "legacy", **config: Any) -> set[str]:
         ({"tools": ("mnote_block_*", "mnote.page.get")}, BLOCK | {"mnote.page.get"}),
         ({"toolsets": frozenset({"artifact"}), "tools": ("mnote.page.get",)}, ARTIFACT | {"mnote.page.get"}),
         (
-            {"exclude_tools": ("mnote.block.delete", "mnote_page_save")},
-            EVERY - {"mnote.block.delete", "mnote.page.save"},
+            {"exclude_tools": ("mnote.block.move", "mnote_page_save")},
+            DEFAULT - {"mnote.block.move", "mnote.page.save"},
         ),
         ({"toolsets": frozenset({"block"}), "exclude_tools": ("*.delete",)}, BLOCK - {"mnote.block.delete"}),
         ({"exclude_tools": ("*",)}, set()),
-        ({"read_only": True}, READS),
+        ({"read_only": True}, READS & DEFAULT),
         ({"read_only": True, "toolsets": frozenset({"block"})}, BLOCK & READS),
         (
             {"read_only": True, "tools": ("mnote.block.*", "mnote.page.get")},
@@ -131,6 +137,16 @@ def test_a_selection_that_names_nothing_is_a_usage_error(
     assert message in capsys.readouterr().err
 
 
+def test_the_default_keeps_the_contracts_tools_and_all_adds_the_rest() -> None:
+    """Issue 35: every definition goes with every model request, so the default is the contract's six
+    tools and what everyday tasks need; `--toolsets all` is every tool."""
+    default = {spec.name for spec in ToolSelection().select(ALL_TOOLS)}
+    assert set(CONTRACT) <= default == DEFAULT
+    assert EVERY - default == {"mnote.block.update", "mnote.block.delete", "mnote.page.history"}
+    every = parse(["serve", "--toolsets", "all"])[1].tool_selection.select(ALL_TOOLS)
+    assert [spec.name for spec in every] == [spec.name for spec in ALL_TOOLS]
+
+
 def test_selection_keeps_declaration_order() -> None:
     selected = ToolSelection(tools=("mnote.artifact.*", "mnote.page.get")).select(ALL_TOOLS)
     expected = ARTIFACT | {"mnote.page.get"}
@@ -142,12 +158,12 @@ def test_selection_keeps_declaration_order() -> None:
     ("scopes", "expected"),
     [
         # what a call narrowed to a scope may use, as the tools declare it
-        ({Scope.PAGE_READ}, allowed(Caller.PAGE_READ_SCOPE)),
+        ({Scope.PAGE_READ}, allowed(Caller.PAGE_READ_SCOPE) & DEFAULT),
         (
             {Scope.PAGE_READ, Scope.ARTIFACT_WRITE},
-            allowed(Caller.PAGE_READ_SCOPE) | allowed(Caller.ARTIFACT_SCOPE),
+            (allowed(Caller.PAGE_READ_SCOPE) | allowed(Caller.ARTIFACT_SCOPE)) & DEFAULT,
         ),
-        ({Scope.PAGE_READ, Scope.PAGE_WRITE}, EVERY - allowed(Caller.ARTIFACT_SCOPE)),
+        ({Scope.PAGE_READ, Scope.PAGE_WRITE}, DEFAULT - allowed(Caller.ARTIFACT_SCOPE)),
     ],
 )
 async def test_tools_outside_the_granted_scope_are_not_listed(
@@ -155,6 +171,15 @@ async def test_tools_outside_the_granted_scope_are_not_listed(
 ) -> None:
     """Issue 11 item 13: `--scope page.read` lists no write tool, as `--read-only` does."""
     assert await _listed(db, scopes=frozenset(scopes)) == expected
+
+
+async def test_the_readme_names_what_the_read_scope_lists(db: Path) -> None:
+    """Issue 35: the README said `--scope page.read` lists only `mnote.page.get`; it listed three. Its
+    words are generated from the declarations (`tools/docs.py`), and held here to the listing."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    said = readme.split("<!-- generated: page.read tools", 1)[1].split("<!-- end of generated", 1)[0]
+    named = set(re.findall(r"`(mnote\.[a-z_.]+)`", said))
+    assert named == await _listed(db, scopes=frozenset({Scope.PAGE_READ}))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -174,9 +199,9 @@ async def test_over_http_each_token_lists_the_tools_of_its_own_scopes(db: Path, 
             "tok-editor": {"actorId": "user_editor"},
         },
     )
-    with http_server(db, "--auth-file", str(tokens)) as server:
+    with http_server(db, "--auth-file", str(tokens), env={"MNOTE_TOOLSETS": ""}) as server:
         listed = {}
         for token in ("tok-viewer", "tok-editor"):
             async with mcp_http(server.url, token, "legacy") as client:
                 listed[token] = {tool.name for tool in (await client.list_tools()).tools}
-    assert listed == {"tok-viewer": allowed(Caller.PAGE_READ_SCOPE), "tok-editor": EVERY}
+    assert listed == {"tok-viewer": allowed(Caller.PAGE_READ_SCOPE) & DEFAULT, "tok-editor": DEFAULT}

@@ -112,6 +112,14 @@ def test_the_client_secret_comes_from_the_environment_or_a_private_file(tmp_path
             "https://mnote.example.org",
             ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"],
         ),
+        (  # three only for a resource at neither the root nor /mcp (docs/decisions.md, issue 35)
+            "https://mnote.example.org/team/mcp",
+            [
+                "/.well-known/oauth-protected-resource/team/mcp",
+                "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-protected-resource/mcp",
+            ],
+        ),
     ],
 )
 def test_the_metadata_is_served_at_the_rfc_9728_url_and_where_clients_also_look(
