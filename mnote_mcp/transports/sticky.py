@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from mnote_mcp.sdkadapter import SessionManager
 
 MESSAGES_PATH = "/messages/"
 
@@ -34,25 +34,17 @@ def tagged(tag: str, session_id: str) -> str:
     return f"{tag}.{session_id}"
 
 
-class TaggedSessionManager(StreamableHTTPSessionManager):
+class TaggedSessionManager(SessionManager):
     """The SDK's session manager, whose new sessions' ids start with `tag` (none: the SDK's own ids)."""
 
     def __init__(self, *args: Any, tag: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.tag = tag
 
-    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
-        """The SDK admits the session (the cap, the owner) under its id; it is then filed under the
+    def admitted(self, transport: StreamableHTTPServerTransport) -> None:
+        """The SDK admitted the session (the cap, the owner) under its id; it is then filed under the
         tagged id, before the opening request is served, so the client only ever sees that one. Nothing
         awaits in between: no request can look the session up under the untagged id."""
-        transport = super()._admit_session(requestor)
-        if transport is None or self.tag is None:
-            return transport
-        untagged = transport.mcp_session_id
-        assert untagged is not None
-        session_id = tagged(self.tag, untagged)
-        transport.mcp_session_id = session_id
-        self._server_instances[session_id] = self._server_instances.pop(untagged)
-        if untagged in self._session_owners:
-            self._session_owners[session_id] = self._session_owners.pop(untagged)
-        return transport
+        if self.tag is not None:
+            assert transport.mcp_session_id is not None
+            self.rename_session(transport, tagged(self.tag, transport.mcp_session_id))
