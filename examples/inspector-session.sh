@@ -13,7 +13,8 @@ eval "$("${MCPDO[@]}" private)"  # a private daemon: this shell's connections on
 trap '"${MCPDO[@]}" daemon stop >/dev/null 2>&1 || true' EXIT
 DO=("${MCPDO[@]}" --connection mnote --format json)
 # --refusals result: a declined write is an ok:false envelope, not an isError result (mcpdo exits 5 on those)
-"${MCPDO[@]}" connect --connection mnote -- \
+# (mcpdo gives a server 15 s to start by default; on a busy machine mnote-mcp may need longer)
+"${MCPDO[@]}" connect --connection mnote --connect-timeout "${INSPECTOR_CONNECT_TIMEOUT_MS:-60000}" -- \
   .venv/bin/mnote-mcp --db "${MNOTE_DB:-/tmp/mnote-session.db}" --demo --locale en --refusals result
 
 # Complete arguments as a host's prompt menu does: a page of summarise_page from the start of its title

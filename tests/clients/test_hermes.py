@@ -61,6 +61,7 @@ from tests.clients.hermes.harness import (
 from tests.support.helpers import ROOT
 from tests.support.http_helpers import RunningServer, http_server, write_tokens
 from tests.support.runtimes import free_port
+from tests.support.timing import patience
 from tests.support.tool_calls import calls
 
 pytestmark = [pytest.mark.hermes, pytest.mark.e2e]
@@ -223,7 +224,7 @@ def test_each_example_registers_mnote_once(example: str) -> None:
         input=(ROOT / "examples" / example).read_text(encoding="utf-8"),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         check=True,
     )
     assert read.stdout.strip() == "1"
@@ -553,7 +554,7 @@ def audit_trail(db: Path) -> list[dict[str, Any]]:
         [sys.executable, "-m", "mnote_mcp", "audit", "--db", str(db), "--limit", "1000"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
         check=True,
     )

@@ -13,6 +13,7 @@ import pytest
 
 from bench.report import table
 from tests.support.helpers import ROOT
+from tests.support.timing import patience
 
 NODE_PACKAGE = ROOT / ".ci" / "node" / "node-package"
 
@@ -20,7 +21,7 @@ NODE_PACKAGE = ROOT / ".ci" / "node" / "node-package"
 def node_package(*args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **({"PATH": path} if path is not None else {})}
     return subprocess.run(
-        ["bash", str(NODE_PACKAGE), *args], capture_output=True, text=True, env=env, timeout=30
+        ["bash", str(NODE_PACKAGE), *args], capture_output=True, text=True, env=env, timeout=patience(30)
     )
 
 
@@ -108,7 +109,7 @@ def test_the_image_step_says_why_it_cannot_build_and_fails_only_when_required(re
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=patience(60),
     )
     assert done.returncode == (1 if required else 0), done.stderr
     assert ("cannot build" if required else "skipped") in done.stderr and "root" in done.stderr
