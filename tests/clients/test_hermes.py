@@ -58,6 +58,7 @@ from tests.clients.hermes.harness import (
     unwrap,
     write_home,
 )
+from tests.support.grouping import sharing
 from tests.support.helpers import ROOT
 from tests.support.http_helpers import RunningServer, http_server, write_tokens
 from tests.support.runtimes import free_port
@@ -172,9 +173,11 @@ def sse_hermes(
 
 
 _FIXTURE_OF = {STDIO: "stdio_hermes", HTTP: "http_hermes", SSE: "sse_hermes"}
+# the module fixture each key's tests share, through `getfixturevalue` (tests/support/grouping.py)
+_SHARED = {STDIO: "stdio_hermes", HTTP: "http_example_server", SSE: "http_example_server"}
 
 
-@pytest.fixture(params=SERVER_KEYS)
+@pytest.fixture(params=[pytest.param(key, marks=sharing(__file__, _SHARED[key])) for key in SERVER_KEYS])
 def hermes(request: pytest.FixtureRequest) -> tuple[Connected, str]:
     key: str = request.param
     connected: Connected = request.getfixturevalue(_FIXTURE_OF[key])
