@@ -171,10 +171,16 @@ def test_the_lanes_run_every_test_once() -> None:
     for folder, expressions in by_folder.items():
         compiled = [Expression.compile(expression) if expression else None for expression in expressions]
         for present in itertools.product((False, True), repeat=len(markers)):
-            marked = {name for name, on in zip(markers, present, strict=True) if on}
-
-            def carries(name: str, marked: set[str] = marked, **_: object) -> bool:
-                return name in marked
-
+            carries = Carrying({name for name, on in zip(markers, present, strict=True) if on})
             selected = [e is None or e.evaluate(carries) for e in compiled]
-            assert selected.count(True) == 1, (folder, expressions, sorted(marked))
+            assert selected.count(True) == 1, (folder, expressions, sorted(carries.marked))
+
+
+class Carrying:
+    """A test's markers, as a `-m` expression asks for them."""
+
+    def __init__(self, marked: set[str]) -> None:
+        self.marked = marked
+
+    def __call__(self, name: str, /, **_: str | int | bool | None) -> bool:
+        return name in self.marked
