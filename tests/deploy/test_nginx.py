@@ -18,6 +18,8 @@ Issue 23 found half the stateful sessions lost (404) through the old config's ha
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -34,7 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.resources import page_uri
 from mnote_mcp.stores import open_store
-from tests.support.helpers import FIXTURE, envelope_of, page_args, write_args
+from tests.support.helpers import FIXTURE, ROOT, envelope_of, page_args, write_args
 from tests.support.http_helpers import ResourceUpdates, RunningServer, http_server, write_tokens
 from tests.support.nginx import Certificate, Proxy, free_port, make_certificate, nginx, shipped_config
 from tests.support.postgres import PgServer, seeded_database
@@ -45,6 +47,9 @@ CLIENTS = 10  # of each protocol era
 WRITES_BEFORE = 2  # per client, before the kill
 WRITES_AFTER = 4  # per client, while and after the kill
 KILL_AFTER = 8  # writes acknowledged after the cross-replica reads, then replica a is killed
+_LIMITS = (ROOT / "examples" / "nginx.postgres.conf").read_text(encoding="utf-8")
+BURST = int(re.findall(r"limit_req zone=\S+ burst=(\d+)", _LIMITS)[0])  # requests let through at once
+RATE = int(re.findall(r"limit_req_zone .* rate=(\d+)r/s", _LIMITS)[0])  # and then a second
 DEADLINE = patience(120)  # seconds for the whole drive (it takes a few)
 
 
@@ -330,8 +335,13 @@ def test_the_proxy_redirects_plain_http_and_limits_each_client_address(tmp_path:
                         group.start_soon(one)
             return statuses
 
+        started = time.monotonic()
         statuses = anyio.run(flood)
-    # 300 requests at once from one address: the burst (100) passes on to the (absent) replicas, 502;
-    # the rest are refused by the rate or connection limit
-    assert statuses[429] >= 150, statuses
+        took = time.monotonic() - started
+    # 300 requests at once from one address: the burst and what the rate lets
+    # through while they arrive pass on to the (absent) replicas, 502; the rest are refused by the rate
+    # or connection limit. A loaded machine sends them over seconds: the bound is the flood's own time.
+    passed = BURST + math.ceil(RATE * took) + 1
     assert statuses[429] + statuses[502] == 300, statuses
+    assert statuses[502] <= passed, (statuses, f"{took:.1f} s")
+    assert statuses[429] >= 1 or passed >= 300, (statuses, f"{took:.1f} s")
