@@ -347,7 +347,7 @@ def stall(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stall]:
     def stalled(self: Store, query: SearchQuery, *, inline: bool = False) -> SearchResult:
         with pg_dialect(self).database.connection():  # hold a pooled connection, as a long statement does
             stall.begin(query.actor_id)
-            stall.release.wait(60)
+            stall.release.wait(patience(60))
         return real(self, query, inline=inline)
 
     monkeypatch.setattr(Store, "search_pages", stalled)
@@ -460,7 +460,7 @@ async def test_the_search_timeout_reaches_the_tool_as_a_retryable_envelope(big: 
     params = stdio_params(
         big, "--actor", "attacker", env={"MNOTE_DB_SEARCH_TIMEOUT": "0.001", "MNOTE_LOG_LEVEL": "warning"}
     )
-    async with Client(params, read_timeout_seconds=60) as client:
+    async with Client(params, read_timeout_seconds=patience(60)) as client:
         arguments: dict[str, Any] = {**IDS, "query": "w*"}
         envelope = await call(client, "mnote.page.search", **arguments)
     assert not envelope["ok"]

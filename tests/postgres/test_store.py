@@ -304,7 +304,7 @@ async def test_serve_read_only_serves_a_current_postgresql_store_over_read_only_
     before = (catalog(seeded), rows_of(seeded))
     reader = select_only_role(seeded)
     params = stdio_params(reader, "--read-only", "--actor", "user_editor", env={"MNOTE_LOG_LEVEL": "warning"})
-    async with Client(params, read_timeout_seconds=60) as client:
+    async with Client(params, read_timeout_seconds=patience(60)) as client:
         page = await call(client, "mnote.page.get", **page_args())
         assert page["ok"], page
         found = await search(client, query="plan")
@@ -335,7 +335,7 @@ async def test_a_stdio_server_on_postgresql_answers_as_on_sqlite(pg_url: str, tm
     async with connect(seeded_store(tmp_path / "reference.db")) as reference:
         expected = [comparable(e) for e in await basic_path(reference)]
     params = stdio_params(pg_url, "--seed", str(FIXTURE), "--actor", "user_editor")
-    async with Client(params, read_timeout_seconds=30) as client:
+    async with Client(params, read_timeout_seconds=patience(30)) as client:
         got = [comparable(e) for e in await basic_path(client)]
     assert got == expected
 

@@ -166,10 +166,10 @@ class OidcProvider:
             return
         self.process.terminate()
         try:
-            self.process.wait(10)
+            self.process.wait(patience(10))
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait(10)
+            self.process.wait(patience(10))
 
     def restart(self, keys: list[SigningKey] | None = None) -> None:
         """Stop and start again on the same port, with `keys` if given (a key rotation). What the

@@ -20,6 +20,7 @@ from mcp import Client
 from mnote_mcp.cli import COMMANDS, RUNTIME_COMMANDS, TOKEN_COMMANDS, parse
 from mnote_mcp.config import Option, ServerConfig, SettingError, from_sources, options
 from tests.support.helpers import FIXTURE, ROOT, envelope_of, run_cli, stdio_params, write_args
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 CONFIGS = [config for config, _ in (*COMMANDS.values(), *RUNTIME_COMMANDS.values(), *TOKEN_COMMANDS.values())]
@@ -105,7 +106,7 @@ async def test_a_server_started_with_zh_cn_speaks_chinese(tmp_path: Any) -> None
     )
     params.args.remove("--locale")
     params.args.remove("en")
-    async with Client(params, read_timeout_seconds=30) as client:
+    async with Client(params, read_timeout_seconds=patience(30)) as client:
         refused = envelope_of(
             await client.call_tool("mnote.page.update_title", write_args("k", title="x", document_id="nope"))
         )

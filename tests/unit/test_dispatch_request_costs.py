@@ -363,7 +363,7 @@ async def test_pings_are_answered_during_a_many_id_call_over_stdio(db: Path) -> 
     """Pings one after another while the call runs: none waits for it."""
     waited: list[float] = []
     async with Client(
-        stdio_params(db, "--actor", "user_viewer"), mode="legacy", read_timeout_seconds=120
+        stdio_params(db, "--actor", "user_viewer"), mode="legacy", read_timeout_seconds=patience(120)
     ) as client:
         done = anyio.Event()
 
