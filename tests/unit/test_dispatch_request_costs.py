@@ -105,6 +105,7 @@ async def timed_call(client: Client, tool: str, **arguments: Any) -> tuple[dict[
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
+@pytest.mark.slow  # 60,000 ids: 0.84 s of CPU a case
 async def test_a_viewers_many_ids_are_refused_without_stalling_the_loop(db: Path, dry_run: bool) -> None:
     before = dump(db)
     async with connect(db, actor="user_viewer") as viewer:
@@ -187,6 +188,7 @@ def _roots(named: list[str]) -> list[str]:
     return sorted((b for b in chosen if not (b[0] == "c" and "l" + b[1:] in chosen)), key=_document_order)
 
 
+@pytest.mark.slow  # 60,000 ids: 0.81 s of CPU
 async def test_many_ids_select_and_delete_what_few_do(db: Path) -> None:
     """Past `FEW_IDS` named blocks the page is read once instead of a query per block: the same
     blocks, each once (one inside another named block comes with it), in document order."""

@@ -188,6 +188,7 @@ def private_reaches(package: Path) -> list[str]:
 PUBLIC_DESPITE_UNDERSCORE = frozenset({"_exit", "_replace", "_srcfile"})
 
 
+@pytest.mark.slow  # every module of the package parsed: 0.86 s of CPU
 def test_no_module_but_the_adapter_reaches_past_a_librarys_public_names() -> None:
     assert private_reaches(ROOT / "mnote_mcp") == []
 
