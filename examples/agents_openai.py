@@ -31,12 +31,16 @@ INSTRUCTIONS = (
 def mnote_server():
     if url := os.environ.get("MNOTE_URL"):  # a running `mnote-mcp serve --transport http` with SERVER_FLAGS
         headers = {"Authorization": f"Bearer {os.environ['MNOTE_TOKEN']}", "X-Mnote-Run-Id": RUN_ID}
-        return MCPServerStreamableHttp(name="mnote", params={"url": url, "headers": headers})
+        return MCPServerStreamableHttp(
+            name="mnote", params={"url": url, "headers": headers}, client_session_timeout_seconds=60
+        )
     args = [*SERVER_FLAGS, *(["--db", os.environ["MNOTE_DB"]] if os.environ.get("MNOTE_DB") else [])]
     env = {"PATH": os.environ.get("PATH", ""), "MNOTE_RUN_ID": RUN_ID}
+    # The library waits 5 s for each answer by default, less than mnote-mcp's start on a busy machine.
     return MCPServerStdio(
         name="mnote",
         params={"command": os.environ.get("MNOTE_COMMAND", "mnote-mcp"), "args": args, "env": env},
+        client_session_timeout_seconds=60,
     )
 
 

@@ -20,7 +20,8 @@ trap '"${MCPDO[@]}" daemon stop >/dev/null 2>&1 || true; [ -z "$STORE_DIR" ] || 
 DO=("${MCPDO[@]}" --connection mnote --format json)
 # --refusals result: a declined write is an ok:false envelope, not an isError result (mcpdo exits 5 on those);
 # --toolsets all: every tool (mnote.block.delete, below, is not in the default selection)
-"${MCPDO[@]}" connect --connection mnote -- \
+# (mcpdo gives a server 15 s to start by default; on a busy machine mnote-mcp may need longer)
+"${MCPDO[@]}" connect --connection mnote --connect-timeout "${INSPECTOR_CONNECT_TIMEOUT_MS:-60000}" -- \
   .venv/bin/mnote-mcp --db "$MNOTE_DB" --demo --locale en --refusals result --toolsets all
 
 # Complete arguments as a host's prompt menu does: a page of summarise_page from the start of its title

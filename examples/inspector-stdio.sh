@@ -15,19 +15,21 @@ if [ -z "${MNOTE_DB:-}" ]; then
   MNOTE_DB="$STORE_DIR/mnote.db"
 fi
 SERVER=(.venv/bin/mnote-mcp --db "$MNOTE_DB" --demo)
+# The Inspector gives a server 15 s to start by default; on a busy machine mnote-mcp may need longer.
+CONNECT=(--connect-timeout "${INSPECTOR_CONNECT_TIMEOUT_MS:-60000}")
 
 # List the tools (and lint their schemas for portability).
-"${INSPECTOR[@]}" --cli "${SERVER[@]}" --method tools/list --strict
+"${INSPECTOR[@]}" --cli "${CONNECT[@]}" "${SERVER[@]}" --method tools/list --strict
 
 # Read a page of the demo workspace, with a trace id in the request _meta.
-"${INSPECTOR[@]}" --cli "${SERVER[@]}" --method tools/call --tool-name mnote.page.get \
+"${INSPECTOR[@]}" --cli "${CONNECT[@]}" "${SERVER[@]}" --method tools/call --tool-name mnote.page.get \
   --tool-args-json '{"workspaceId": "ws_1", "documentId": "doc_1"}' \
   --tool-metadata mnote/traceId=trace_inspector --format json
 
 # The prompts (page workflows a host offers in a menu), then one rendered with its page attached, in
 # English (the server speaks zh-CN unless told otherwise).
-"${INSPECTOR[@]}" --cli "${SERVER[@]}" --method prompts/list
-"${INSPECTOR[@]}" --cli "${SERVER[@]}" --locale en --method prompts/get --prompt-name summarise_page \
+"${INSPECTOR[@]}" --cli "${CONNECT[@]}" "${SERVER[@]}" --method prompts/list
+"${INSPECTOR[@]}" --cli "${CONNECT[@]}" "${SERVER[@]}" --locale en --method prompts/get --prompt-name summarise_page \
   --prompt-args workspaceId=ws_1 documentId=doc_1
 
 # Completion and confirmation need a session: examples/inspector-session.sh (the Inspector's mcpdo).

@@ -8,7 +8,8 @@ saying so. A PostgreSQL case elsewhere is marked `postgres` too: a test that ask
 or `pg_url` fixture, or one of whose parameters is `"postgres"` (the PostgreSQL case of
 `tests.support.postgres.STORES` and of every other store or adapter parameter). A test that reaches
 PostgreSQL without the marker fails in a run that deselected the marker (`pg_server` below), so the
-fast subset cannot start a PostgreSQL server behind its marker's back.
+fast subset cannot start a PostgreSQL server behind its marker's back. Tests that share a module-scoped
+fixture share an xdist worker (`tests/support/grouping.py`), so under `-n` it is made once.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.grouping import assign_groups
 from tests.support.helpers import seeded_store
 from tests.support.postgres import PgServer, start_server
 
@@ -41,6 +43,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(FOLDER_MARKERS[folder])
         if is_postgres_case(item) and item.get_closest_marker("postgres") is None:
             item.add_marker("postgres")
+    assign_groups(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -26,7 +26,6 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import mcp.types as types
-from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
@@ -36,6 +35,7 @@ from mnote_mcp.kernel.port import Kernel, PageChangeFeed, PageKey, PageQuery, Pa
 from mnote_mcp.mapping import correlate
 from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE, page_key, page_uri
 from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS, Notify, PageWatcher, Watch
+from mnote_mcp.sdkadapter import connection_of
 from mnote_mcp.tools.blockpieces import (
     Measure,
     Piece,
@@ -321,7 +321,7 @@ class PageResources:
         A connection with nowhere to send a notification (`--stateless`: every POST is a connection of
         its own) is refused: a subscription there could only be lost, or leak."""
         uri = str(params.uri)
-        if not _connection(ctx).has_standalone_channel:
+        if not connection_of(ctx.session).has_standalone_channel:
             raise MCPError(
                 types.INVALID_REQUEST,
                 "resources/subscribe needs a session (this server is stateless): open a"
@@ -343,9 +343,9 @@ class PageResources:
         key = (connection, uri)
         if connection not in self._subscribed:
             self._subscribed[connection] = subscribed
-            _connection(ctx).exit_stack.callback(self._subscribed.pop, connection, None)
+            connection_of(ctx.session).exit_stack.callback(self._subscribed.pop, connection, None)
         if key not in watcher:
-            _connection(ctx).exit_stack.callback(watcher.remove, key)
+            connection_of(ctx.session).exit_stack.callback(watcher.remove, key)
         subscribed.add(uri)
         watcher.add(key, watches[uri])
         return types.EmptyResult()
@@ -383,19 +383,13 @@ class PageResources:
                 watcher.remove(token)
 
 
-def _connection(ctx: Context) -> Connection:
-    """The client connection of a request. The SDK builds a new `ServerSession` for every request and
-    keeps the connection it wraps private; the connection is what outlives the request."""
-    return ctx.session._connection
-
-
 def _connection_id(ctx: Context) -> int:
     """The client connection a handshake-era subscription belongs to (and its later unsubscribe).
 
     The watch's `notify` holds the session, hence the connection, so the id cannot be reused while it
     is watched; the connection's exit stack removes the watch when the connection ends.
     """
-    return id(_connection(ctx))
+    return id(connection_of(ctx.session))
 
 
 @contextmanager

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.helpers import ROOT
 from tests.support.http_helpers import http_server
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.e2e
 NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
@@ -44,7 +45,7 @@ def _suite(url: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         [str(NODE), str(SUITE), "server", "--url", f"{url}/mcp", *args],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=patience(300),
         cwd=cwd,
         env={**os.environ, "PATH": f"{NODE.parent}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1"},
     )

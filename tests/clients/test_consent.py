@@ -44,7 +44,7 @@ from tests.clients.consent_scenario import (
 )
 from tests.clients.frameworks.harness import run_in, run_ts
 from tests.clients.hermes.fake_model import scripted_model
-from tests.support.helpers import FIXTURE, store_with_pages
+from tests.support.helpers import EVERY_TOOL_ENV, FIXTURE, store_with_pages
 from tests.support.http_helpers import RunningServer, http_server, write_tokens
 
 pytestmark = [pytest.mark.frameworks]
@@ -100,7 +100,7 @@ def connection(where: Served, transport: str, label: str) -> dict[str, Any]:
             "transport": "stdio",
             "command": sys.executable,
             "args": ["-m", "mnote_mcp", "--db", str(where.db), "--actor", "user_editor", *where.flags],
-            "env": {"PATH": os.environ.get("PATH", ""), "MNOTE_LOCALE": "en"},
+            "env": {"PATH": os.environ.get("PATH", ""), "MNOTE_LOCALE": "en", **EVERY_TOOL_ENV},
         }
     endpoint = "/mcp" if transport == "http" else "/sse"
     headers = {"Authorization": f"Bearer {TOKEN}", "X-Mnote-Run-Id": f"run-{label}"}

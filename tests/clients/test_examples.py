@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.helpers import INSPECTOR, ROOT
+from tests.support.helpers import INSPECTOR, INSPECTOR_CONNECT, ROOT
 from tests.support.http_helpers import http_server
+from tests.support.timing import patience, patience_ms
 
 pytestmark = pytest.mark.inspector
 PACKAGE = "@modelcontextprotocol/inspector"
@@ -31,8 +32,17 @@ NPX = re.compile(r"npx (?:-y )?" + re.escape(PACKAGE) + r"@([\w.-]+)")
 
 
 def _environment(home: Path, **extra: str) -> dict[str, str]:
+    """No `MNOTE_*` variable but those given; the example scripts' Inspector connection timeout from
+    tests/support/timing.py."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith("MNOTE_")}
-    return {**clean, "HOME": str(home), "XDG_DATA_HOME": str(home / "data"), **extra}
+    connect = patience_ms(INSPECTOR_CONNECT)
+    return {
+        **clean,
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "INSPECTOR_CONNECT_TIMEOUT_MS": connect,
+        **extra,
+    }
 
 
 def _require_inspector() -> None:
@@ -67,9 +77,13 @@ def test_the_readme_has_inspector_cli_commands() -> None:
 def test_a_readme_inspector_command_runs(command: str, tmp_path: Path) -> None:
     _require_inspector()
     argv = shlex.split(NPX.sub(str(INSPECTOR), command))
+    argv[argv.index("--cli") + 1 : argv.index("--cli") + 1] = [
+        "--connect-timeout",
+        patience_ms(INSPECTOR_CONNECT),
+    ]
     assert (ROOT / ".venv" / "bin" / "mnote-mcp").exists(), "the README's first command creates it"
     result = subprocess.run(
-        argv, capture_output=True, text=True, timeout=120, cwd=ROOT, env=_environment(tmp_path)
+        argv, capture_output=True, text=True, timeout=patience(120), cwd=ROOT, env=_environment(tmp_path)
     )
     assert result.returncode == 0, result.stderr[-2000:]
     if "tools/list" in command:
@@ -82,7 +96,7 @@ def test_the_stdio_example_script_runs_as_written(tmp_path: Path) -> None:
         ["bash", "examples/inspector-stdio.sh"],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=patience(240),
         cwd=ROOT,
         env=_environment(tmp_path, MNOTE_DB=str(tmp_path / "inspector.db")),
     )
@@ -142,7 +156,7 @@ def test_the_session_example_script_runs_as_written(tmp_path: Path) -> None:
         ["bash", "examples/inspector-session.sh"],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=patience(240),
         cwd=ROOT,
         env=_environment(tmp_path, MNOTE_DB=str(tmp_path / "session.db")),
     )
@@ -172,7 +186,7 @@ def test_the_http_example_script_runs_as_written(tmp_path: Path) -> None:
         [str(ROOT / ".venv" / "bin" / "mnote-mcp"), "token", "--auth-file", str(tokens), "--actor", "user_1"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
         env=_environment(tmp_path),
     )
@@ -183,7 +197,7 @@ def test_the_http_example_script_runs_as_written(tmp_path: Path) -> None:
             ["bash", "examples/inspector-http.sh"],
             capture_output=True,
             text=True,
-            timeout=240,
+            timeout=patience(240),
             cwd=ROOT,
             env=_environment(tmp_path, MNOTE_URL=server.url, MNOTE_TOKEN=minted.stdout.strip()),
         )

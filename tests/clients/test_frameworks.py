@@ -49,6 +49,7 @@ from tests.clients.hermes.fake_model import Transcript, scripted_model
 from tests.clients.hermes.harness import BIG_PAGE, big_page
 from tests.support.helpers import FIXTURE, ROOT, connect, seeded_store, store_with_pages
 from tests.support.http_helpers import RunningServer, http_server, write_tokens
+from tests.support.timing import patience
 from tests.support.tool_calls import calls, target
 
 pytestmark = [pytest.mark.frameworks]
@@ -174,7 +175,7 @@ def audit_trail(db: Path) -> list[dict[str, Any]]:
         [sys.executable, "-m", "mnote_mcp", "audit", "--db", str(db), "--limit", "1000"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
         check=True,
     )
@@ -235,7 +236,7 @@ def test_openai_agents_runs_an_agent_over_every_transport(tmp_path: Path) -> Non
             "openai-agents",
             "run_openai_agents.py",
             stdin={"model_url": model_url, "connections": connections},
-            timeout=400,
+            timeout=patience(400),
         )
     assert {label: answer["final"] for label, answer in answers.items()} == dict.fromkeys(connections, FINAL)
     check_agent_runs(transcript, where.db, list(connections), strict=True)
@@ -248,7 +249,7 @@ def test_pydantic_ai_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
             "pydantic-ai",
             "run_pydantic_ai.py",
             stdin={"model_url": model_url, "connections": connections},
-            timeout=400,
+            timeout=patience(400),
         )
     assert {label: answer["final"] for label, answer in answers.items()} == dict.fromkeys(connections, FINAL)
     check_agent_runs(transcript, where.db, list(connections), strict=True)
@@ -268,7 +269,7 @@ def test_langchain_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
             "langchain",
             "run_langchain.py",
             stdin={"model_url": model_url, "connections": connections},
-            timeout=400,
+            timeout=patience(400),
         )
     assert {label: answer["final"] for label, answer in answers.items()} == dict.fromkeys(connections, FINAL)
     check_agent_runs(transcript, where.db, list(connections), strict=True)
@@ -361,7 +362,9 @@ def test_fastmcp_client_over_every_transport(tmp_path: Path) -> None:
         connections = where.connections("fastmcp")
         for label, connection in connections.items():
             connection["calls"] = [call for call, _ in client_calls(label)]
-        answers = run_in("fastmcp", "run_fastmcp.py", stdin={"connections": connections}, timeout=300)
+        answers = run_in(
+            "fastmcp", "run_fastmcp.py", stdin={"connections": connections}, timeout=patience(300)
+        )
     check_client_runs(answers, where.db, list(connections))
     assert all(
         result["data"] for answer in answers.values() for result in answer["results"] if not result["isError"]
@@ -373,7 +376,7 @@ def test_typescript_sdk_validates_every_result_against_the_output_schema(tmp_pat
         connections = where.connections("ts")
         for label, connection in connections.items():
             connection["calls"] = [call for call, _ in client_calls(label)]
-        answers = run_ts("ts_client.mjs", stdin={"connections": connections}, timeout=300)
+        answers = run_ts("ts_client.mjs", stdin={"connections": connections}, timeout=patience(300))
     check_client_runs(answers, where.db, list(connections))
 
 
@@ -423,7 +426,7 @@ def test_the_agent_examples_work_as_written(tmp_path: Path) -> None:
                 env=example_env(label, transport, where.db, where.server, **model),
                 capture_output=True,
                 text=True,
-                timeout=300,
+                timeout=patience(300),
                 cwd=tmp_path,
             )
             assert ran.returncode == 0, (example, ran.stderr[-3000:])
@@ -446,7 +449,7 @@ def test_the_pydantic_ai_example_goes_on_after_ordinary_refusals(tmp_path: Path,
             env=example_env(label, "http", where.db, where.server, **model),
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=patience(300),
             cwd=tmp_path,
         )
     if refusals == "error":
@@ -484,7 +487,7 @@ def test_the_client_examples_work_as_written(tmp_path: Path) -> None:
                 env=example_env(label, transport, where.db, where.server),
                 capture_output=True,
                 text=True,
-                timeout=300,
+                timeout=patience(300),
                 cwd=tmp_path,
             )
             assert ran.returncode == 0, (label, ran.stderr[-3000:])

@@ -71,9 +71,11 @@ from tests.clients.hermes.harness import (
     unwrap,
     write_home,
 )
+from tests.support.grouping import sharing
 from tests.support.helpers import ROOT
 from tests.support.http_helpers import RunningServer, http_server, write_tokens
 from tests.support.runtimes import free_port
+from tests.support.timing import patience
 from tests.support.tool_calls import calls
 
 pytestmark = [pytest.mark.hermes, pytest.mark.e2e]
@@ -197,9 +199,11 @@ def sse_hermes(
 
 
 _FIXTURE_OF = {STDIO: "stdio_hermes", HTTP: "http_hermes", SSE: "sse_hermes"}
+# the module fixture each key's tests share, through `getfixturevalue` (tests/support/grouping.py)
+_SHARED = {STDIO: "stdio_hermes", HTTP: "http_example_server", SSE: "http_example_server"}
 
 
-@pytest.fixture(params=SERVER_KEYS)
+@pytest.fixture(params=[pytest.param(key, marks=sharing(__file__, _SHARED[key])) for key in SERVER_KEYS])
 def hermes(request: pytest.FixtureRequest) -> tuple[Connected, str]:
     key: str = request.param
     connected: Connected = request.getfixturevalue(_FIXTURE_OF[key])
@@ -257,7 +261,7 @@ def test_each_example_registers_mnote_once(example: str) -> None:
         input=(ROOT / "examples" / example).read_text(encoding="utf-8"),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         check=True,
     )
     assert read.stdout.strip() == "1"
@@ -602,7 +606,7 @@ def hermes_cell(base: Path, cell: str, db: Path) -> Iterator[tuple[str, str, dic
         config = example_config(
             "hermes-stdio.yaml", {COMMAND_PLACEHOLDER: str(MNOTE_COMMAND), DB_PLACEHOLDER: str(db)}
         )
-        yield config, STDIO, {}
+        yield with_every_tool(config), STDIO, {}  # as the HTTP cells' servers: every tool
         return
     with example_http_server(base, db, *(("--stateless",) if cell == "stateless" else ())) as server:
         address = server.url.removeprefix("http://")
@@ -688,7 +692,7 @@ def audit_trail(db: Path) -> list[dict[str, Any]]:
         [sys.executable, "-m", "mnote_mcp", "audit", "--db", str(db), "--limit", "1000"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
         check=True,
     )
@@ -1086,8 +1090,8 @@ def test_twenty_edits_under_a_write_limit_wait_and_go_on(tmp_path: Path) -> None
     then a model that waits the given time, and all twenty edits land."""
     require_hermes()
     db = demo_store(tmp_path / "mnote.db")
-    config = stdio_example(db).replace(
-        '"--actor", "user_1"]', '"--actor", "user_1", "--write-limit", "120/min burst 5"]'
+    config = with_every_tool(stdio_example(db)).replace(  # mnote.block.update: not by default
+        '"all"]', '"all", "--write-limit", "120/min burst 5"]'
     )
     assert "--write-limit" in config
     script = patient_edits(model_name(STDIO, "mnote.block.update"))

@@ -18,6 +18,8 @@ Issue 23 found half the stateful sessions lost (404) through the old config's ha
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -34,17 +36,21 @@ from mcp.client.streamable_http import streamable_http_client
 from mnote_mcp.kernel.port import PageKey
 from mnote_mcp.resources.uris import page_uri
 from mnote_mcp.stores import open_store
-from tests.support.helpers import FIXTURE, RAW_INITIALIZE, envelope_of, page_args, write_args
+from tests.support.helpers import FIXTURE, RAW_INITIALIZE, ROOT, envelope_of, page_args, write_args
 from tests.support.http_helpers import ResourceUpdates, RunningServer, http_server, wait_until, write_tokens
 from tests.support.nginx import Certificate, Proxy, free_port, make_certificate, nginx, shipped_config
 from tests.support.postgres import PgServer, seeded_database, start, start_server, stop
+from tests.support.timing import patience
 
 TOKEN = "tok-deploy"
 CLIENTS = 10  # of each protocol era
 WRITES_BEFORE = 2  # per client, before the kill
 WRITES_AFTER = 4  # per client, while and after the kill
 KILL_AFTER = 8  # writes acknowledged after the cross-replica reads, then replica a is killed
-DEADLINE = 120  # seconds for the whole drive (it takes a few)
+_LIMITS = (ROOT / "examples" / "nginx.postgres.conf").read_text(encoding="utf-8")
+BURST = int(re.findall(r"limit_req zone=\S+ burst=(\d+)", _LIMITS)[0])  # requests let through at once
+RATE = int(re.findall(r"limit_req_zone .* rate=(\d+)r/s", _LIMITS)[0])  # and then a second
+DEADLINE = patience(120)  # seconds for the whole drive (it takes a few)
 
 
 @dataclass
@@ -102,7 +108,7 @@ async def connect(
     )
     async with (
         httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30, transport=transport
+            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=patience(30), transport=transport
         ) as http,
         Client(
             streamable_http_client(f"{deployment.proxy.https_url}/mcp", http_client=http),
@@ -188,7 +194,7 @@ async def kill_replica_a(deployment: Deployment, run: Run) -> None:
     """SIGKILL replica a once enough writes came after the first phase and every client made its
     cross read (a slow client's read cut by the kill would be retried as a write, never read again)."""
     await run.enough_after.wait()
-    with anyio.move_on_after(120):  # a read that failed is reported by the asserts, not by a hang
+    with anyio.move_on_after(patience(120)):  # a read that failed is reported by the asserts, not by a hang
         await run.reads_done.wait()
     run.log_lines_at_kill = len(deployment.proxy.requests())
     run.requests_at_kill = len(run.acknowledged)
@@ -295,7 +301,7 @@ async def test_a_subscription_through_nginx_hears_writes_made_through_the_other_
                     arguments = write_args(f"k_listen_{n}", blockId="p_1", text=f"write {n}")
                     envelope = envelope_of(await writer.call_tool("mnote.block.update", arguments))
                     assert envelope["ok"], envelope["error"]
-                with anyio.fail_after(10):
+                with anyio.fail_after(patience(10)):
                     await updates.arrived.wait()
         log = deployed.proxy.requests()
     writers = {entry["upstream"] for entry in log if not entry["session"] and entry["method"] == "POST"}
@@ -310,13 +316,15 @@ def test_the_proxy_redirects_plain_http_and_limits_each_client_address(tmp_path:
     nowhere = {tag: f"127.0.0.1:{free_port()}" for tag in ("a", "b")}
     site = shipped_config(nowhere, http_port=http_port, https_port=https_port, certificate=certificate)
     with nginx(site, tmp_path / "nginx", https_port=https_port, http_port=http_port) as proxy:
-        redirect = httpx2.get(f"{proxy.http_url}/mcp", timeout=10)
+        redirect = httpx2.get(f"{proxy.http_url}/mcp", timeout=patience(10))
         assert redirect.status_code == 308
         assert redirect.headers["location"] == f"{proxy.https_url}/mcp"
 
         async def flood() -> Counter[int]:
             statuses: Counter[int] = Counter()
-            async with httpx2.AsyncClient(verify=certificate.client_context(), timeout=30) as client:
+            async with httpx2.AsyncClient(
+                verify=certificate.client_context(), timeout=patience(30)
+            ) as client:
 
                 async def one() -> None:
                     response = await client.post(f"{proxy.https_url}/mcp", json={})
@@ -327,11 +335,16 @@ def test_the_proxy_redirects_plain_http_and_limits_each_client_address(tmp_path:
                         group.start_soon(one)
             return statuses
 
+        started = time.monotonic()
         statuses = anyio.run(flood)
-    # 300 requests at once from one address: the burst (100) passes on to the (absent) replicas, 502;
-    # the rest are refused by the rate or connection limit
-    assert statuses[429] >= 150, statuses
+        took = time.monotonic() - started
+    # 300 requests at once from one address: the burst and what the rate lets
+    # through while they arrive pass on to the (absent) replicas, 502; the rest are refused by the rate
+    # or connection limit. A loaded machine sends them over seconds: the bound is the flood's own time.
+    passed = BURST + math.ceil(RATE * took) + 1
     assert statuses[429] + statuses[502] == 300, statuses
+    assert statuses[502] <= passed, (statuses, f"{took:.1f} s")
+    assert statuses[429] >= 1 or passed >= 300, (statuses, f"{took:.1f} s")
 
 
 @pytest.fixture(scope="module")

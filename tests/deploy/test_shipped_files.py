@@ -30,6 +30,7 @@ from mnote_mcp.config import ServerConfig, SettingError
 from mnote_mcp.tools.cost import DEFAULT_REQUEST_LIMIT
 from tests.support.helpers import RAW_INITIALIZE, ROOT
 from tests.support.http_helpers import http_server, write_tokens
+from tests.support.timing import patience
 
 EXAMPLES = ROOT / "examples"
 COMPOSE = EXAMPLES / "compose.postgres.yaml"
@@ -177,7 +178,7 @@ def test_docker_compose_accepts_the_file() -> None:
         [docker, "compose", "-f", str(COMPOSE), "--profile", "setup", "config", "--quiet"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         env={**os.environ, **ENVIRONMENT},
     )
     assert done.returncode == 0, done.stderr
@@ -312,7 +313,9 @@ def test_the_systemd_unit_verifies_and_is_hardened(tmp_path: Path) -> None:
     unit.write_text(
         text.replace("/opt/mnote-mcp/.venv/bin/mnote-mcp", str(ROOT / ".venv" / "bin" / "mnote-mcp"))
     )
-    done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=patience(60)
+    )
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr
 
 

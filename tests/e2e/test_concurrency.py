@@ -16,9 +16,10 @@ import pytest
 from mcp import Client
 
 from tests.support.helpers import envelope_of, page_args, stdio_params, write_args
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-TIMEOUT = 60
+TIMEOUT = patience(60)
 
 
 async def test_two_processes_with_the_same_stale_revision(db: Path) -> None:

@@ -21,6 +21,7 @@ from tests.support.flood import HALF_SENT, fd_peak, flooding, open_fds
 from tests.support.helpers import call, page_args
 from tests.support.http_helpers import address, http_server, mcp_http, wait_until, write_tokens
 from tests.support.runtimes import RuntimeProcess
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 CAP = 40
@@ -43,7 +44,7 @@ def _loop_args(loop: str) -> tuple[str, ...]:
 
 def _healthy(url: str) -> bool:
     try:
-        return httpx2.get(f"{url}/healthz", timeout=10).status_code == 200
+        return httpx2.get(f"{url}/healthz", timeout=patience(10)).status_code == 200
     except httpx2.HTTPError:
         return False
 
@@ -137,7 +138,7 @@ async def test_the_runtime_server_fits_its_cap_to_a_low_file_limit_too(db: Path,
         assert runtime.process is not None
         pid, (host, port) = runtime.process.pid, address(runtime.url)
         auth = {"Authorization": f"Bearer {runtime.token}"}
-        async with httpx2.AsyncClient(base_url=runtime.url, headers=auth, timeout=30) as http:
+        async with httpx2.AsyncClient(base_url=runtime.url, headers=auth, timeout=patience(30)) as http:
             assert (await http.get("/v1/pages", params={"actorId": "user_editor"})).status_code == 200
             with fd_peak(pid) as peak:
                 async with flooding(host, port, clients=CLIENTS) as flood:

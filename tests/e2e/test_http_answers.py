@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.helpers import RAW_INITIALIZE, envelope_in, page_args
 from tests.support.http_helpers import http_server, write_tokens
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.e2e]
 HEADERS = {
@@ -37,7 +38,7 @@ def _messages(response: httpx2.Response) -> list[dict[str, Any]]:
 
 def _session(url: str) -> dict[str, str]:
     """The headers of a handshake-era session, opened with initialize and initialized."""
-    opened = httpx2.post(f"{url}/mcp", json=RAW_INITIALIZE, headers=HEADERS, timeout=10)
+    opened = httpx2.post(f"{url}/mcp", json=RAW_INITIALIZE, headers=HEADERS, timeout=patience(10))
     assert opened.status_code == 200, opened.text
     headers = {**HEADERS, "mcp-protocol-version": "2025-11-25"}
     if "mcp-session-id" in opened.headers:
@@ -46,7 +47,7 @@ def _session(url: str) -> dict[str, str]:
         f"{url}/mcp",
         json={"jsonrpc": "2.0", "method": "notifications/initialized"},
         headers=headers,
-        timeout=10,
+        timeout=patience(10),
     )
     assert notified.status_code == 202
     return headers
@@ -59,7 +60,7 @@ def _read(url: str, headers: dict[str, str], ident: int = 7) -> httpx2.Response:
         "method": "tools/call",
         "params": {"name": "mnote.page.get", "arguments": page_args()},
     }
-    return httpx2.post(f"{url}/mcp", json=request, headers=headers, timeout=10)
+    return httpx2.post(f"{url}/mcp", json=request, headers=headers, timeout=patience(10))
 
 
 @pytest.mark.parametrize("flags", [(), ("--stateless",)], ids=["sessions", "stateless"])

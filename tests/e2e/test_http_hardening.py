@@ -29,6 +29,7 @@ from tests.support.http_helpers import (
     waits_until_one_ends,
     write_tokens,
 )
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -59,12 +60,12 @@ def _open_session(url: str, token: str) -> httpx2.Response:
         f"{url}/mcp",
         json=RAW_INITIALIZE,
         headers={**JSON_HEADERS, "Authorization": f"Bearer {token}"},
-        timeout=10,
+        timeout=patience(10),
     )
 
 
 def _health(url: str) -> dict[str, Any]:
-    answer: dict[str, Any] = httpx2.get(f"{url}/healthz", timeout=10).json()
+    answer: dict[str, Any] = httpx2.get(f"{url}/healthz", timeout=patience(10)).json()
     return answer
 
 
@@ -87,18 +88,18 @@ def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path, pars
         # Unauthenticated, announcing 4 MiB and sending none of it: refused from the headers, closed.
         unauthenticated = raw_connection(server.url, _post_head(server.url, None, 4 * 1024 * 1024))
         reply, took = read_until_closed(unauthenticated)
-        assert reply.startswith(b"HTTP/1.1 401") and took < 1, (reply[:80], took)
+        assert reply.startswith(b"HTTP/1.1 401") and took < patience(1), (reply[:80], took)
         wrong = raw_connection(server.url, _post_head(server.url, "tok-nope", 4 * 1024 * 1024) + b"{")
         reply, took = read_until_closed(wrong)
-        assert reply.startswith(b"HTTP/1.1 401") and took < 1, (reply[:80], took)
+        assert reply.startswith(b"HTTP/1.1 401") and took < patience(1), (reply[:80], took)
         # Half-sent headers: 408 and closed after --header-timeout.
         slow_headers = raw_connection(server.url, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         reply, took = read_until_closed(slow_headers)
-        assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < 5, (reply[:80], took)
+        assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < patience(5), (reply[:80], took)
         # Authenticated, but the body never completes: 408 and closed after --body-timeout.
         slow_body = raw_connection(server.url, _post_head(server.url, "tok-a", 1000) + b'{"jsonrpc"')
         reply, took = read_until_closed(slow_body)
-        assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < 5, (reply[:80], took)
+        assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < patience(5), (reply[:80], took)
         assert _open_session(server.url, "tok-a").status_code == 200, "a good client still gets in"
 
 
@@ -142,7 +143,7 @@ def test_headers_are_bounded_and_keep_alive_requests_get_the_header_deadline(
         big = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding * 3 + b"\r\n"
         if parser == "httptools":  # h11 bounds only what is still incomplete: one read may hold more
             reply, took = read_until_closed(raw_connection(server.url, big))
-            assert reply.startswith(b"HTTP/1.1 400") and took < 1, (reply[:80], took)
+            assert reply.startswith(b"HTTP/1.1 400") and took < patience(1), (reply[:80], took)
         reply, took = trickle(server.url, big)
         assert reply.startswith(b"HTTP/1.1 400"), reply[:80]
         fits = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding + b"\r\n"
@@ -162,7 +163,7 @@ def test_headers_are_bounded_and_keep_alive_requests_get_the_header_deadline(
         assert reply.endswith(
             b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         )
-        assert 0.5 < took < 5, took
+        assert 0.5 < took < patience(5), took
 
 
 def test_session_caps_per_token_and_overall(db: Path, tokens: Path) -> None:
@@ -178,7 +179,7 @@ def test_session_caps_per_token_and_overall(db: Path, tokens: Path) -> None:
         ended = httpx2.delete(
             f"{server.url}/mcp",
             headers={"Authorization": "Bearer tok-a", "Mcp-Session-Id": first.headers["mcp-session-id"]},
-            timeout=10,
+            timeout=patience(10),
         )
         assert ended.status_code == 200
         assert _open_session(server.url, "tok-a").status_code == 200, "room again once one ends"
@@ -193,14 +194,14 @@ async def test_a_session_belongs_to_the_token_that_opened_it(db: Path, tokens: P
         post = httpx2.post(
             f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=as_other
         )
-        stream = httpx2.get(f"{server.url}/mcp", headers=as_other, timeout=10)
-        delete = httpx2.delete(f"{server.url}/mcp", headers=as_other, timeout=10)
+        stream = httpx2.get(f"{server.url}/mcp", headers=as_other, timeout=patience(10))
+        delete = httpx2.delete(f"{server.url}/mcp", headers=as_other, timeout=patience(10))
         assert [post.status_code, stream.status_code, delete.status_code] == [404, 404, 404]
         own = httpx2.post(
             f"{server.url}/mcp",
             json={"jsonrpc": "2.0", "method": "notifications/initialized"},
             headers={**as_other, "Authorization": "Bearer tok-a"},
-            timeout=10,
+            timeout=patience(10),
         )
         assert own.status_code == 202, "the owner still uses it"
         with httpx2.stream("GET", f"{server.url}/sse", headers={"Authorization": "Bearer tok-a"}) as stream:
@@ -257,7 +258,7 @@ async def test_idle_sessions_are_closed_and_their_watches_released(db: Path, tok
             f"{server.url}/mcp",
             json={"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": PAGE_URI}},
             headers=headers,
-            timeout=10,
+            timeout=patience(10),
         )
         assert subscribed.status_code == 200 and '"result"' in subscribed.text, subscribed.text
         assert _health(server.url)["watches"] == 1
@@ -267,7 +268,7 @@ async def test_idle_sessions_are_closed_and_their_watches_released(db: Path, tok
             f"{server.url}/mcp",
             json={"jsonrpc": "2.0", "id": 3, "method": "ping"},
             headers=headers,
-            timeout=10,
+            timeout=patience(10),
         )
         assert late.status_code == 404
 

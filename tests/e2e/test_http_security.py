@@ -15,6 +15,7 @@ from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.permissions import Caller
 from tests.support.helpers import RAW_INITIALIZE, SECRETS, call, page_args, write_args
 from tests.support.http_helpers import http_server, mcp_http, start_failure, write_tokens
+from tests.support.timing import patience
 from tests.support.tool_calls import allowed
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -36,7 +37,7 @@ def tokens(tmp_path: Path) -> Path:
 
 def _post(url: str, token: str | None = None, **headers: str) -> httpx2.Response:
     sent = {**JSON_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}), **headers}
-    return httpx2.post(f"{url}/mcp", json=INIT, headers=sent, timeout=10)
+    return httpx2.post(f"{url}/mcp", json=INIT, headers=sent, timeout=patience(10))
 
 
 def _no_secret(response: httpx2.Response) -> None:
@@ -49,9 +50,11 @@ def test_tokens_are_required_and_checked(db: Path, tokens: Path) -> None:
         missing = _post(server.url)
         wrong = _post(server.url, "tok-nope")
         good = _post(server.url, "tok-editor")
-        sse_missing = httpx2.get(f"{server.url}/sse", timeout=10)
-        messages_missing = httpx2.post(f"{server.url}/messages/?session_id=x", json=INIT, timeout=10)
-        health = httpx2.get(f"{server.url}/healthz", timeout=10)
+        sse_missing = httpx2.get(f"{server.url}/sse", timeout=patience(10))
+        messages_missing = httpx2.post(
+            f"{server.url}/messages/?session_id=x", json=INIT, timeout=patience(10)
+        )
+        health = httpx2.get(f"{server.url}/healthz", timeout=patience(10))
         no_scope = _post(server.url, "tok-artifacts-only")
     for refused in (missing, wrong, sse_missing, messages_missing):
         assert refused.status_code == 401
@@ -125,7 +128,7 @@ def test_bad_host_and_origin_are_refused(db: Path, tokens: Path) -> None:
         sse_bad_host = httpx2.get(
             f"{server.url}/sse",
             headers={"Authorization": "Bearer tok-editor", "Host": "evil.example"},
-            timeout=10,
+            timeout=patience(10),
         )
     assert bad_host.status_code == 421
     assert bad_origin.status_code == 403
@@ -142,13 +145,13 @@ def test_oversized_bodies_are_refused(db: Path, tokens: Path) -> None:
             f"{server.url}/mcp",
             json=body,
             headers={**JSON_HEADERS, "Authorization": "Bearer tok-editor"},
-            timeout=10,
+            timeout=patience(10),
         )
         sse_post = httpx2.post(
             f"{server.url}/messages/?session_id=0",
             json=body,
             headers={**JSON_HEADERS, "Authorization": "Bearer tok-editor"},
-            timeout=10,
+            timeout=patience(10),
         )
     assert response.status_code == 413
     assert sse_post.status_code == 413

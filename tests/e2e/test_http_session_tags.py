@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.helpers import RAW_INITIALIZE, call, page_args, run_cli
 from tests.support.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TOKENS: dict[str, dict[str, Any]] = {"tok-editor": {"actorId": "user_editor"}}
@@ -37,7 +38,7 @@ async def test_a_stateful_session_id_starts_with_the_replica_tag_and_serves_the_
     db: Path, tokens: Path
 ) -> None:
     with http_server(db, "--auth-file", str(tokens), "--session-tag", "replica-a") as server:
-        opened = httpx2.post(f"{server.url}/mcp", json=RAW_INITIALIZE, headers=HEADERS, timeout=30)
+        opened = httpx2.post(f"{server.url}/mcp", json=RAW_INITIALIZE, headers=HEADERS, timeout=patience(30))
         assert opened.status_code == 200, opened.text
         assert re.fullmatch(r"replica-a\.[0-9a-f]{32}", opened.headers["mcp-session-id"])
         session = {**HEADERS, "mcp-protocol-version": "2025-11-25"}
@@ -46,7 +47,7 @@ async def test_a_stateful_session_id_starts_with_the_replica_tag_and_serves_the_
             f"{server.url}/mcp",
             json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
             headers={**session, "mcp-session-id": other},
-            timeout=30,
+            timeout=patience(30),
         )
         assert stranger.status_code == 404, "another replica's session is unknown here"
         async with mcp_http(server.url, "tok-editor", "legacy") as client:
@@ -56,7 +57,7 @@ async def test_a_stateful_session_id_starts_with_the_replica_tag_and_serves_the_
 
 async def test_an_sse_session_posts_to_the_tagged_message_path(db: Path, tokens: Path) -> None:
     with http_server(db, "--auth-file", str(tokens), "--session-tag", "b") as server:
-        with httpx2.stream("GET", f"{server.url}/sse", headers=HEADERS, timeout=30) as stream:
+        with httpx2.stream("GET", f"{server.url}/sse", headers=HEADERS, timeout=patience(30)) as stream:
             endpoint = next(line for line in stream.iter_lines() if line.startswith("data:"))
         assert re.fullmatch(r"data: /messages/b/\?session_id=[0-9a-f]{32}", endpoint), endpoint
         async with mcp_sse(server.url, "tok-editor") as client:

@@ -37,6 +37,7 @@ from tests.support.helpers import call, page_args, run_cli, seeded_store, write_
 from tests.support.http_helpers import RunningServer, http_server
 from tests.support.oidc import MNOTE_SCOPES, OidcProvider, oidc_provider, require_provider, sign_in
 from tests.support.runtimes import free_port
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -131,7 +132,7 @@ async def test_the_sdk_client_signs_in_and_calls(servers: Servers) -> None:
 
     auth = oauth_client(servers.full_resource, person, storage)
     async with (
-        httpx2.AsyncClient(auth=auth, timeout=30, event_hooks={"request": [record]}) as http,
+        httpx2.AsyncClient(auth=auth, timeout=patience(30), event_hooks={"request": [record]}) as http,
         Client(streamable_http_client(servers.full_resource, http_client=http), mode="legacy") as client,
     ):
         listed = {tool.name for tool in (await client.list_tools()).tools}
@@ -162,7 +163,7 @@ async def test_a_read_only_grant_over_sse(servers: Servers) -> None:
     person, storage = Person("user_editor"), MemoryStorage()
     auth = oauth_client(servers.read_only.url, person, storage)
     async with Client(
-        sse_client(f"{servers.read_only.url}/sse", auth=auth, timeout=30), mode="legacy"
+        sse_client(f"{servers.read_only.url}/sse", auth=auth, timeout=patience(30)), mode="legacy"
     ) as client:
         listed = {tool.name for tool in (await client.list_tools()).tools}
         refused = await call(client, "mnote.page.save", **write_args("sdk-ro", content=[], mode="append"))

@@ -30,6 +30,7 @@ from tests.support.http_helpers import (
     write_tokens,
 )
 from tests.support.metrics import samples
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -52,7 +53,7 @@ def metrics_url(log: str) -> str:
 def scrape(url: str, token: str | None = None) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of a scrape, by name and labels (parsed by prometheus_client's own parser)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    answer = httpx2.get(url, headers=headers, timeout=10)
+    answer = httpx2.get(url, headers=headers, timeout=patience(10))
     assert answer.status_code == 200, answer.text
     return samples(answer.text)
 
@@ -124,7 +125,7 @@ async def test_metrics_count_calls_and_refusals_and_the_log_says_so(db: Path, to
         assert httpx2.get(f"{server.url}/readyz").json() == {"status": "ready"}
         assert httpx2.get(f"{server.url}/healthz").status_code == 200
         server.process.send_signal(signal.SIGTERM)
-        server.process.wait(timeout=30)
+        server.process.wait(timeout=patience(30))
     log = server.log
     assert "refused 401 unauthorized: POST /mcp from 127.0.0.1: unknown bearer token" in log
     assert "refused 404 unknown_session: POST /mcp from 127.0.0.1" in log
@@ -154,7 +155,7 @@ def test_a_metrics_listener_off_loopback_needs_a_token(db: Path, tokens: Path, t
     with http_server(db, *args) as server:
         assert wait_until(lambda: "metrics on" in server.log)
         url = metrics_url(server.log).replace("0.0.0.0", "127.0.0.1")
-        assert httpx2.get(url, timeout=10).status_code == 401
+        assert httpx2.get(url, timeout=patience(10)).status_code == 401
         assert ("mnote_build_info", (("version", "0.1.0"),)) in scrape(url, "scrape-secret")
     assert "scrape-secret" not in server.log
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.helpers import FIXTURE, ROOT
+from tests.support.timing import patience
 
 STORE_UNAVAILABLE = 3  # README, "Exit status"
 USAGE = 2
@@ -150,7 +151,7 @@ def test_a_postgresql_url_without_the_postgres_extra_is_one_line_naming_it(
         [sys.executable, "-m", "mnote_mcp", *command, "--db", url],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
         stdin=subprocess.DEVNULL,

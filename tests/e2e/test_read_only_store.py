@@ -36,10 +36,11 @@ from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.sqlite.schema import SCHEMA_VERSION
 from tests.support.helpers import FIXTURE, ROOT, call, page_args, seeded_store, stdio_params, write_args
 from tests.support.runtimes import note_command
+from tests.support.timing import patience
 from tests.unit.kernel.sqlite.test_migrate import v1_store
 
 pytestmark = pytest.mark.anyio
-TIMEOUT = 60
+TIMEOUT = patience(60)
 SEARCH_IDS: dict[str, Any] = {"sessionId": "s", "runId": "r", "toolCallId": "c", "traceId": "t"}
 STORE_UNAVAILABLE = 3
 USAGE = 2

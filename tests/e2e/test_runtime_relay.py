@@ -27,9 +27,10 @@ from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tracecontext import trace_id_of, w3c_trace_id
 from tests.support.helpers import EVERY_TOOL_ENV, RAW_INITIALIZE, ROOT, envelope_in
 from tests.support.runtimes import free_port, mnote_command, reference_runtime
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-TIMEOUT = 60
+TIMEOUT = patience(60)
 _COMMAND_ID = re.compile(r"((?:page|artifact)_[a-z_]+_trace_demo)_[0-9a-f]{8}")
 
 

@@ -25,9 +25,10 @@ from tests.support.helpers import (
     stdio_params,
     write_args,
 )
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-TIMEOUT = 30
+TIMEOUT = patience(30)
 
 
 def console_script() -> str:

@@ -23,9 +23,10 @@ import pytest
 
 from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.helpers import RAW_INITIALIZE, ROOT, envelope_in, write_args
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-TIMEOUT = 30
+TIMEOUT = patience(30)
 MAX_LINE = 64 * 1024
 
 

@@ -21,10 +21,11 @@ from mcp.client.subscriptions import SubscriptionLost
 from mnote_mcp.secretfiles import write_private
 from tests.support.helpers import RAW_INITIALIZE
 from tests.support.http_helpers import http_server, mcp_http, wait_until, write_tokens
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 RELOAD = 1.0  # --auth-reload-interval
-WITHIN = RELOAD + 6.0  # the reload interval plus a margin for a loaded machine
+WITHIN = RELOAD + patience(6.0)  # the reload interval plus a margin for a loaded machine
 PAGE_URI = "mnote://workspaces/ws_1/pages/doc_1"
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 GRANTS: dict[str, dict[str, Any]] = {
@@ -47,7 +48,7 @@ def _replace_tokens(path: Path, tokens: dict[str, dict[str, Any]]) -> None:
 
 
 def _health(url: str) -> dict[str, int]:
-    answer: dict[str, int] = httpx2.get(f"{url}/healthz", timeout=10).json()
+    answer: dict[str, int] = httpx2.get(f"{url}/healthz", timeout=patience(10)).json()
     return answer
 
 
@@ -55,7 +56,7 @@ def _health(url: str) -> dict[str, int]:
 async def _raw_stream(url: str, token: str, kind: str) -> AsyncIterator[httpx2.Response]:
     """The GET stream of a new streamable-HTTP session, or a legacy /sse stream, held open."""
     auth = {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(base_url=url, timeout=60) as http:
+    async with httpx2.AsyncClient(base_url=url, timeout=patience(60)) as http:
         path, headers = "/sse", auth
         if kind == "get":
             opened = await http.post("/mcp", json=RAW_INITIALIZE, headers={**JSON_HEADERS, **auth})

@@ -17,6 +17,7 @@ from mnote_mcp.secretfiles import SecretFileError
 from mnote_mcp.transports.auth import TokenStore
 from tests.support.helpers import ROOT
 from tests.support.runtimes import RuntimeProcess
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 RUNS = 8
@@ -65,7 +66,7 @@ def test_a_garbled_tokens_file_is_not_overwritten(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=60,
+        timeout=patience(60),
     )
     assert done.returncode == 2 and "fix or remove it" in done.stderr
     assert auth.read_text() == '{"tokens": [', "left as it was"
@@ -77,7 +78,7 @@ def test_the_runtime_token_never_rides_the_command_line(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=60,
+        timeout=patience(60),
     )
     assert done.returncode == 2
     assert "--token" in done.stderr and "MNOTE_RUNTIME_TOKEN or --token-file" in done.stderr
@@ -127,7 +128,7 @@ def _status(url: str, token: str) -> int:
         "Accept": "application/json, text/event-stream",
         "Authorization": f"Bearer {token}",
     }
-    return httpx2.post(f"{url}/mcp", json=RAW_INITIALIZE, headers=headers, timeout=10).status_code
+    return httpx2.post(f"{url}/mcp", json=RAW_INITIALIZE, headers=headers, timeout=patience(10)).status_code
 
 
 @pytest.mark.e2e
@@ -144,7 +145,7 @@ async def test_the_tokens_file_is_reloaded_and_fails_closed(db: Path, tmp_path: 
     with http_server(db, "--auth-file", str(auth), "--auth-reload-interval", "0.3") as server:
 
         def health() -> dict[str, int]:
-            answer: dict[str, int] = httpx2.get(f"{server.url}/healthz", timeout=10).json()
+            answer: dict[str, int] = httpx2.get(f"{server.url}/healthz", timeout=patience(10)).json()
             return answer
 
         async with mcp_http(server.url, "tok-b") as client:
@@ -187,13 +188,13 @@ async def test_a_runtime_given_no_token_requires_a_generated_one_that_local_rela
     runtime.start()
     try:
         pages = f"{runtime.url}/v1/pages?actorId=user_editor"
-        refused = httpx2.get(pages, trust_env=False, timeout=10)
+        refused = httpx2.get(pages, trust_env=False, timeout=patience(10))
         assert refused.status_code == 401, refused.text
         secret = runtime.data_home / "mnote-mcp" / "runtime-token"
         assert stat.S_IMODE(secret.stat().st_mode) == 0o600
         token = secret.read_text().strip()
         auth = {"Authorization": f"Bearer {token}"}
-        assert httpx2.get(pages, headers=auth, trust_env=False, timeout=10).status_code == 200
+        assert httpx2.get(pages, headers=auth, trust_env=False, timeout=patience(10)).status_code == 200
         relay = stdio_params(
             tmp_path / "unused.db",
             "--kernel",
@@ -208,7 +209,7 @@ async def test_a_runtime_given_no_token_requires_a_generated_one_that_local_rela
         runtime.stop()
         runtime.start()
         assert secret.read_text().strip() == token, "kept across restarts"
-        assert httpx2.get(pages, headers=auth, trust_env=False, timeout=10).status_code == 200
+        assert httpx2.get(pages, headers=auth, trust_env=False, timeout=patience(10)).status_code == 200
     finally:
         runtime.stop()
     assert token not in runtime.log.read_text(), "the token is never logged"
@@ -224,7 +225,9 @@ def test_a_runtime_without_a_token_only_when_asked_and_only_on_loopback(db: Path
     runtime = RuntimeProcess(db=db, workdir=tmp_path, token=None)
     runtime.start(env={"MNOTE_RUNTIME_UNSAFE_NO_AUTH": "1"})
     try:
-        answered = httpx2.get(f"{runtime.url}/v1/pages?actorId=user_editor", trust_env=False, timeout=10)
+        answered = httpx2.get(
+            f"{runtime.url}/v1/pages?actorId=user_editor", trust_env=False, timeout=patience(10)
+        )
     finally:
         runtime.stop()
     assert answered.status_code == 200
@@ -236,7 +239,7 @@ def test_a_runtime_without_a_token_only_when_asked_and_only_on_loopback(db: Path
         ),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
     )
     assert beyond.returncode == 2 and "only allowed on a loopback address" in beyond.stderr
@@ -264,7 +267,11 @@ def test_a_relay_reads_the_local_runtime_token_only_for_a_local_runtime(
 
 def _mnote(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mnote_mcp", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-m", "mnote_mcp", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=patience(60),
     )
 
 

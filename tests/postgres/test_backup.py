@@ -13,6 +13,7 @@ from pathlib import Path
 from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, run_cli
 from tests.support.postgres import PgServer, postgres_tool, seeded_database
+from tests.support.timing import patience
 from tests.support.writer import Writer, consistent_writes, insert
 
 
@@ -29,12 +30,12 @@ def test_pg_dump_while_writing_restores_a_whole_current_store(pg_server: PgServe
             [postgres_tool("pg_dump"), "-Fc", "--dbname", live, "--file", str(dump)],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=patience(120),
         )
         after = writer.acknowledged
     finally:
         writer.stop.set()
-        writer.join(timeout=60)
+        writer.join(timeout=patience(60))
     assert dumped.returncode == 0, dumped.stderr
     assert writer.acknowledged > after, "the writer went on committing past the dump"
 
@@ -43,7 +44,7 @@ def test_pg_dump_while_writing_restores_a_whole_current_store(pg_server: PgServe
         [postgres_tool("pg_restore"), "--no-owner", "--exit-on-error", "--dbname", restored, str(dump)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patience(120),
     )
     assert loaded.returncode == 0, loaded.stderr
     assert before <= consistent_writes(restored) <= after

@@ -61,6 +61,7 @@ from tests.support.helpers import (
 from tests.support.http_helpers import ResourceUpdates, http_server, mcp_http, write_tokens
 from tests.support.postgres import PgServer, pg_dialect, seeded_database
 from tests.support.runtimes import reference_runtime, runtime_cli_command
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TOKENS: dict[str, dict[str, Any]] = {"tok-editor": {"actorId": "user_editor"}}
@@ -106,7 +107,7 @@ def test_replicas_starting_together_migrate_once(pg_url: str) -> None:
         )
         for _ in range(3)
     ]
-    outputs = [process.communicate(timeout=60) for process in processes]
+    outputs = [process.communicate(timeout=patience(60)) for process in processes]
     assert all(process.returncode == 0 for process in processes), outputs
     migrations = {json.dumps(json.loads(out)["migrations"]) for out, _ in outputs}
     assert len(migrations) == 1, "one replica applied the steps, the others found them applied"
@@ -303,7 +304,7 @@ async def test_serve_read_only_serves_a_current_postgresql_store_over_read_only_
     before = (catalog(seeded), rows_of(seeded))
     reader = select_only_role(seeded)
     params = stdio_params(reader, "--read-only", "--actor", "user_editor", env={"MNOTE_LOG_LEVEL": "warning"})
-    async with Client(params, read_timeout_seconds=60) as client:
+    async with Client(params, read_timeout_seconds=patience(60)) as client:
         page = await call(client, "mnote.page.get", **page_args())
         assert page["ok"], page
         found = await search(client, query="plan")
@@ -334,7 +335,7 @@ async def test_a_stdio_server_on_postgresql_answers_as_on_sqlite(pg_url: str, tm
     async with connect(seeded_store(tmp_path / "reference.db")) as reference:
         expected = [comparable(e) for e in await basic_path(reference)]
     params = stdio_params(pg_url, "--seed", str(FIXTURE), "--actor", "user_editor")
-    async with Client(params, read_timeout_seconds=30) as client:
+    async with Client(params, read_timeout_seconds=patience(30)) as client:
         got = [comparable(e) for e in await basic_path(client)]
     assert got == expected
 
@@ -365,7 +366,7 @@ async def test_the_reference_runtime_serves_a_postgresql_store(seeded: str, tmp_
             page = await http.get_page(query)
         finally:
             await http.aclose()
-    cli = CliKernel(runtime_cli_command(seeded), timeout=60)
+    cli = CliKernel(runtime_cli_command(seeded), timeout=patience(60))
     try:
         assert await cli.get_page(query) == page
     finally:
@@ -468,7 +469,7 @@ async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded:
         http_server(seeded, "--auth-file", str(tokens), "--stateless") as b,
     ):
         async with (
-            httpx2.AsyncClient(headers={"Authorization": "Bearer tok-editor"}, timeout=30) as http,
+            httpx2.AsyncClient(headers={"Authorization": "Bearer tok-editor"}, timeout=patience(30)) as http,
             Client(
                 streamable_http_client(f"{a.url}/mcp", http_client=http),
                 mode="legacy",
@@ -482,7 +483,7 @@ async def test_a_subscriber_on_one_replica_hears_a_write_made_on_another(seeded:
                     writer, "mnote.block.update", **write_args("k_b", blockId="p_1", text="B")
                 )
                 assert envelope["ok"], envelope["error"]
-            with anyio.fail_after(10):
+            with anyio.fail_after(patience(10)):
                 await updates.arrived.wait()
     assert updates.uris == [DOC_1]
 
@@ -496,7 +497,7 @@ async def test_a_replica_killed_during_a_burst_loses_no_acknowledged_write(seede
 
         async def fire(client: Client, n: int) -> None:
             block = [{"type": "paragraph", "text": f"burst {n}"}]
-            with anyio.move_on_after(20):
+            with anyio.move_on_after(patience(20)):
                 try:
                     envelope = envelope_of(
                         await client.call_tool("mnote.block.insert", write_args(f"k_burst_{n}", blocks=block))
@@ -512,7 +513,7 @@ async def test_a_replica_killed_during_a_burst_loses_no_acknowledged_write(seede
             async with mcp_http(server.url, "tok-editor") as client, anyio.create_task_group() as group:
                 for n in range(40):
                     group.start_soon(fire, client, n)
-                with anyio.move_on_after(60):
+                with anyio.move_on_after(patience(60)):
                     await enough.wait()
                 server.process.kill()  # SIGKILL: no drain, no shutdown
                 server.process.wait()

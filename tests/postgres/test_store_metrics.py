@@ -17,6 +17,7 @@ from mnote_mcp.telemetry.metrics import Metrics
 from mnote_mcp.transports.storemetrics import store_metrics
 from tests.support.metrics import scrape
 from tests.support.postgres import pg_dialect
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 IN_USE = ("mnote_store_pool_connections", (("state", "in_use"),))
@@ -24,7 +25,7 @@ WAITING = ("mnote_store_pool_waiting", ())
 
 
 def wait_for(condition: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + patience(seconds)
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
@@ -60,7 +61,7 @@ async def test_the_pool_figures_follow_what_holds_and_waits(kernel: StoreKernel)
         waiter.start()
         wait_for(lambda: dialect.database.pool.get_stats().get("requests_waiting", 0) == 1, "nobody waited")
         waiting = await scrape(metrics)
-    waiter.join(timeout=30)
+    waiter.join(timeout=patience(30))
     assert lent.is_set()
     assert held[IN_USE] == 1 and held[WAITING] == 0
     assert waiting[IN_USE] == 1 and waiting[WAITING] == 1

@@ -19,8 +19,10 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.timing import patience
+
 HALF_SENT = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-REACH_TIMEOUT = 60.0
+REACH_TIMEOUT = patience(60.0)
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -26,6 +26,7 @@ from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.stores import open_kernel, open_store
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
+from tests.support.timing import patience, patience_ms
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -254,6 +255,9 @@ def comparable(envelope: dict[str, Any]) -> dict[str, Any]:
 
 
 INSPECTOR = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+# Seconds the Inspector gives a server to start and answer its connection (its own default is 15 s,
+# which mnote-mcp's start exceeded on a machine at load 16 to 22), before patience().
+INSPECTOR_CONNECT = 30
 
 
 def inspector(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -265,10 +269,10 @@ def inspector(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
             pytest.fail(f"the MCP Inspector CLI is not installed at {INSPECTOR}")
         pytest.skip("the MCP Inspector CLI is not installed (bash .ci/run installs it)")
     return subprocess.run(
-        [str(INSPECTOR), "--cli", *args],
+        [str(INSPECTOR), "--cli", "--connect-timeout", patience_ms(INSPECTOR_CONNECT), *args],
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=patience(90),
         cwd=ROOT,
         env={**os.environ, "HOME": str(home)},
     )
@@ -284,7 +288,7 @@ def run_cli(
         [sys.executable, "-m", "mnote_mcp", *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=root,
         env={**clean, **(env or {})},
         stdin=subprocess.DEVNULL,

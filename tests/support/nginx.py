@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.helpers import ROOT
+from tests.support.timing import patience
 
 REQUIRED = os.environ.get("MNOTE_REQUIRE_NGINX") == "1"
 SHIPPED = ROOT / "examples" / "nginx.postgres.conf"
@@ -75,7 +76,7 @@ def make_certificate(folder: Path) -> Certificate:
         ],
         check=True,
         capture_output=True,
-        timeout=60,
+        timeout=patience(60),
     )  # fmt: skip
     return Certificate(cert, key)
 
@@ -154,7 +155,7 @@ http {{
         encoding="utf-8",
     )
     command = [binary, "-p", str(folder), "-c", str(folder / "nginx.conf")]
-    checked = subprocess.run([*command, "-t"], capture_output=True, text=True, timeout=30)
+    checked = subprocess.run([*command, "-t"], capture_output=True, text=True, timeout=patience(30))
     assert checked.returncode == 0, f"nginx -t refused the configuration:\n{checked.stderr}"
     process = subprocess.Popen(
         [*command, "-g", "daemon off;"],
@@ -170,7 +171,7 @@ http {{
         process=process,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while not _accepts(https_port):
             if process.poll() is not None or time.monotonic() > deadline:
                 error = process.stderr.read().decode() if process.stderr else ""
@@ -181,7 +182,7 @@ http {{
         if process.poll() is None:
             process.send_signal(signal.SIGQUIT)  # graceful: open streams end, then the workers
             try:
-                process.wait(timeout=10)
+                process.wait(timeout=patience(10))
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()

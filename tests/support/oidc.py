@@ -34,11 +34,12 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from tests.support.helpers import ROOT
 from tests.support.runtimes import free_port
+from tests.support.timing import patience
 
 OIDC_MODULES = ROOT / ".ci" / "oidc" / "node_modules"
 PROVIDER_SCRIPT = Path(__file__).resolve().parent / "oidc_provider.mjs"
 NODE22 = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "node"
-START_TIMEOUT = 30.0
+START_TIMEOUT = patience(30.0)
 MNOTE_SCOPES = "mnote:read mnote:write mnote:artifacts"
 
 
@@ -165,10 +166,10 @@ class OidcProvider:
             return
         self.process.terminate()
         try:
-            self.process.wait(10)
+            self.process.wait(patience(10))
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait(10)
+            self.process.wait(patience(10))
 
     def restart(self, keys: list[SigningKey] | None = None) -> None:
         """Stop and start again on the same port, with `keys` if given (a key rotation). What the
@@ -184,7 +185,7 @@ class OidcProvider:
             f"{self.issuer}/token",
             data={"grant_type": "client_credentials", "resource": resource, "scope": scope},
             auth=(client_id, secret),
-            timeout=30,
+            timeout=patience(30),
             trust_env=False,
         )
         assert answer.status_code == 200, answer.text
@@ -250,7 +251,7 @@ class _Forms(HTMLParser):
 def sign_in(authorization_url: str, redirect_uri: str, login: str, *, steps: int = 12) -> str:
     """Open `authorization_url` as a browser would, sign in as `login` and consent to what is asked,
     following every redirect until one leads to `redirect_uri`; returns that URL (never fetched)."""
-    with httpx2.Client(follow_redirects=False, timeout=30, trust_env=False) as browser:
+    with httpx2.Client(follow_redirects=False, timeout=patience(30), trust_env=False) as browser:
         url, form_data, method = authorization_url, None, "GET"
         for _ in range(steps):
             if url.startswith(redirect_uri):

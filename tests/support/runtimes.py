@@ -33,8 +33,9 @@ from starlette.types import ASGIApp
 from mnote_mcp.kernel.port import Command, CommandName, Correlation
 from tests.support.helpers import ROOT
 from tests.support.http_helpers import file_limit
+from tests.support.timing import patience
 
-START_TIMEOUT = 30.0
+START_TIMEOUT = patience(30.0)
 
 
 def note_command(key: str, content: str | None = None, trace: str = "t") -> Command:
@@ -280,7 +281,9 @@ class FaultProxy:
             for name, value in request.headers.items()
             if name.lower() in ("content-type", "traceparent", "idempotency-key", "authorization")
         }
-        async with httpx2.AsyncClient(base_url=self.upstream, trust_env=False, timeout=30) as client:
+        async with httpx2.AsyncClient(
+            base_url=self.upstream, trust_env=False, timeout=patience(30)
+        ) as client:
             reply = await client.request(
                 request.method,
                 request.url.path,

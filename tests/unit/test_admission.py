@@ -31,7 +31,7 @@ from mnote_mcp.kernel.store.dialect import MoveToThread
 from mnote_mcp.kernel.store.store import Store
 from mnote_mcp.telemetry.metrics import Metrics
 from mnote_mcp.tools.cost import Cost
-from mnote_mcp.transports.http import admission_gauges
+from mnote_mcp.transports.health import admission_gauges
 from tests.support.helpers import IDS, make_app
 from tests.support.metrics import scrape
 

@@ -16,6 +16,7 @@ import pytest
 
 from mnote_mcp import backup
 from tests.support.helpers import run_cli, seeded_store
+from tests.support.timing import patience
 from tests.support.writer import Writer, consistent_writes
 
 
@@ -40,7 +41,7 @@ def test_backups_taken_while_a_writer_commits_are_consistent_stores(tmp_path: Pa
             copies.append((before, writer.acknowledged, copy))
     finally:
         writer.stop.set()
-        writer.join(timeout=60)
+        writer.join(timeout=patience(60))
     assert writer.acknowledged > copies[-1][1], "the writer was still committing after the last copy"
     for before, after, copy in copies:
         assert copy.stat().st_mode & 0o777 == 0o600

@@ -3,9 +3,13 @@ reports its target lines as information, never as a miss."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
+import shlex
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,7 @@ import pytest
 
 from bench.report import table
 from tests.support.helpers import ROOT
+from tests.support.timing import patience
 
 NODE_PACKAGE = ROOT / ".ci" / "node" / "node-package"
 
@@ -20,7 +25,7 @@ NODE_PACKAGE = ROOT / ".ci" / "node" / "node-package"
 def node_package(*args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **({"PATH": path} if path is not None else {})}
     return subprocess.run(
-        ["bash", str(NODE_PACKAGE), *args], capture_output=True, text=True, env=env, timeout=30
+        ["bash", str(NODE_PACKAGE), *args], capture_output=True, text=True, env=env, timeout=patience(30)
     )
 
 
@@ -108,8 +113,74 @@ def test_the_image_step_says_why_it_cannot_build_and_fails_only_when_required(re
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=patience(60),
     )
     assert done.returncode == (1 if required else 0), done.stderr
     assert ("cannot build" if required else "skipped") in done.stderr and "root" in done.stderr
     assert "== image: build" not in done.stdout
+
+
+# -- the lanes of .ci/run ---------------------------------------------------------------------------
+
+
+def readme_test_command() -> str:
+    """The README's test command, as its prose names it ("the test command `...`")."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"the\s+test\s+command\s+`([^`]+)`", readme)
+    assert found is not None, "the README names its test command"
+    return found.group(1)
+
+
+def ci_lanes() -> dict[str, tuple[list[str], str | None]]:
+    """Each test lane of .ci/run: the paths it gives the README's test command and its `-m` expression."""
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    lanes: dict[str, tuple[list[str], str | None]] = {}
+    for name, args in re.findall(r"^step (\w+) (?:eval '[^$]*)?\$TESTS ([^'&|\n]*)", run, re.MULTILINE):
+        words = shlex.split(args)
+        expression = words[words.index("-m") + 1] if "-m" in words else None
+        lanes[name] = ([word for word in words if word.startswith("tests/")], expression)
+    return lanes
+
+
+def test_every_test_lane_runs_the_readmes_test_command() -> None:
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    defined = f'TESTS="{readme_test_command()}"'
+    assert defined in run
+    code = [line for line in run.splitlines() if not line.lstrip().startswith("#") and defined not in line]
+    assert not [line for line in code if re.search(r"\bpytest\b", line)], (
+        "every pytest run in .ci/run is the README's test command, $TESTS"
+    )
+    assert {"fast", "e2e", "clients", "postgres"} <= set(ci_lanes())
+
+
+def test_the_lanes_run_every_test_once() -> None:
+    """Every folder of tests/ that holds tests is some lane's; where lanes share a folder, their marker
+    expressions split it: for every combination of the declared markers exactly one of them holds."""
+    from _pytest.mark.expression import Expression
+
+    lanes = ci_lanes()
+    folders = {path.relative_to(ROOT).parts[1] for path in (ROOT / "tests").rglob("test_*.py")}
+    by_folder: dict[str, list[str | None]] = {}
+    for paths, expression in lanes.values():
+        for path in paths:
+            assert (ROOT / path).is_dir(), path
+            by_folder.setdefault(Path(path).parts[1], []).append(expression)
+    assert set(by_folder) == folders, "a lane for every folder of tests, and no lane for none"
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    markers = [line.split(":")[0] for line in declared["tool"]["pytest"]["ini_options"]["markers"]]
+    for folder, expressions in by_folder.items():
+        compiled = [Expression.compile(expression) if expression else None for expression in expressions]
+        for present in itertools.product((False, True), repeat=len(markers)):
+            carries = Carrying({name for name, on in zip(markers, present, strict=True) if on})
+            selected = [e is None or e.evaluate(carries) for e in compiled]
+            assert selected.count(True) == 1, (folder, expressions, sorted(carries.marked))
+
+
+class Carrying:
+    """A test's markers, as a `-m` expression asks for them."""
+
+    def __init__(self, marked: set[str]) -> None:
+        self.marked = marked
+
+    def __call__(self, name: str, /, **_: str | int | bool | None) -> bool:
+        return name in self.marked

@@ -14,6 +14,7 @@ from mnote_mcp.demo import STEPS, derived_steps
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.vocabulary.scopes import Scope
 from tests.support.helpers import FIXTURE, dump, envelope_of, page_args, run_cli, stdio_params, write_args
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 
@@ -96,7 +97,7 @@ def test_seed_refuses_a_bad_fixture(tmp_path: Path) -> None:
 async def test_serve_seed_and_audit_lookup(tmp_path: Path) -> None:
     db = tmp_path / "served.db"
     params = stdio_params(db, "--seed", str(FIXTURE), "--actor", "user_editor")
-    async with Client(params, read_timeout_seconds=30) as client:
+    async with Client(params, read_timeout_seconds=patience(30)) as client:
         envelope = envelope_of(
             await client.call_tool("mnote.page.update_title", write_args("k", title="CLI"))
         )
@@ -116,7 +117,7 @@ async def test_serve_seed_and_audit_lookup(tmp_path: Path) -> None:
 async def test_environment_twin_sets_the_actor(tmp_path: Path) -> None:
     db = tmp_path / "env.db"
     params = stdio_params(db, "--seed", str(FIXTURE), env={"MNOTE_ACTOR": "user_viewer"})
-    async with Client(params, read_timeout_seconds=30) as client:
+    async with Client(params, read_timeout_seconds=patience(30)) as client:
         envelope = envelope_of(await client.call_tool("mnote.page.update_title", write_args("k", title="x")))
     assert envelope["error"]["message"] == "no page write permission"
 

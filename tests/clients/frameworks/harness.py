@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.helpers import ROOT
+from tests.support.timing import patience
 
 ENVS = ROOT / ".ci" / "frameworks"
 HERE = Path(__file__).resolve().parent
@@ -30,6 +31,8 @@ PYTHON_FRAMEWORKS = {
 NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
 TS_SDK = NODE_MODULES / "@modelcontextprotocol" / "sdk"
 NODE = NODE_MODULES / ".bin" / "node"
+# what each driver gives its client library to connect and answer (the drivers cannot import tests/)
+CLIENT_TIMEOUT = {"MNOTE_TEST_CLIENT_TIMEOUT": str(patience(60))}
 
 
 def framework_python(name: str) -> Path:
@@ -52,22 +55,22 @@ def _require(present: bool, why: str) -> None:
     pytest.skip(f"{why} (bash .ci/run installs it)")
 
 
-def run_in(name: str, script: str, *args: str, stdin: Any = None, timeout: float = 180) -> Any:
+def run_in(name: str, script: str, *args: str, stdin: Any = None, timeout: float | None = None) -> Any:
     """Run `tests/clients/frameworks/<script>` with the framework's interpreter; its stdout is one JSON value."""
     completed = subprocess.run(
         [str(framework_python(name)), str(HERE / script), *args],
         input=json.dumps(stdin) if stdin is not None else None,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=timeout or patience(180),
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": "", "PYTHONDONTWRITEBYTECODE": "1"},
+        env={**os.environ, **CLIENT_TIMEOUT, "PYTHONPATH": "", "PYTHONDONTWRITEBYTECODE": "1"},
     )
     assert completed.returncode == 0, f"{name} {script} failed:\n{completed.stderr[-4000:]}"
     return json.loads(completed.stdout)
 
 
-def run_ts(script: str, *, stdin: Any, timeout: float = 180) -> Any:
+def run_ts(script: str, *, stdin: Any, timeout: float | None = None) -> Any:
     """Run `tests/clients/frameworks/<script>` under Node 22 with the TypeScript SDK; stdout is one JSON value."""
     require_ts_sdk()
     completed = subprocess.run(
@@ -75,8 +78,9 @@ def run_ts(script: str, *, stdin: Any, timeout: float = 180) -> Any:
         input=json.dumps(stdin),
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=timeout or patience(180),
         cwd=ROOT,
+        env={**os.environ, **CLIENT_TIMEOUT},
     )
     assert completed.returncode == 0, f"{script} failed:\n{completed.stderr[-4000:]}"
     return json.loads(completed.stdout)

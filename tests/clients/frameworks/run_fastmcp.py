@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
 fastmcp = importlib.import_module("fastmcp")
 transports = importlib.import_module("fastmcp.client.transports")
+# Seconds this client waits to connect and for an answer: tests/support/timing.py's patience(60), from the harness.
+TIMEOUT = float(os.environ.get("MNOTE_TEST_CLIENT_TIMEOUT", "60"))
 
 
 def transport_for(connection: dict[str, Any]) -> Any:
@@ -28,7 +31,7 @@ def transport_for(connection: dict[str, Any]) -> Any:
 
 
 async def run(connection: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
-    async with fastmcp.Client(transport_for(connection), timeout=60) as client:
+    async with fastmcp.Client(transport_for(connection), timeout=TIMEOUT) as client:
         listed = await client.list_tools()
         results = []
         for call in calls:

@@ -15,25 +15,28 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
 agents = importlib.import_module("agents")
 mcp_servers = importlib.import_module("agents.mcp")
 openai = importlib.import_module("openai")
+# Seconds this client waits to connect and for an answer: tests/support/timing.py's patience(60), from the harness.
+TIMEOUT = float(os.environ.get("MNOTE_TEST_CLIENT_TIMEOUT", "60"))
 
 
 def server_for(connection: dict[str, Any]) -> Any:
     transport = connection["transport"]
     if transport == "stdio":
         params = {"command": connection["command"], "args": connection["args"], "env": connection["env"]}
-        return mcp_servers.MCPServerStdio(params=params, name="mnote", client_session_timeout_seconds=60)
+        return mcp_servers.MCPServerStdio(params=params, name="mnote", client_session_timeout_seconds=TIMEOUT)
     params = {"url": connection["url"], "headers": connection["headers"]}
     if transport == "http":
         return mcp_servers.MCPServerStreamableHttp(
-            params=params, name="mnote", client_session_timeout_seconds=60
+            params=params, name="mnote", client_session_timeout_seconds=TIMEOUT
         )
-    return mcp_servers.MCPServerSse(params=params, name="mnote", client_session_timeout_seconds=60)
+    return mcp_servers.MCPServerSse(params=params, name="mnote", client_session_timeout_seconds=TIMEOUT)
 
 
 async def run(label: str, connection: dict[str, Any], model_url: str) -> dict[str, Any]:

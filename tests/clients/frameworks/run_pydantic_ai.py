@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
@@ -23,15 +24,17 @@ pydantic_mcp = importlib.import_module("pydantic_ai.mcp")
 openai_models = importlib.import_module("pydantic_ai.models.openai")
 openai_provider = importlib.import_module("pydantic_ai.providers.openai")
 transports = importlib.import_module("fastmcp.client.transports")
+# Seconds this client waits to connect and for an answer: tests/support/timing.py's patience(60), from the harness.
+TIMEOUT = float(os.environ.get("MNOTE_TEST_CLIENT_TIMEOUT", "60"))
 
 
 def toolset_for(connection: dict[str, Any]) -> Any:
     if connection["transport"] == "stdio":
         stdio = transports.StdioTransport(connection["command"], connection["args"], env=connection["env"])
-        return pydantic_mcp.MCPToolset(stdio, init_timeout=60, read_timeout=60)
+        return pydantic_mcp.MCPToolset(stdio, init_timeout=TIMEOUT, read_timeout=TIMEOUT)
     # fastmcp picks SSE for a URL ending in /sse, streamable HTTP otherwise
     return pydantic_mcp.MCPToolset(
-        connection["url"], headers=connection["headers"], init_timeout=60, read_timeout=60
+        connection["url"], headers=connection["headers"], init_timeout=TIMEOUT, read_timeout=TIMEOUT
     )
 
 

@@ -39,6 +39,9 @@ function transportFor(connection) {
   });
 }
 
+// Milliseconds this client waits to connect and for an answer: tests/support/timing.py's patience(60), from the harness.
+const TIMEOUT = Number(process.env.MNOTE_TEST_CLIENT_TIMEOUT ?? "60") * 1000;
+
 async function run(connection, calls) {
   const questions = [];
   const capabilities = connection.elicitation ? { elicitation: { form: {} } } : {};
@@ -49,13 +52,13 @@ async function run(connection, calls) {
       return connection.elicitation === "accept" ? { action: "accept", content: {} } : { action: "decline" };
     });
   }
-  await client.connect(transportFor(connection));
+  await client.connect(transportFor(connection), { timeout: TIMEOUT });
   try {
-    const listed = await client.listTools();
+    const listed = await client.listTools(undefined, { timeout: TIMEOUT });
     const results = [];
     for (const call of calls) {
       try {
-        const result = await client.callTool({ name: call.name, arguments: call.arguments });
+        const result = await client.callTool({ name: call.name, arguments: call.arguments }, undefined, { timeout: TIMEOUT });
         results.push({
           name: call.name,
           isError: result.isError === true,

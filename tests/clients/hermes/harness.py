@@ -23,6 +23,7 @@ from typing import IO, Any
 import pytest
 
 from tests.support.helpers import ROOT, store_with_pages
+from tests.support.timing import patience
 
 HERMES_ENV = ROOT / ".ci" / "hermes"
 HERMES_PYTHON = HERMES_ENV / "bin" / "python"
@@ -49,12 +50,19 @@ def require_hermes() -> None:
 
 
 def example_config(name: str, substitutions: Mapping[str, str]) -> str:
-    """A shipped example, with each placeholder replaced; every placeholder named must be there."""
+    """A shipped example, with each placeholder replaced (every placeholder named must be there) and
+    its timeouts given this run's patience (tests/support/timing.py)."""
     text = (EXAMPLES / name).read_text(encoding="utf-8")
     for placeholder, value in substitutions.items():
         assert placeholder in text, f"{name} no longer contains {placeholder!r}"
         text = text.replace(placeholder, value)
-    return text
+    return _TIMEOUT_LINE.sub(lambda line: f"{line.group(1)}{round(patience(int(line.group(2))))}", text)
+
+
+# Hermes's waits for a server: to connect, for a call's answer, for discovery before a chat's first turn.
+_TIMEOUT_LINE = re.compile(
+    r"^(\s*(?:connect_timeout|timeout|mcp_discovery_timeout):\s*)(\d+)\b", re.MULTILINE
+)
 
 
 def example_serve_command(name: str) -> list[str]:
@@ -188,7 +196,7 @@ def hermes_driver(home: Path, log: Path, **env: str) -> Iterator[HermesDriver]:
             with suppress(RuntimeError, OSError, ValueError):
                 driver.send({"op": "quit"})
             try:
-                process.wait(timeout=60)
+                process.wait(timeout=patience(60))
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
@@ -208,7 +216,7 @@ def run_agent_loop(
         [str(HERMES_CLI), "chat", "-q", prompt, "-Q", "-t", toolset],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=patience(600),
         cwd=home,
         input=typed,
         stdin=subprocess.DEVNULL if typed is None else None,
@@ -245,7 +253,7 @@ def hermes_login(home: Path, server_key: str, login: str, *, timeout: float = 18
         env=environment,
     )
     os.close(terminal)
-    printed, signed_in, deadline = b"", False, time.monotonic() + timeout
+    printed, signed_in, deadline = b"", False, time.monotonic() + patience(timeout)
     try:
         while process.poll() is None and time.monotonic() < deadline:
             if not select.select([controller], [], [], 0.5)[0]:
@@ -258,9 +266,9 @@ def hermes_login(home: Path, server_key: str, login: str, *, timeout: float = 18
             if found and not signed_in:
                 url = found.group(1).decode()
                 redirect = parse_qs(urlsplit(url).query)["redirect_uri"][0]
-                httpx2.get(sign_in(url, redirect, login), timeout=30, trust_env=False)
+                httpx2.get(sign_in(url, redirect, login), timeout=patience(30), trust_env=False)
                 signed_in = True
-        process.wait(timeout=30)
+        process.wait(timeout=patience(30))
     finally:
         if process.poll() is None:
             process.kill()

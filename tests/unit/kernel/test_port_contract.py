@@ -52,6 +52,7 @@ from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.stores import StoreLocation, open_store
 from tests.support.helpers import FIXTURE, dump, seeded_store
 from tests.support.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
+from tests.support.timing import patience
 from tests.support.writer import Writer
 
 pytestmark = pytest.mark.anyio
@@ -98,7 +99,7 @@ def adapter(
         with reference_runtime(shared, tmp_path_factory.mktemp("runtime")) as runtime:
             yield Adapter("http", lambda: HttpKernel(runtime.url, token=runtime.token), shared, runtime)
     else:
-        yield Adapter("cli", lambda: CliKernel(runtime_cli_command(shared), timeout=30), shared)
+        yield Adapter("cli", lambda: CliKernel(runtime_cli_command(shared), timeout=patience(30)), shared)
 
 
 def restored_copy(dest: Path) -> Path:
@@ -112,7 +113,7 @@ def restored_copy(dest: Path) -> Path:
         backup_sqlite(source, dest)
     finally:
         writer.stop.set()
-        writer.join(timeout=60)
+        writer.join(timeout=patience(60))
     return dest
 
 

@@ -35,6 +35,7 @@ from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
 from tests.support.helpers import FIXTURE, ROOT, page_args
 from tests.support.runtimes import RuntimeProcess, mnote_command, note_command, reference_runtime
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 HEX_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -217,7 +218,7 @@ def test_the_runtime_will_not_listen_beyond_loopback_without_a_token(tmp_path: P
         mnote_command("runtime", "serve", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0"),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
         env={k: v for k, v in os.environ.items() if k != "MNOTE_RUNTIME_TOKEN"},
     )
@@ -233,7 +234,7 @@ def run_cli_adapter(db: Path, request: bytes) -> subprocess.CompletedProcess[byt
         mnote_command("runtime", "cli", "--db", str(db), "--no-demo"),
         input=request,
         capture_output=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
     )
 
@@ -292,7 +293,7 @@ def run_cli_adapter_with(
         [*mnote_command("runtime", "cli", "--db", str(db), "--no-demo"), *args],
         input=request,
         capture_output=True,
-        timeout=60,
+        timeout=patience(60),
         cwd=ROOT,
         env={**{k: v for k, v in os.environ.items() if not k.startswith("MNOTE_")}, **env},
     )

@@ -20,13 +20,14 @@ from mnote_mcp.resources import pages as resource_pages
 from mnote_mcp.resources.uris import page_key, page_uri
 from mnote_mcp.vocabulary.scopes import Scope
 from tests.support.helpers import MODES, SECRETS, call, connect, page_args, stdio_params, write_args
+from tests.support.timing import patience
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 DOC_1 = page_uri(PageKey("ws_1", "doc_1"))
 SECRET = page_uri(PageKey("ws_1", "doc_secret"))
 OTHER = page_uri(PageKey("ws_other", "doc_other"))
 MISSING = page_uri(PageKey("ws_1", "doc_missing"))
-TIMEOUT = 10
+TIMEOUT = patience(10)
 
 
 class Updates:
@@ -195,7 +196,9 @@ async def test_a_listen_stream_carries_updates_for_readable_pages_only(db: Path)
 
 
 async def _writer_process(db: Path, write: Callable[[Client], Any]) -> None:
-    async with Client(stdio_params(db, "--actor", "user_editor"), read_timeout_seconds=30) as client:
+    async with Client(
+        stdio_params(db, "--actor", "user_editor"), read_timeout_seconds=patience(30)
+    ) as client:
         await write(client)
 
 

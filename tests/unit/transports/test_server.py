@@ -41,6 +41,7 @@ from tests.support.helpers import (
     write_args,
 )
 from tests.support.http_helpers import http_server, mcp_http, wait_until
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 
@@ -179,7 +180,7 @@ async def test_stopping_answers_the_calls_in_flight_and_the_calls_after_as_shutt
 
 
 def _rpc(url: str, headers: dict[str, str], message: dict[str, Any]) -> httpx2.Response:
-    return httpx2.post(f"{url}/mcp", json=message, headers=headers, timeout=60)
+    return httpx2.post(f"{url}/mcp", json=message, headers=headers, timeout=patience(60))
 
 
 def _answer(response: httpx2.Response) -> dict[str, Any]:
@@ -232,14 +233,17 @@ def test_a_stop_past_the_grace_answers_a_call_waiting_for_a_lock_and_exits_at_on
             sender = threading.Thread(target=lambda: answers.append(_rpc(server.url, headers, write)))
             sender.start()
             in_flight = wait_until(
-                lambda: httpx2.get(f"{server.url}/healthz", timeout=10).json()["callsInFlight"] == 1, 20
+                lambda: (
+                    httpx2.get(f"{server.url}/healthz", timeout=patience(10)).json()["callsInFlight"] == 1
+                ),
+                20,
             )
             assert in_flight, "the write never reached the kernel"
             stopped = time.monotonic()
             server.process.send_signal(stop)
-            sender.join(timeout=60)
+            sender.join(timeout=patience(60))
             answered = time.monotonic() - stopped
-            server.process.wait(timeout=60)
+            server.process.wait(timeout=patience(60))
             exited = time.monotonic() - stopped
         finally:
             holder.execute("ROLLBACK")
@@ -251,6 +255,6 @@ def test_a_stop_past_the_grace_answers_a_call_waiting_for_a_lock_and_exits_at_on
     error = envelope["error"]
     assert error["code"] == "mnote_tool_runtime_unavailable" and error["retryable"] is True, error
     assert error["details"]["cause"] == "shutting_down", error
-    assert 0.9 <= answered < 6, f"answered {answered:.1f}s after the stop (grace 1 s)"
-    assert exited < 8, f"exited {exited:.1f}s after the stop (grace 1 s, lock held for 30 s)"
+    assert 0.9 <= answered < patience(6), f"answered {answered:.1f}s after the stop (grace 1 s)"
+    assert exited < patience(8), f"exited {exited:.1f}s after the stop (grace 1 s, lock held for 30 s)"
     assert dump(db) == before, "the abandoned write left something behind"

@@ -20,8 +20,9 @@ from mcp.shared.message import SessionMessage
 
 from mnote_mcp.transports.stdio import INVALID_REQUEST, PARSE_ERROR, encode, frame
 from tests.support.helpers import RAW_INITIALIZE, ROOT
+from tests.support.timing import patience
 
-TIMEOUT = 30
+TIMEOUT = patience(30)
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),

@@ -23,6 +23,7 @@ from mnote_mcp.kernel.traced import TracedKernel
 from mnote_mcp.telemetry.metrics import Metrics
 from mnote_mcp.transports.storemetrics import store_metrics
 from tests.support.metrics import Samples, scrape
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 IDS = Correlation("sess_t", "run_t", "call_t", "trace_t")
@@ -82,7 +83,7 @@ async def test_the_pool_figures_follow_connections_held_and_waited_for(kernel: S
         waiter.start()
         wait_for(lambda: pool.counts()[2] == 1, "the second transaction never waited")
         waiting = await scrape(metrics)
-    waiter.join(timeout=30)
+    waiter.join(timeout=patience(30))
     assert released.is_set()
     after = await scrape(metrics)
     assert held[IN_USE] == 1 and held[("mnote_store_pool_waiting", ())] == 0

@@ -25,6 +25,7 @@ from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.sqlite.schema import SCHEMA_VERSION
 from mnote_mcp.kernel.store.rows import read_tree
 from tests.support.helpers import FIXTURES, ROOT, call, connect, page_args, write_args
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 V1_DUMP = FIXTURES / "store_v1.sql"
@@ -199,7 +200,7 @@ def test_two_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path: Pa
     ]
     time.sleep(1.0)  # both imported and waiting
     go.touch()
-    errors = [process.communicate(timeout=120)[1].decode() for process in processes]
+    errors = [process.communicate(timeout=patience(120))[1].decode() for process in processes]
     assert [process.returncode for process in processes] == [0, 0], errors
     assert rows_of(db, "SELECT version FROM schema_migrations") == [(2,), (3,), (4,), (5,)], (
         "migrated exactly once"

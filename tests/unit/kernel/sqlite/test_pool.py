@@ -25,6 +25,7 @@ from mnote_mcp.kernel.port import Command, Correlation, PagesQuery, SearchQuery
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import ROOT, dump
+from tests.support.timing import patience
 
 IDS = Correlation("sess_t", "run_t", "call_t", "trace_t")
 PROC_FD = Path("/proc/self/fd")
@@ -62,7 +63,7 @@ def in_threads(count: int, work: Callable[[int], object]) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=60)
+        thread.join(timeout=patience(60))
     assert not errors, errors
 
 
@@ -172,7 +173,7 @@ def test_closing_the_store_ends_a_call_waiting_for_the_lock(db: Path) -> None:
             time.sleep(0.01)  # the write has its connection: it is in BEGIN IMMEDIATE, waiting
         closed = time.monotonic()
         store.close()
-        waiting.join(timeout=10)
+        waiting.join(timeout=patience(10))
         assert not waiting.is_alive(), "the call still waits for the lock after the store closed"
         assert time.monotonic() - closed < 5
     finally:
@@ -209,7 +210,7 @@ def test_out_of_file_descriptors_searches_answer_retryable_and_recover(db: Path)
         [sys.executable, "-m", "tests.support.fd_limit", str(db), "40"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=patience(300),
         cwd=ROOT,
         preexec_fn=limited,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

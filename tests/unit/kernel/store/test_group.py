@@ -26,6 +26,7 @@ from mnote_mcp.kernel.store import ledger
 from mnote_mcp.kernel.store.commands import COMMANDS
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 
@@ -310,7 +311,7 @@ async def test_a_leader_cancelled_while_gathering_still_runs_its_group(db: Path)
         answers.append(await kernel.execute(note("follower")))
 
     try:
-        with anyio.fail_after(10):  # a group left without its leader would never answer
+        with anyio.fail_after(patience(10)):  # a group left without its leader would never answer
             async with anyio.create_task_group() as group:
                 group.start_soon(leader)
                 await anyio.lowlevel.checkpoint()  # the leader is gathering

@@ -12,6 +12,7 @@ import pytest
 
 from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.helpers import IDS, MODES, call, connect, dump, page_args, write_args
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 PARA = [{"type": "paragraph", "text": "new"}]
@@ -313,30 +314,47 @@ async def test_empty_append_and_blank_texts_are_refused(db: Path) -> None:
 
 
 async def test_a_write_waiting_for_a_lock_does_not_stall_the_event_loop(db: Path) -> None:
-    """Another process holds the write lock: the call waits on a worker thread, the loop keeps going."""
+    """Another process holds the write lock: the call waits on a worker thread, the loop keeps going.
+
+    The lock is released by the loop itself, after 20 turns of it and half a second while the write
+    waits, so the count does not depend on how fast a loaded machine turns it; a write that blocked
+    the loop would never see it released and fail as store_busy (a thread lets the lock go at last, so
+    nothing hangs)."""
+    import threading
+
     import anyio
 
-    holder = sqlite3.connect(db, isolation_level=None)
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
-    ticks = 0
+    lock = threading.Lock()
+    ticks_at_release: list[int] = []
+
+    def release(ticks: int) -> None:
+        with lock:
+            if not ticks_at_release:
+                ticks_at_release.append(ticks)
+                holder.execute("COMMIT")
 
     async def ticker() -> None:
-        nonlocal ticks
-        while True:
+        started, ticks = anyio.current_time(), 0
+        while ticks < 20 or anyio.current_time() - started < 0.5:  # the write has begun to wait by then
             await anyio.sleep(0.01)
             ticks += 1
+        release(ticks)
 
-    async def release() -> None:
-        await anyio.sleep(0.5)
-        holder.execute("COMMIT")
-
-    async with connect(db) as client, anyio.create_task_group() as group:
-        group.start_soon(ticker)
-        group.start_soon(release)
-        envelope = await call(
-            client, "mnote.page.update_title", **write_args("locked", title="After the lock")
-        )
-        group.cancel_scope.cancel()
-    holder.close()
-    assert envelope["ok"] and envelope["result"]["revision"] == 2
-    assert ticks >= 20, "the event loop kept running while the write waited"
+    fallback = threading.Timer(patience(40), release, (0,))
+    fallback.start()
+    try:
+        async with connect(db, store_busy_timeout=patience(30)) as client, anyio.create_task_group() as group:
+            group.start_soon(ticker)
+            envelope = await call(
+                client, "mnote.page.update_title", **write_args("locked", title="After the lock")
+            )
+    finally:
+        fallback.cancel()
+        release(0)
+        holder.close()
+    assert ticks_at_release and ticks_at_release[0] >= 20, (
+        "the event loop kept running while the write waited"
+    )
+    assert envelope["ok"] and envelope["result"]["revision"] == 2, envelope
