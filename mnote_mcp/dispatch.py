@@ -173,6 +173,9 @@ class Dispatcher:
         fair: FairShare | None = None,
     ) -> None:
         self.registry = registry
+        # What a read-only server still answers, as its refusal of a write names them: the tools this
+        # server serves that do not write, derived from the registry (the hint once named two by hand).
+        self.read_tools = [spec.advertised_name(registry.style) for spec in registry.specs if not spec.writes]
         self.kernel = kernel
         self.locale: Locale = locale
         self.read_only = read_only
@@ -325,7 +328,9 @@ class Dispatcher:
             if self.inflight.stopping:
                 raise shutting_down()
             if spec.writes and self.read_only:
-                raise MnoteError(ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY)
+                raise MnoteError(
+                    ErrorCode.PERMISSION_DENIED, Reason.READ_ONLY, {"readTools": self.read_tools}
+                )
             caller = await _checked(heavy, partial(admit, spec, args, meta, identity))
             scopes = caller.scopes
             named = spec.page_bound and not caller.workspace_id  # "": the page is found by its name

@@ -345,8 +345,8 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "en": "use one of the supported block types",
     },
     (_C.PERMISSION_DENIED, _R.READ_ONLY): {
-        "zh-CN": "只读模式下只能调用 mnote.page.get 和 mnote.page.history",
-        "en": "only mnote.page.get and mnote.page.history are available in read-only mode",
+        "zh-CN": "只读模式下只能调用读取的工具：{readTools}",
+        "en": "in read-only mode only the tools that read are available: {readTools}",
     },
 }
 

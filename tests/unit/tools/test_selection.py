@@ -106,6 +106,22 @@ async def test_read_only_still_refuses_a_selected_write_tool_with_an_envelope(db
     assert envelope["error"]["message"] == "the server is in read-only mode: write tools are disabled"
 
 
+@pytest.mark.parametrize("toolsets", [frozenset(), frozenset(Toolset), frozenset({"page", "block"})])
+async def test_a_read_only_refusal_names_the_read_tools_this_server_serves(
+    db: Path, toolsets: frozenset[Toolset]
+) -> None:
+    """The hint is derived from the registry: every tool of the selection that does not write, and no
+    other (it once named mnote.page.get and mnote.page.history by hand, and omitted mnote.page.search).
+    `frozenset()`: the default selection."""
+    served = ToolSelection(toolsets=toolsets).select(ALL_TOOLS)
+    async with connect(db, "legacy", read_only=True, toolsets=toolsets) as client:
+        envelope = await call(client, "mnote.page.save", **write_args("k", mode="append", blocks=[]))
+    error = envelope["error"]
+    assert error["details"]["readTools"] == [spec.name for spec in served if not spec.writes]
+    named = set(re.findall(r"mnote\.[a-z_]+\.[a-z_]+", error["hint"]))
+    assert named == {spec.name for spec in served if not spec.writes}, error["hint"]
+
+
 def test_flags_and_their_environment_twins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNOTE_TOOLSETS", "page,artifact")
     monkeypatch.setenv("MNOTE_EXCLUDE_TOOLS", "mnote.page.save")
@@ -205,3 +221,13 @@ async def test_over_http_each_token_lists_the_tools_of_its_own_scopes(db: Path, 
             async with mcp_http(server.url, token, "legacy") as client:
                 listed[token] = {tool.name for tool in (await client.list_tools()).tools}
     assert listed == {"tok-viewer": allowed(Caller.PAGE_READ_SCOPE) & DEFAULT, "tok-editor": DEFAULT}
+
+
+def test_the_default_selection_as_help_shows_it_names_the_tools_left_out() -> None:
+    """`--toolsets`'s shown default is words, checked against the declarations: it names exactly the
+    tools not selected by default."""
+    from mnote_mcp.config import ServerConfig, options
+
+    (toolsets,) = [option for option in options(ServerConfig) if option.name == "toolsets"]
+    named = set(re.findall(r"mnote\.[a-z_]+\.[a-z_]+", toolsets.shown_default))
+    assert named == {spec.name for spec in ALL_TOOLS if not spec.by_default}
