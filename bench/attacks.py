@@ -33,6 +33,7 @@ are not.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -407,23 +408,50 @@ async def flood_before_after(before: Path | None) -> dict[str, Any]:
     return results
 
 
-async def main() -> dict[str, Any]:
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The attack to run (none: issue 9's set) and its arguments; `postgres` and `outage` read the rest
+    themselves."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.attacks",
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="Without an attack: issue 9's set, as this module's docstring lists it.",
+    )
+    attacks = parser.add_subparsers(dest="attack", metavar="ATTACK")
+    attacks.add_parser("runtime", help="the reference runtime's part alone")
+    many = attacks.add_parser("many-ids", help="issue 26's many-id deletes and another tenant's reads")
+    many.add_argument("base", nargs="?", type=Path, help="a checkout of other code, run beside this one")
+    flood = attacks.add_parser("flood", help="connections that send nothing, on each event loop")
+    flood.add_argument("--before", type=Path, help="a checkout of the code before a fix, run first")
+    loop = attacks.add_parser("loop", help="issue 30's edit_text amplification and completion storm")
+    loop.add_argument("--before", type=Path, help="a checkout of the code before a fix, side by side")
+    loop.add_argument("--quick", action="store_true", help="a smoke run")
+    attacks.add_parser(
+        "postgres", help="broad searches on a PostgreSQL replica (its own --help)", add_help=False
+    )
+    attacks.add_parser(
+        "outage", help="PostgreSQL stopped and started under a replica (its own --help)", add_help=False
+    )
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.attack not in ("postgres", "outage"):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args, rest
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
     from bench.bigpage import in_process
 
-    if sys.argv[1:] == ["runtime"]:
+    if args.attack == "runtime":
         return {"runtime": await runtime_attacks()}
-    if sys.argv[1:2] == ["many-ids"]:  # issue 26; optionally against a checkout of another commit too
+    if args.attack == "many-ids":  # issue 26; optionally against a checkout of another commit too
         from bench.manyids import many_ids
 
-        return {"many_ids": await many_ids(Path(sys.argv[2]) if sys.argv[2:] else None)}
-    if sys.argv[1:2] == ["flood"]:
-        before = Path(sys.argv[3]) if sys.argv[2:3] == ["--before"] else None
-        return {"connection_flood": await flood_before_after(before)}
-    if sys.argv[1:2] == ["loop"]:  # issue 30: edit_text amplification and a completion storm
+        return {"many_ids": await many_ids(args.base)}
+    if args.attack == "flood":
+        return {"connection_flood": await flood_before_after(args.before)}
+    if args.attack == "loop":  # issue 30: edit_text amplification and a completion storm
         from bench.loopattacks import loop_attacks
 
-        before = Path(sys.argv[3]) if sys.argv[2:3] == ["--before"] else None
-        return {"loop": await loop_attacks(before, quick="--quick" in sys.argv)}
+        return {"loop": await loop_attacks(args.before, quick=args.quick)}
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mnote-attacks-") as tmp:
@@ -446,13 +474,14 @@ async def main() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["postgres"]:
+    arguments, rest = parse(sys.argv[1:])
+    if arguments.attack == "postgres":
         from bench.broadsearch import main as broad_search
 
-        print(json.dumps(broad_search(sys.argv[2:]), indent=2))
-    elif sys.argv[1:2] == ["outage"]:
+        print(json.dumps(broad_search(rest), indent=2))
+    elif arguments.attack == "outage":
         from bench.outage import main as outage
 
-        print(json.dumps(outage(sys.argv[2:]), indent=2))
+        print(json.dumps(outage(rest), indent=2))
     else:
-        print(json.dumps(anyio.run(main), indent=2))
+        print(json.dumps(anyio.run(main, arguments), indent=2))
