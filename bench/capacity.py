@@ -59,6 +59,7 @@ from bench.measure import cpu_seconds
 from bench.postgres import _postmaster, _tree_cpu, new_database, start_postgres
 from bench.streamable import _free_port, _request, _wait_for_port
 from bench.targets import PYCACHE, ROOT
+from tests.support.helpers import every_tool_env
 
 WS = "ws_cap"
 PAGES = 200
@@ -235,7 +236,7 @@ async def start_replicas(count: int, url: str, tokens: Path, pool: int) -> list[
         process = await asyncio.create_subprocess_exec(
             *argv,
             cwd=ROOT,
-            env={**os.environ, **PYCACHE},
+            env={**os.environ, **PYCACHE, **every_tool_env()},  # writes are mnote.block.update
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )

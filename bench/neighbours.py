@@ -51,6 +51,7 @@ from bench.run import _free_port, _wait_for_port
 from mnote_mcp.kernel.port import Command, Correlation
 from mnote_mcp.kernel.store.fixtures import load_fixture
 from mnote_mcp.stores import open_store
+from tests.support.helpers import every_tool_env
 from tests.support.http_helpers import serve_argv, write_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,7 +250,7 @@ async def server(root: Path, db: str, tokens: Path) -> AsyncIterator[str]:
     process = await asyncio.create_subprocess_exec(
         *argv,
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root), "MNOTE_LOG_LEVEL": "warning"},
+        env={**os.environ, "PYTHONPATH": str(root), "MNOTE_LOG_LEVEL": "warning", **every_tool_env(root)},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fixtures import ACTOR, PAGE, WORKSPACE
+from tests.support.helpers import every_tool_env
 
 ROOT = Path(__file__).resolve().parent.parent
 MEMORY_SERVER = (
@@ -45,7 +46,7 @@ def mnote(db: Path, baseline: Path | None = None, *flags: str) -> Target:
     failure `isError` (`--result-form both --refusals error`), as the echo server does and as every
     figure of docs/performance.md before issue 22 was measured: the same protocol work whatever the
     default (one text block since issue 22, which is less), and a failed call is never counted."""
-    env = dict(PYCACHE)
+    env = {**PYCACHE, **every_tool_env(baseline or ROOT)}  # the suites call every tool
     if baseline is not None:
         env["PYTHONPATH"] = str(baseline)
     name = "mnote" if baseline is None else "mnote-baseline"

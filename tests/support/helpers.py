@@ -219,6 +219,12 @@ def write_args(key: str, dry_run: bool = False, document_id: str = "doc_1", **ex
 EVERY_TOOL_ENV: dict[str, str] = {"MNOTE_TOOLSETS": "all"}
 
 
+def every_tool_env(root: Path = ROOT) -> dict[str, str]:
+    """`EVERY_TOOL_ENV` for a server of this checkout; nothing for another checkout's (a baseline for a
+    benchmark: 2f7f760 and older serve every tool and refuse `all` as a toolset)."""
+    return EVERY_TOOL_ENV if Path(root).resolve() == ROOT.resolve() else {}
+
+
 def stdio_params(db: Path | str, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,

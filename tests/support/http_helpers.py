@@ -28,7 +28,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.helpers import EVERY_TOOL_ENV, ROOT
+from tests.support.helpers import ROOT, every_tool_env
 from tests.support.timing import patience
 
 _LISTENING = re.compile(r"listening on (http://\S+) ")
@@ -108,7 +108,7 @@ def http_server(
         env={
             **os.environ,
             "PYTHONUNBUFFERED": "1",
-            **(EVERY_TOOL_ENV if root == ROOT else {}),
+            **every_tool_env(root),
             **(env or {}),
         },
         preexec_fn=None if open_files is None else partial(file_limit, open_files),

@@ -70,7 +70,9 @@ class StoreBusyError(MoveToThread):
 
 
 def is_busy(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in _BUSY_CODES
+    # the primary code: an extended one (SQLITE_BUSY_SNAPSHOT, 517) is a lock held elsewhere too
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in _BUSY_CODES
 
 
 def dump(conn: sqlite3.Connection) -> str:

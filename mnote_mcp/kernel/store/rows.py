@@ -202,6 +202,11 @@ class PageBlocks:
         )
         self._asked.append((wanted, rows))
 
+    def close(self) -> None:
+        """Close what `ask` asked and nobody read (see `Store.run_command`)."""
+        while self._asked:
+            self._asked.pop(0)[1].close()
+
     def _answers(self) -> None:
         """Read the answer to what `ask` asked (before any other read of the rows)."""
         while self._asked:

@@ -12,7 +12,7 @@ cannot write even by mistake. This module orchestrates: the database is the `dia
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from typing import Any
 
 from mnote_mcp.kernel.blocks import Block, block_ids, summary_of
@@ -252,34 +252,40 @@ class Store:
             self.dialect.lock_page(conn, command.workspace_id, command.document_id)
         asked = ledger.ask(conn, command)  # read after the checkpoints: one round trip on PostgreSQL
         blocks = PageBlocks.asking(conn, command.workspace_id, command.document_id, spec.named, payload)
-        page = access.authorize(conn, command.workspace_id, command.document_id, command.actor_id, spec.scope)
-        replay = ledger.lookup(conn, command, print_, spec.conflict_reason, asked)
-        if replay is not None:
-            if command.dry_run:
-                return ledger.dry_replay(command, replay.outcome, page.revision)
-            ledger.record_replay(conn, command, replay.outcome)
-            return replay.outcome
-        if inline and not bounds.inline_ok(page, command.payload):
-            raise MoveToThread  # a long page, or a request that makes it long: planned off the loop
-        tx = Tx(conn, page, command, blocks, inline, self.limits)
-        rebased = check_base(tx, spec, payload)
-        plan = spec.plan(tx, payload)
-        bounds.check_plan(self.limits, plan.blocks, plan.size_after(page), tx.blocks)  # every command's
-        data = plan.data.copy()
-        if rebased is not None:
-            data["rebasedFrom"] = rebased
-        if writes is None:
-            if plan.text_diff is not None and command.text_diff:
-                if inline:
-                    raise MoveToThread  # rendering and diffing the whole page is heavy
-                data["textDiff"] = plan.text_diff()
-            return plan.outcome(command, None, page.revision, data)
-        command_id = ledger.command_id(command.name, command.correlation.trace_id)
-        data["runId"] = command.correlation.run_id  # kept in the ledger: a replay names the first run
-        revision = self._write(writes, tx, plan, command_id) if plan.changed else page.revision
-        outcome = plan.outcome(command, command_id, revision, data)
-        ledger.record(conn, command, command_id, print_, page.revision, outcome)
-        return outcome
+        # A question asked and never read (a refusal, a move off the loop, a plan that needed no row)
+        # must not hold its statement open: on SQLite it kept the connection's read snapshot past the
+        # transaction, and the event loop's next write failed SQLITE_BUSY_SNAPSHOT.
+        with closing(asked), closing(blocks):
+            page = access.authorize(
+                conn, command.workspace_id, command.document_id, command.actor_id, spec.scope
+            )
+            replay = ledger.lookup(conn, command, print_, spec.conflict_reason, asked)
+            if replay is not None:
+                if command.dry_run:
+                    return ledger.dry_replay(command, replay.outcome, page.revision)
+                ledger.record_replay(conn, command, replay.outcome)
+                return replay.outcome
+            if inline and not bounds.inline_ok(page, command.payload):
+                raise MoveToThread  # a long page, or a request that makes it long: planned off the loop
+            tx = Tx(conn, page, command, blocks, inline, self.limits)
+            rebased = check_base(tx, spec, payload)
+            plan = spec.plan(tx, payload)
+            bounds.check_plan(self.limits, plan.blocks, plan.size_after(page), tx.blocks)  # every command's
+            data = plan.data.copy()
+            if rebased is not None:
+                data["rebasedFrom"] = rebased
+            if writes is None:
+                if plan.text_diff is not None and command.text_diff:
+                    if inline:
+                        raise MoveToThread  # rendering and diffing the whole page is heavy
+                    data["textDiff"] = plan.text_diff()
+                return plan.outcome(command, None, page.revision, data)
+            command_id = ledger.command_id(command.name, command.correlation.trace_id)
+            data["runId"] = command.correlation.run_id  # kept in the ledger: a replay names the first run
+            revision = self._write(writes, tx, plan, command_id) if plan.changed else page.revision
+            outcome = plan.outcome(command, command_id, revision, data)
+            ledger.record(conn, command, command_id, print_, page.revision, outcome)
+            return outcome
 
     def _write(self, writes: Writes, tx: Tx, plan: Plan, command_id: str) -> int:
         if plan.apply is not None:

@@ -158,11 +158,14 @@ async def test_the_loops_work_for_a_completion_does_not_grow_with_the_pages(tmp_
             for n in range(count)
         ]
         db = store_with_pages(tmp_path / f"many{count}.db", FIXTURE, *pages)
+        rounds = []
         async with connect(db, "legacy", result_form="text") as client:
             await _complete(client, TEMPLATE, "workspaceId", "")
-            async with watching_the_loop() as watch:
-                for _ in range(5):
-                    workspaces = await _complete(client, TEMPLATE, "workspaceId", "")
-            assert workspaces.values == ["ws_1"]
-        loop_cpu[count] = watch.total_cpu
+            for _ in range(3):  # the least of three rounds: a loaded machine inflates some (33 ms once)
+                async with watching_the_loop() as watch:
+                    for _ in range(5):
+                        workspaces = await _complete(client, TEMPLATE, "workspaceId", "")
+                assert workspaces.values == ["ws_1"]
+                rounds.append(watch.total_cpu)
+        loop_cpu[count] = min(rounds)
     assert loop_cpu[10_000] < 3 * loop_cpu[100] + 0.005, loop_cpu

@@ -171,3 +171,26 @@ async def test_a_section_move_on_a_long_page_leaves_the_loop_free(db: Path) -> N
     assert moved["ok"], moved["error"]
     assert [block["id"] for block in page["result"]["blocks"]] == ["h2", "end", "h1"]
     assert watch.longest_cpu < STALL, watch.describe()
+
+
+async def test_a_write_moved_off_the_loop_leaves_the_loops_connection_free_for_the_next(db: Path) -> None:
+    """A write asks for the ledger and the blocks it names before it reads them (one round trip on
+    PostgreSQL, issue 34); on a page too long for the event loop it then moves to a worker thread
+    unread. The unread question held its statement, hence the loop connection's read snapshot, open:
+    after the worker's write the loop's next write failed SQLITE_BUSY_SNAPSHOT, an internal error
+    (found by the benchmark smoke run's block.insert on a 10,000-block page)."""
+    from mnote_mcp.kernel.store.dialect import INLINE_BLOCKS
+
+    blocks = [{"id": f"b{index}", "type": "paragraph", "text": "x"} for index in range(INLINE_BLOCKS + 1)]
+    async with connect(db) as client:
+        await _seed(client, blocks)
+        for index in range(3):
+            inserted = await call(
+                client,
+                "mnote.block.insert",
+                **write_args(
+                    f"insert{index}", blocks=[{"id": f"new{index}", "type": "paragraph", "text": "n"}]
+                ),
+                afterBlockId="b5",
+            )
+            assert inserted["ok"], inserted["error"]
