@@ -143,13 +143,13 @@ PAGE_REVERT = ToolSpec(
             ErrorCode.CONFLICT,
             Reason.REVERT,
             "a later write changed what the revert would undo (`details.conflicts`)",
-            "see the later writes with mnote.page.history; `toRevision` undoes them too",
+            "`details.conflicts` gives the later revision that changed each; `toRevision` undoes them too",
         ),
         ErrorCase(
             ErrorCode.NOT_FOUND,
             Reason.RUN,
             "`undoRunId` names no run of yours that wrote to this page (nothing is recorded)",
-            "use the `runId` one of your writes' results names; mnote.page.history lists the page's writes",
+            "use the `runId` one of your writes' results names (every write's result has one)",
             example={"toRevision": None, "undoRunId": "run_that_wrote_nothing_here"},
         ),
         ErrorCase(

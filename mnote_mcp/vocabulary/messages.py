@@ -246,13 +246,13 @@ HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
         "with baseRevision={currentRevision}",
     },
     (_C.CONFLICT, _R.REVERT): {
-        "zh-CN": "用 mnote.page.history 查看之后的写入；撤销到某个 revision（toRevision）会一并撤销它们",
-        "en": "see the later writes with mnote.page.history; reverting to a revision (toRevision) undoes them too",
+        "zh-CN": "details.conflicts 给出之后改动各处的 revision；撤销到更早的 revision（toRevision）会一并撤销那些写入",
+        "en": "details.conflicts gives the later revision that changed each; reverting to an earlier revision"
+        " (toRevision) undoes those writes too",
     },
     (_C.NOT_FOUND, _R.RUN): {
-        "zh-CN": "使用你的写入结果中给出的 runId；mnote.page.history 列出该页面的写入及其 runId",
-        "en": "use the runId one of your writes' results names; mnote.page.history lists this page's"
-        " writes with theirs",
+        "zh-CN": "使用你的某次写入结果中给出的 runId（每次写入的结果都有）",
+        "en": "use the runId one of your writes' results names (every write's result has one)",
     },
     (_C.CONFLICT, _R.PLAN_CHANGED): {
         "zh-CN": "用 mnote.page.get 重新读取页面，再决定是否重试",

@@ -231,3 +231,16 @@ def test_the_default_selection_as_help_shows_it_names_the_tools_left_out() -> No
     (toolsets,) = [option for option in options(ServerConfig) if option.name == "toolsets"]
     named = set(re.findall(r"mnote\.[a-z_]+\.[a-z_]+", toolsets.shown_default))
     assert named == {spec.name for spec in ALL_TOOLS if not spec.by_default}
+
+
+def test_every_tool_the_words_name_is_served_by_default() -> None:
+    """A message or hint that names a tool sends the model to it: on the default selection it must be
+    there (a revert's hints named mnote.page.history, which the default leaves out). Words that name
+    what a particular server serves take them from the registry (`{readTools}`)."""
+    from mnote_mcp.vocabulary.messages import HINTS, MESSAGES, WARNINGS
+
+    texts = [text for table in (MESSAGES, HINTS) for words in table.values() for text in words.values()]
+    texts += [text for words in WARNINGS.values() for text in words.values()]
+    named = {name for text in texts for name in re.findall(r"mnote\.[a-z_]+\.[a-z_]+", text)}
+    assert named, "the check finds the names it is about"
+    assert named <= {spec.name for spec in ALL_TOOLS if spec.by_default}, named
