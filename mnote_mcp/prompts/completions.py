@@ -161,7 +161,14 @@ class Completions:
 
 async def _sifted(refs: list[PageRef], sift: Callable[[], T]) -> T:
     """`sift()` (a pass over `refs`) on the event loop for a few refs, on a worker thread for many."""
-    return await anyio.to_thread.run_sync(sift) if len(refs) > _INLINE_REFS else sift()
+
+    def sift_and_drop() -> T:
+        try:
+            return sift()
+        finally:
+            refs.clear()
+
+    return await anyio.to_thread.run_sync(sift_and_drop) if len(refs) > _INLINE_REFS else sift_and_drop()
 
 
 def _starts(value: str, typed: str) -> bool:

@@ -168,4 +168,7 @@ async def test_the_loops_work_for_a_completion_does_not_grow_with_the_pages(tmp_
                 assert workspaces.values == ["ws_1"]
                 rounds.append(watch.total_cpu)
         loop_cpu[count] = min(rounds)
-    assert loop_cpu[10_000] < 3 * loop_cpu[100] + 0.005, loop_cpu
+    # Before, the loop's CPU grew by 28 ms a completion (144 ms against 4 ms for five). What may remain
+    # is the loop waiting its turn for the GIL while a worker sifts 10,000 refs: a few milliseconds at
+    # a loaded machine's worst (22 ms for five once, in CI at a load of 13), never the listing itself.
+    assert loop_cpu[10_000] - loop_cpu[100] < 5 * 0.006, loop_cpu
