@@ -17,12 +17,12 @@ import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.server import Server
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext
 from mcp.server.auth.provider import AccessToken
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
 from mnote_mcp.sdkadapter import SessionManager, connection_of
@@ -206,3 +206,24 @@ def test_a_reach_past_the_sdk_anywhere_else_is_found(tmp_path: Path) -> None:
         "    return ctx.session._connection\n"
     )
     assert private_reaches(package) == ["pkg/reach.py:3 ._session_owners", "pkg/reach.py:4 ._connection"]
+
+
+def test_a_new_session_is_admitted_as_the_sdks_own_code_admits_it() -> None:
+    """The adapter builds a new session's transport itself (`new_transport`, for the consent transport),
+    so its `_admit_session` is the SDK's, rewritten: the same transport settings, the owner filed, the
+    cap kept. Compared with the SDK's own, on the same manager settings, so an SDK whose admission
+    changes fails here."""
+    settings: dict[str, Any] = {"json_response": True, "session_idle_timeout": 30.0, "max_sessions": 1}
+    ours = SessionManager(app=Server("fence"), **settings)
+    sdks = StreamableHTTPSessionManager(app=Server("fence"), **settings)
+    owner = AuthorizationContext(client_id="c", issuer=None, subject="digest-a")
+    made = [manager._admit_session(owner) for manager in (ours, sdks)]
+    mine, theirs = (transport for transport in made if transport is not None)
+    compared = ("is_json_response_enabled", "_event_store", "_retry_interval", "_idle_timeout")
+    assert [getattr(mine, name) for name in compared] == [getattr(theirs, name) for name in compared]
+    assert type(mine) is type(theirs) is StreamableHTTPServerTransport
+    for manager, transport in zip((ours, sdks), made, strict=True):
+        assert transport is not None and transport.mcp_session_id is not None
+        assert manager._server_instances == {transport.mcp_session_id: transport}
+        assert manager._session_owners == {transport.mcp_session_id: owner}
+        assert manager._admit_session(None) is None, "the cap, one session"
