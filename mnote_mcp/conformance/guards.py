@@ -63,8 +63,7 @@ async def idempotency_header(s: Session) -> str | None:
             expected={"status": 400, "error": {"code": "mnote_tool_invalid_argument"}},
             actual=f"{exchange.status}: {exchange.problem or exchange.text}",
         )
-    revision = await s.revision("envelope")
-    s.expect(revision == 1, "nothing written", expected=1, actual=revision)
+    await s.expect_revision("envelope", 1, "nothing written")
     return "refused without it and with another"
 
 
@@ -107,8 +106,7 @@ async def schema_refusal(s: Session) -> str | None:
         if exchange.status
         else exchange.problem or exchange.text,
     )
-    revision = await s.revision("envelope")
-    s.expect(revision == 1, "nothing written", expected=1, actual=revision)
+    await s.expect_revision("envelope", 1, "nothing written")
     return f"refused at {pointer}"
 
 
@@ -159,8 +157,7 @@ async def record_refusal(s: Session) -> str | None:
 
     for outcome in Refused:
         await s.call(RECORD_REFUSAL, refusal("no", outcome))
-    revision = await s.revision(page)
-    s.expect(revision == 1, "a refusal writes no page", expected=1, actual=revision)
+    await s.expect_revision(page, 1, "a refusal writes no page")
     await s.call(AUDIT_TRAIL, AuditQuery(trace_id=s.trace, limit=10), why="three refusal records")
     written = await s.written(
         s.command(
@@ -228,8 +225,7 @@ async def _one_past(
             request=answer.request,
             actual=answer.value if answer.ok else answer.error,
         )
-    after = await s.revision(page)
-    s.expect(after == revision, "the refused writes wrote nothing", expected=revision, actual=after)
+    await s.expect_revision(page, revision, "the refused writes wrote nothing")
 
 
 @registry.check(

@@ -271,8 +271,7 @@ async def role_writes(s: Session) -> str | None:
                 request=answer.request,
                 actual=answer.value if answer.ok else answer.error,
             )
-    revision = await s.revision(page)
-    s.expect(revision == 1, "the refused writes wrote nothing", expected=1, actual=revision)
+    await s.expect_revision(page, 1, "the refused writes wrote nothing")
     note = s.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "c"}, page, "note", actor="commenter")
     await s.written(note, "a commenter writes artifacts")
     return f"{len(refused)} writes refused (dry runs too), a commenter's note written"

@@ -335,6 +335,11 @@ class Session:
         answer = await self.call(GET_PAGE, brief, why=f"the page {page} after the check's writes")
         return int(answer.value["revision"]) if answer.ok else -1
 
+    async def expect_revision(self, page: str, expected: int, message: str) -> None:
+        """The page is at `expected` (what a check's writes, or its refusals, left it at)."""
+        revision = await self.revision(page)
+        self.expect(revision == expected, message, expected=expected, actual=revision)
+
     def variant(self, request: Any, **fields: Any) -> Any:
         """The same request with these fields changed (a dry run of it, another trace)."""
         return replace(request, **fields)

@@ -74,8 +74,7 @@ async def dry_run(s: Session) -> str | None:
     plans: list[Answer] = []
     for index, (name, payload) in enumerate(cases):
         plans.append(await s.written(s.command(name, payload, page, f"k{index}", dry_run=True)))
-    revision = await s.revision(page)
-    s.expect(revision == 1, "dry runs write nothing", expected=1, actual=revision)
+    await s.expect_revision(page, 1, "dry runs write nothing")
     trail = await s.call(AUDIT_TRAIL, AuditQuery(trace_id=s.trace, limit=100), why="dry runs are not audited")
     s.expect(trail.value == [], "dry runs leave no audit record", actual=trail.value)
     for index, ((name, payload), plan) in enumerate(zip(cases, plans, strict=True)):
@@ -125,8 +124,7 @@ async def validation(s: Session) -> str | None:
         ),
         why="a dry run warns of a non-wired option",
     )
-    revision = await s.revision(page)
-    s.expect(revision == 1, "refused commands write nothing", expected=1, actual=revision)
+    await s.expect_revision(page, 1, "refused commands write nothing")
     return f"{len(bad)} refused, one warned"
 
 
@@ -153,8 +151,7 @@ async def replay(s: Session) -> str | None:
         expected={**{k: first.value[k] for k in same}, "replayed": True},
         actual={k: again.value.get(k) for k in (*same, "replayed")},
     )
-    revision = await s.revision(page)
-    s.expect(revision == 2, "one write", expected=2, actual=revision)
+    await s.expect_revision(page, 2, "one write")
     trail = await s.call(AUDIT_TRAIL, AuditQuery(trace_id=s.trace, limit=10))
     records = trail.value
     s.expect(
@@ -194,8 +191,7 @@ async def key_conflict(s: Session) -> str | None:
             request=answer.request,
             actual=answer.value if answer.ok else answer.error,
         )
-    revision = await s.revision(page)
-    s.expect(revision == 2, "the conflicts wrote nothing", expected=2, actual=revision)
+    await s.expect_revision(page, 2, "the conflicts wrote nothing")
     return "generic, summary and other_command"
 
 
@@ -282,8 +278,7 @@ async def stale(s: Session) -> str | None:
             request=answer.request,
             actual=answer.value if answer.ok else answer.error,
         )
-    revision = await s.revision(page)
-    s.expect(revision == 2, "the conflicts wrote nothing", expected=2, actual=revision)
+    await s.expect_revision(page, 2, "the conflicts wrote nothing")
     return "conflicts with the current revision"
 
 
