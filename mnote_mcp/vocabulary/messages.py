@@ -35,319 +35,534 @@ def parse_locale(value: str) -> Locale:
 
 _C = ErrorCode
 _R = Reason
-# (code, reason) -> {locale: text}; reason None is the code's fallback.
-MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
-    (_C.UNAUTHENTICATED, None): {
-        "zh-CN": "未登录：当前连接没有绑定用户身份",
-        "en": "not signed in: no actor is bound to this connection",
-    },
-    (_C.PERMISSION_DENIED, None): {"zh-CN": "没有权限", "en": "permission denied"},
-    (_C.PERMISSION_DENIED, _R.NOT_MEMBER): {
-        "zh-CN": "不是该 workspace 的成员",
-        "en": "not a member of this workspace",
-    },
-    (_C.PERMISSION_DENIED, _R.PAGE_READ): {"zh-CN": "无页面读取权限", "en": "no page read permission"},
-    (_C.PERMISSION_DENIED, _R.PAGE_WRITE): {"zh-CN": "无页面写权限", "en": "no page write permission"},
-    (_C.PERMISSION_DENIED, _R.ARTIFACT_WRITE): {
-        "zh-CN": "无 artifact 写权限",
-        "en": "no artifact write permission",
-    },
-    (_C.PERMISSION_DENIED, _R.SCOPE): {
-        "zh-CN": "当前连接未授予权限范围 {scope}",
-        "en": "this connection is not granted the scope {scope}",
-    },
-    (_C.PERMISSION_DENIED, _R.READ_ONLY): {
-        "zh-CN": "服务器处于只读模式，写工具不可用",
-        "en": "the server is in read-only mode: write tools are disabled",
-    },
-    (_C.PERMISSION_DENIED, _R.ACTOR_MISMATCH): {
-        "zh-CN": "actorId 与当前连接的身份不一致",
-        "en": "actorId does not match the identity of this connection",
-    },
-    (_C.PERMISSION_DENIED, _R.DECLINED): {
-        "zh-CN": "用户拒绝了这次写入，未写入任何内容",
-        "en": "the person declined this write; nothing was written",
-    },
-    (_C.PERMISSION_DENIED, _R.CANCELLED): {
-        "zh-CN": "用户取消了确认，未写入任何内容",
-        "en": "the person dismissed the confirmation; nothing was written",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRM_TIMEOUT): {
-        "zh-CN": "{timeoutSeconds} 秒内没有得到用户确认，未写入任何内容",
-        "en": "the person did not confirm within {timeoutSeconds} s; nothing was written",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRM_UNAVAILABLE): {
-        "zh-CN": "这次写入需要用户确认，但当前客户端无法询问用户，未写入任何内容",
-        "en": "this write needs the person's confirmation and this client cannot ask them; nothing was written",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRMATION_REQUIRED): {
-        "zh-CN": "这次写入需要用户确认，未写入任何内容。它将对页面《{page}》：{change}",
-        "en": "this write needs the person's confirmation; nothing was written. On the page “{page}” it: {change}",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRMATION_INVALID): {
-        "zh-CN": "该 idempotencyKey 不是本服务器为这次调用（相同的工具、参数、页面和用户）签发的确认，未写入任何内容",
-        "en": "this idempotencyKey is not a confirmation this server issued for this call (the same tool,"
-        " arguments, page and caller); nothing was written",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRMATION_EXPIRED): {
-        "zh-CN": "该确认已过期，未写入任何内容",
-        "en": "this confirmation has expired; nothing was written",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRMATION_USED): {
-        "zh-CN": "该确认已使用过：那次写入已完成（{commandId}），这次没有再写入",
-        "en": "this confirmation was already used: that write was made ({commandId}) and nothing was written again",
-    },
-    (_C.NOT_FOUND, None): {"zh-CN": "对象不存在", "en": "not found"},
-    (_C.NOT_FOUND, _R.PAGE): {"zh-CN": "页面不存在", "en": "page not found"},
-    (_C.NOT_FOUND, _R.BLOCK): {"zh-CN": "块不存在：{blockId}", "en": "block not found: {blockId}"},
-    (_C.NOT_FOUND, _R.COMMAND): {
-        "zh-CN": "该页面的历史中没有 commandId 为 {commandId} 的写入",
-        "en": "this page's history has no write with commandId {commandId}",
-    },
-    (_C.NOT_FOUND, _R.RUN): {
-        "zh-CN": "该页面的历史中没有你在运行 {runId} 中的写入",
-        "en": "this page's history has no write of yours in the run {runId}",
-    },
-    (_C.INVALID_ARGUMENT, None): {
-        "zh-CN": "参数无效：{pointer} {reason}",
-        "en": "invalid argument at {pointer}: {reason}",
-    },
-    (_C.INVALID_ARGUMENT, _R.BLOCK_TYPE): {
-        "zh-CN": "不支持的块类型（{pointer}），支持：{supportedTypes}",
-        "en": "unsupported block type at {pointer}; supported: {supportedTypes}",
-    },
-    (_C.INVALID_ARGUMENT, _R.PAGE_TOO_LARGE): {
-        "zh-CN": "页面将超出大小限制 {limit}={maximum}（{flag}），未写入任何内容",
-        "en": "the page would exceed its size limit {limit}={maximum} ({flag}); nothing was written",
-    },
-    (_C.INVALID_ARGUMENT, _R.TEXT_MISSING): {
-        "zh-CN": "{pointer} 的文本不在页面上（须逐字一致），未写入任何内容",
-        "en": "the text at {pointer} is not on the page (it must match exactly); nothing was written",
-    },
-    (_C.INVALID_ARGUMENT, _R.TEXT_AMBIGUOUS): {
-        "zh-CN": "{pointer} 的文本在页面上出现 {matches} 次，未写入任何内容",
-        "en": "the text at {pointer} occurs {matches} times; nothing was written",
-    },
-    (_C.INVALID_ARGUMENT, _R.TITLE_AMBIGUOUS): {
-        "zh-CN": "你可读的页面中有 {matches} 个页面使用这个标题，未执行任何操作",
-        "en": "{matches} pages you can read have this title; nothing was done",
-    },
-    (_C.INVALID_ARGUMENT, _R.UNKNOWN_COMMAND): {
-        "zh-CN": "未知的 kernel 命令 {command}",
-        "en": "unknown kernel command {command}",
-    },
-    (_C.CONFLICT, None): {
-        "zh-CN": "页面版本冲突，需要刷新后重试",
-        "en": "page revision conflict, refresh and retry",
-    },
-    (_C.CONFLICT, _R.CURSOR): {
-        "zh-CN": "分页读取期间页面已修改，cursor 已失效",
-        "en": "the page changed while it was read in pieces; the cursor is no longer valid",
-    },
-    (_C.CONFLICT, _R.BLOCKS): {
-        "zh-CN": "baseRevision 之后这些块已被修改：{blockIds}",
-        "en": "these blocks changed after baseRevision: {blockIds}",
-    },
-    (_C.CONFLICT, _R.REVERT): {
-        "zh-CN": "之后的写入修改了撤销所涉及的内容：{blockIds}",
-        "en": "later writes changed what the revert would undo: {blockIds}",
-    },
-    (_C.CONFLICT, _R.PLAN_CHANGED): {
-        "zh-CN": "在等待用户确认期间页面一再变化，未写入任何内容",
-        "en": "the page kept changing while the person was asked to confirm; nothing was written",
-    },
-    (_C.CONFLICT, _R.CONFIRMATION_STALE): {
-        "zh-CN": "用户确认之后页面已有改动（revision {revision} 之后），未写入任何内容",
-        "en": "the page changed after the person was asked (since revision {revision}); nothing was written",
-    },
-    (_C.IDEMPOTENCY_CONFLICT, None): {
-        "zh-CN": "同一幂等键已用于不同参数",
-        "en": "the same idempotency key was already used with different arguments",
-    },
-    (_C.IDEMPOTENCY_CONFLICT, _R.OTHER_COMMAND): {
-        "zh-CN": "同一幂等键已用于另一个操作（{usedBy}）",
-        "en": "the same idempotency key was already used for another operation ({usedBy})",
-    },
-    (_C.IDEMPOTENCY_CONFLICT, _R.SUMMARY): {
-        "zh-CN": "同一幂等键已用于不同 summary 内容",
-        "en": "the same idempotency key was already used for different summary content",
-    },
-    (_C.OPTION_NOT_WIRED, None): {
-        "zh-CN": "页面选项尚未接入运行时：{options}",
-        "en": "page option not wired in the runtime yet: {options}",
-    },
-    (_C.RUNTIME_UNAVAILABLE, None): {
-        "zh-CN": "mnote 运行时暂时不可用，请稍后重试",
-        "en": "the mnote runtime is unavailable, retry later",
-    },
-    (_C.RUNTIME_UNAVAILABLE, _R.STORE_BUSY): {
-        "zh-CN": "页面存储正被其他写入锁定，请稍后重试",
-        "en": "the page store is locked by another writer; retry later",
-    },
-    (_C.RUNTIME_UNAVAILABLE, _R.STORE_UNREACHABLE): {
-        "zh-CN": "页面存储的数据库暂时无法连接，请稍后重试",
-        "en": "the page store's database cannot be reached right now; retry later",
-    },
-    (_C.RUNTIME_UNAVAILABLE, _R.STORE_UNAVAILABLE): {
-        "zh-CN": "服务器暂时无法打开页面存储（例如文件描述符已用尽），请稍后重试",
-        "en": "the server cannot open the page store right now (for instance, out of file descriptors); retry later",
-    },
-    (_C.RUNTIME_UNAVAILABLE, _R.SHUTTING_DOWN): {
-        "zh-CN": "服务器正在关闭，请稍后重试",
-        "en": "the server is shutting down; retry later",
-    },
-    (_C.RATE_LIMITED, None): {
-        "zh-CN": "调用过于频繁，请 {retryAfterSeconds} 秒后重试",
-        "en": "too many calls; retry in {retryAfterSeconds} s",
-    },
-    (_C.RATE_LIMITED, _R.RATE): {
-        "zh-CN": "{limit} 类调用过于频繁（每个用户每分钟至多 {perMinute} 次，突发至多 {burst} 次），请 {retryAfterSeconds} 秒后重试",
-        "en": "too many {limit} calls (at most {perMinute} a minute per actor, bursts of {burst}); retry in"
-        " {retryAfterSeconds} s",
-    },
-    (_C.RATE_LIMITED, _R.IN_FLIGHT): {
-        "zh-CN": "你同时进行的 {limit} 类调用已达上限（{inFlight} 个），请 {retryAfterSeconds} 秒后重试",
-        "en": "you have {inFlight} {limit} calls in flight already, the most allowed; retry in {retryAfterSeconds} s",
-    },
-    (_C.RATE_LIMITED, _R.SHARE): {
-        "zh-CN": "你的 {limit} 类调用已用完在服务器上的时间份额（{share}），请 {retryAfterSeconds} 秒后重试",
-        "en": "your {limit} calls have used their share ({share}) of the server's time; retry in"
-        " {retryAfterSeconds} s",
-    },
-    (_C.RATE_LIMITED, _R.BUSY): {
-        "zh-CN": "服务器正忙于其他用户的 {limit} 类调用（等待了 {waitedSeconds} 秒），请 {retryAfterSeconds} 秒后重试",
-        "en": "the server is busy with other callers' {limit} calls (waited {waitedSeconds} s); retry in"
-        " {retryAfterSeconds} s",
-    },
-    (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_TIMEOUT): {
-        "zh-CN": "搜索超过 {searchTimeoutSeconds} 秒，已被停止",
-        "en": "the search ran longer than {searchTimeoutSeconds} s and was stopped",
-    },
-    (_C.RUNTIME_UNAVAILABLE, _R.SERVICE_TOKEN): {
-        "zh-CN": "mnote 运行时拒绝了本服务器的服务令牌：这是服务器的配置错误，重试无法解决",
-        "en": "the mnote runtime refused this server's service token: a configuration error that retrying will not fix",
-    },
-    (_C.INTERNAL, None): {"zh-CN": "内部错误，已记录日志", "en": "internal error; it has been logged"},
-}
 
+
+@dataclass(frozen=True, slots=True)
+class Words:
+    """What a caller reads of one refusal: its message and its hint, each in both locales."""
+
+    code: ErrorCode
+    reason: Reason | None
+    message: dict[Locale, str] | None = None
+    hint: dict[Locale, str] | None = None
+
+
+# Every refusal's words, one declaration each: its (code, reason), the message and the hint a caller
+# reads, in both locales. Reason None is the code's fallback; a reason without a message of its own
+# reads its code's, and one without a hint has none.
+REFUSALS: tuple[Words, ...] = (
+    Words(
+        _C.UNAUTHENTICATED,
+        None,
+        message={
+            "zh-CN": "未登录：当前连接没有绑定用户身份",
+            "en": "not signed in: no actor is bound to this connection",
+        },
+    ),
+    Words(_C.PERMISSION_DENIED, None, message={"zh-CN": "没有权限", "en": "permission denied"}),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.NOT_MEMBER,
+        message={
+            "zh-CN": "不是该 workspace 的成员",
+            "en": "not a member of this workspace",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.PAGE_READ,
+        message={"zh-CN": "无页面读取权限", "en": "no page read permission"},
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.PAGE_WRITE,
+        message={"zh-CN": "无页面写权限", "en": "no page write permission"},
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.ARTIFACT_WRITE,
+        message={
+            "zh-CN": "无 artifact 写权限",
+            "en": "no artifact write permission",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.SCOPE,
+        message={
+            "zh-CN": "当前连接未授予权限范围 {scope}",
+            "en": "this connection is not granted the scope {scope}",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.READ_ONLY,
+        message={
+            "zh-CN": "服务器处于只读模式，写工具不可用",
+            "en": "the server is in read-only mode: write tools are disabled",
+        },
+        hint={
+            "zh-CN": "只读模式下只能调用读取的工具：{readTools}",
+            "en": "in read-only mode only the tools that read are available: {readTools}",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.ACTOR_MISMATCH,
+        message={
+            "zh-CN": "actorId 与当前连接的身份不一致",
+            "en": "actorId does not match the identity of this connection",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.DECLINED,
+        message={
+            "zh-CN": "用户拒绝了这次写入，未写入任何内容",
+            "en": "the person declined this write; nothing was written",
+        },
+        hint={
+            "zh-CN": "不要以相同参数重试；先问用户想要怎样修改",
+            "en": "do not retry the same write; ask the person what they want instead",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.CANCELLED,
+        message={
+            "zh-CN": "用户取消了确认，未写入任何内容",
+            "en": "the person dismissed the confirmation; nothing was written",
+        },
+        hint={
+            "zh-CN": "先在对话中征得用户同意，再以相同的 idempotencyKey 重试",
+            "en": "ask the person in the conversation first, then retry with the same idempotencyKey",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.CONFIRM_TIMEOUT,
+        message={
+            "zh-CN": "{timeoutSeconds} 秒内没有得到用户确认，未写入任何内容",
+            "en": "the person did not confirm within {timeoutSeconds} s; nothing was written",
+        },
+        hint={
+            "zh-CN": "用户在场时以相同的 idempotencyKey 重试",
+            "en": "retry with the same idempotencyKey when the person is there to answer",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.CONFIRM_UNAVAILABLE,
+        message={
+            "zh-CN": "这次写入需要用户确认，但当前客户端无法询问用户，未写入任何内容",
+            "en": "this write needs the person's confirmation and this client cannot ask them; nothing was written",
+        },
+        hint={
+            "zh-CN": "改用不需要确认的小步修改（mnote.block.* 工具），或请用户自己修改",
+            "en": "make the change in smaller steps that need no confirmation (the mnote.block.* tools), or ask the person to make it",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.CONFIRMATION_REQUIRED,
+        message={
+            "zh-CN": "这次写入需要用户确认，未写入任何内容。它将对页面《{page}》：{change}",
+            "en": "this write needs the person's confirmation; nothing was written. On the page “{page}” it: {change}",
+        },
+        hint={
+            "zh-CN": "先在对话中问用户是否要这样修改；用户同意后，以相同参数、idempotencyKey 设为 {confirmationKey} 再调用一次"
+            "（{expiresInSeconds} 秒内有效，仅限一次）；用户不同意就不要修改",
+            "en": "ask the person in the conversation whether to make this change; if they agree, call again with the"
+            " same arguments and idempotencyKey {confirmationKey} (once, within {expiresInSeconds} s); if not, leave it",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.CONFIRMATION_INVALID,
+        message={
+            "zh-CN": "该 idempotencyKey 不是本服务器为这次调用（相同的工具、参数、页面和用户）签发的确认，未写入任何内容",
+            "en": "this idempotencyKey is not a confirmation this server issued for this call (the same tool,"
+            " arguments, page and caller); nothing was written",
+        },
+        hint={
+            "zh-CN": "用自己的 idempotencyKey 再调用一次，以取得这次修改的确认",
+            "en": "call again with an idempotencyKey of your own to get a confirmation for this change",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.CONFIRMATION_EXPIRED,
+        message={
+            "zh-CN": "该确认已过期，未写入任何内容",
+            "en": "this confirmation has expired; nothing was written",
+        },
+        hint={
+            "zh-CN": "用自己的 idempotencyKey 再调用一次，并就新的确认询问用户",
+            "en": "call again with an idempotencyKey of your own, and ask the person about the new confirmation",
+        },
+    ),
+    Words(
+        _C.PERMISSION_DENIED,
+        _R.CONFIRMATION_USED,
+        message={
+            "zh-CN": "该确认已使用过：那次写入已完成（{commandId}），这次没有再写入",
+            "en": "this confirmation was already used: that write was made ({commandId}) and nothing was written again",
+        },
+        hint={
+            "zh-CN": "用 mnote.page.get 查看页面；新的修改请用新的 idempotencyKey",
+            "en": "read the page with mnote.page.get; a new change needs a new idempotencyKey",
+        },
+    ),
+    Words(_C.NOT_FOUND, None, message={"zh-CN": "对象不存在", "en": "not found"}),
+    Words(_C.NOT_FOUND, _R.PAGE, message={"zh-CN": "页面不存在", "en": "page not found"}),
+    Words(
+        _C.NOT_FOUND, _R.BLOCK, message={"zh-CN": "块不存在：{blockId}", "en": "block not found: {blockId}"}
+    ),
+    Words(
+        _C.NOT_FOUND,
+        _R.COMMAND,
+        message={
+            "zh-CN": "该页面的历史中没有 commandId 为 {commandId} 的写入",
+            "en": "this page's history has no write with commandId {commandId}",
+        },
+    ),
+    Words(
+        _C.NOT_FOUND,
+        _R.RUN,
+        message={
+            "zh-CN": "该页面的历史中没有你在运行 {runId} 中的写入",
+            "en": "this page's history has no write of yours in the run {runId}",
+        },
+        hint={
+            "zh-CN": "使用你的某次写入结果中给出的 runId（每次写入的结果都有）",
+            "en": "use the runId one of your writes' results names (every write's result has one)",
+        },
+    ),
+    Words(
+        _C.INVALID_ARGUMENT,
+        None,
+        message={
+            "zh-CN": "参数无效：{pointer} {reason}",
+            "en": "invalid argument at {pointer}: {reason}",
+        },
+    ),
+    Words(
+        _C.INVALID_ARGUMENT,
+        _R.BLOCK_TYPE,
+        message={
+            "zh-CN": "不支持的块类型（{pointer}），支持：{supportedTypes}",
+            "en": "unsupported block type at {pointer}; supported: {supportedTypes}",
+        },
+        hint={
+            "zh-CN": "把块的 type 改为支持的类型之一",
+            "en": "use one of the supported block types",
+        },
+    ),
+    Words(
+        _C.INVALID_ARGUMENT,
+        _R.PAGE_TOO_LARGE,
+        message={
+            "zh-CN": "页面将超出大小限制 {limit}={maximum}（{flag}），未写入任何内容",
+            "en": "the page would exceed its size limit {limit}={maximum} ({flag}); nothing was written",
+        },
+    ),
+    Words(
+        _C.INVALID_ARGUMENT,
+        _R.TEXT_MISSING,
+        message={
+            "zh-CN": "{pointer} 的文本不在页面上（须逐字一致），未写入任何内容",
+            "en": "the text at {pointer} is not on the page (it must match exactly); nothing was written",
+        },
+        hint={
+            "zh-CN": "按页面原文逐字给出 oldText（details.candidates 列出相似文本所在的块）",
+            "en": "give oldText exactly as the page has it (details.candidates shows blocks with similar text)",
+        },
+    ),
+    Words(
+        _C.INVALID_ARGUMENT,
+        _R.TEXT_AMBIGUOUS,
+        message={
+            "zh-CN": "{pointer} 的文本在页面上出现 {matches} 次，未写入任何内容",
+            "en": "the text at {pointer} occurs {matches} times; nothing was written",
+        },
+        hint={
+            "zh-CN": "在 oldText 中加入前后文使其唯一，或给出 blockId，或设 replaceAll=true（details.candidates 列出出现位置）",
+            "en": "add surrounding words to oldText to make it unique, give blockId, or set replaceAll=true "
+            "(details.candidates shows where it occurs)",
+        },
+    ),
+    Words(
+        _C.INVALID_ARGUMENT,
+        _R.TITLE_AMBIGUOUS,
+        message={
+            "zh-CN": "你可读的页面中有 {matches} 个页面使用这个标题，未执行任何操作",
+            "en": "{matches} pages you can read have this title; nothing was done",
+        },
+        hint={
+            "zh-CN": "用 documentId 和 workspaceId 指明其中一个页面（details.candidates 列出这些页面）",
+            "en": "name one of them by its documentId and workspaceId (details.candidates lists them)",
+        },
+    ),
+    Words(
+        _C.INVALID_ARGUMENT,
+        _R.UNKNOWN_COMMAND,
+        message={
+            "zh-CN": "未知的 kernel 命令 {command}",
+            "en": "unknown kernel command {command}",
+        },
+    ),
+    Words(
+        _C.CONFLICT,
+        None,
+        message={
+            "zh-CN": "页面版本冲突，需要刷新后重试",
+            "en": "page revision conflict, refresh and retry",
+        },
+    ),
+    Words(
+        _C.CONFLICT,
+        _R.CURSOR,
+        message={
+            "zh-CN": "分页读取期间页面已修改，cursor 已失效",
+            "en": "the page changed while it was read in pieces; the cursor is no longer valid",
+        },
+        hint={
+            "zh-CN": "页面当前 revision 为 {currentRevision}：不带 cursor 从头重新读取",
+            "en": "the page is at revision {currentRevision}: read it again from the start, without cursor",
+        },
+    ),
+    Words(
+        _C.CONFLICT,
+        _R.BLOCKS,
+        message={
+            "zh-CN": "baseRevision 之后这些块已被修改：{blockIds}",
+            "en": "these blocks changed after baseRevision: {blockIds}",
+        },
+        hint={
+            "zh-CN": "页面当前 revision 为 {currentRevision}：用 mnote.page.get 重新读取这些块，再以 baseRevision={currentRevision} 重试",
+            "en": "the page is at revision {currentRevision}: read these blocks again with mnote.page.get, then retry "
+            "with baseRevision={currentRevision}",
+        },
+    ),
+    Words(
+        _C.CONFLICT,
+        _R.REVERT,
+        message={
+            "zh-CN": "之后的写入修改了撤销所涉及的内容：{blockIds}",
+            "en": "later writes changed what the revert would undo: {blockIds}",
+        },
+        hint={
+            "zh-CN": "details.conflicts 给出之后改动各处的 revision；撤销到更早的 revision（toRevision）会一并撤销那些写入",
+            "en": "details.conflicts gives the later revision that changed each; reverting to an earlier revision"
+            " (toRevision) undoes those writes too",
+        },
+    ),
+    Words(
+        _C.CONFLICT,
+        _R.PLAN_CHANGED,
+        message={
+            "zh-CN": "在等待用户确认期间页面一再变化，未写入任何内容",
+            "en": "the page kept changing while the person was asked to confirm; nothing was written",
+        },
+        hint={
+            "zh-CN": "用 mnote.page.get 重新读取页面，再决定是否重试",
+            "en": "read the page again with mnote.page.get before deciding whether to retry",
+        },
+    ),
+    Words(
+        _C.CONFLICT,
+        _R.CONFIRMATION_STALE,
+        message={
+            "zh-CN": "用户确认之后页面已有改动（revision {revision} 之后），未写入任何内容",
+            "en": "the page changed after the person was asked (since revision {revision}); nothing was written",
+        },
+        hint={
+            "zh-CN": "用 mnote.page.get 重新读取页面，再用自己的 idempotencyKey 调用，并就新的确认询问用户",
+            "en": "read the page again with mnote.page.get, then call with an idempotencyKey of your own and ask the"
+            " person about the new confirmation",
+        },
+    ),
+    Words(
+        _C.CONFLICT,
+        _R.REVISION,
+        hint={
+            "zh-CN": "页面当前 revision 为 {currentRevision}：先用 mnote.page.get 重新读取，再以 baseRevision={currentRevision} 重试",
+            "en": "the page is at revision {currentRevision}: read it again with mnote.page.get, then retry with "
+            "baseRevision={currentRevision}",
+        },
+    ),
+    Words(
+        _C.IDEMPOTENCY_CONFLICT,
+        None,
+        message={
+            "zh-CN": "同一幂等键已用于不同参数",
+            "en": "the same idempotency key was already used with different arguments",
+        },
+        hint={
+            "zh-CN": "重试请使用与首次完全相同的参数；新的修改请换一个新的 idempotencyKey",
+            "en": "a retry must repeat the first call exactly; use a new idempotencyKey for a different change",
+        },
+    ),
+    Words(
+        _C.IDEMPOTENCY_CONFLICT,
+        _R.OTHER_COMMAND,
+        message={
+            "zh-CN": "同一幂等键已用于另一个操作（{usedBy}）",
+            "en": "the same idempotency key was already used for another operation ({usedBy})",
+        },
+    ),
+    Words(
+        _C.IDEMPOTENCY_CONFLICT,
+        _R.SUMMARY,
+        message={
+            "zh-CN": "同一幂等键已用于不同 summary 内容",
+            "en": "the same idempotency key was already used for different summary content",
+        },
+    ),
+    Words(
+        _C.OPTION_NOT_WIRED,
+        None,
+        message={
+            "zh-CN": "页面选项尚未接入运行时：{options}",
+            "en": "page option not wired in the runtime yet: {options}",
+        },
+        hint={
+            "zh-CN": "去掉这些选项再调用；用 dryRun=true 可以先查看警告",
+            "en": "leave these options out; a dryRun=true call shows the warning without failing",
+        },
+    ),
+    Words(
+        _C.RUNTIME_UNAVAILABLE,
+        None,
+        message={
+            "zh-CN": "mnote 运行时暂时不可用，请稍后重试",
+            "en": "the mnote runtime is unavailable, retry later",
+        },
+        hint={
+            "zh-CN": "稍后用相同的 idempotencyKey 重试，不会重复写入",
+            "en": "retry later with the same idempotencyKey; it will not be written twice",
+        },
+    ),
+    Words(
+        _C.RUNTIME_UNAVAILABLE,
+        _R.STORE_BUSY,
+        message={
+            "zh-CN": "页面存储正被其他写入锁定，请稍后重试",
+            "en": "the page store is locked by another writer; retry later",
+        },
+    ),
+    Words(
+        _C.RUNTIME_UNAVAILABLE,
+        _R.STORE_UNREACHABLE,
+        message={
+            "zh-CN": "页面存储的数据库暂时无法连接，请稍后重试",
+            "en": "the page store's database cannot be reached right now; retry later",
+        },
+    ),
+    Words(
+        _C.RUNTIME_UNAVAILABLE,
+        _R.STORE_UNAVAILABLE,
+        message={
+            "zh-CN": "服务器暂时无法打开页面存储（例如文件描述符已用尽），请稍后重试",
+            "en": "the server cannot open the page store right now (for instance, out of file descriptors); retry later",
+        },
+    ),
+    Words(
+        _C.RUNTIME_UNAVAILABLE,
+        _R.SHUTTING_DOWN,
+        message={
+            "zh-CN": "服务器正在关闭，请稍后重试",
+            "en": "the server is shutting down; retry later",
+        },
+    ),
+    Words(
+        _C.RATE_LIMITED,
+        None,
+        message={
+            "zh-CN": "调用过于频繁，请 {retryAfterSeconds} 秒后重试",
+            "en": "too many calls; retry in {retryAfterSeconds} s",
+        },
+        hint={
+            "zh-CN": "等待 {retryAfterSeconds} 秒后以相同参数重试（写入用相同的 idempotencyKey）；这次调用没有执行任何操作",
+            "en": "wait {retryAfterSeconds} s, then retry the same call (a write with the same idempotencyKey);"
+            " nothing was run",
+        },
+    ),
+    Words(
+        _C.RATE_LIMITED,
+        _R.RATE,
+        message={
+            "zh-CN": "{limit} 类调用过于频繁（每个用户每分钟至多 {perMinute} 次，突发至多 {burst} 次），请 {retryAfterSeconds} 秒后重试",
+            "en": "too many {limit} calls (at most {perMinute} a minute per actor, bursts of {burst}); retry in"
+            " {retryAfterSeconds} s",
+        },
+    ),
+    Words(
+        _C.RATE_LIMITED,
+        _R.IN_FLIGHT,
+        message={
+            "zh-CN": "你同时进行的 {limit} 类调用已达上限（{inFlight} 个），请 {retryAfterSeconds} 秒后重试",
+            "en": "you have {inFlight} {limit} calls in flight already, the most allowed; retry in {retryAfterSeconds} s",
+        },
+        hint={
+            "zh-CN": "等已发出的 {limit} 类调用返回后再发新的（约 {retryAfterSeconds} 秒）；这次调用没有执行任何操作",
+            "en": "wait for the {limit} calls already sent to answer (about {retryAfterSeconds} s) before sending"
+            " another; nothing was run",
+        },
+    ),
+    Words(
+        _C.RATE_LIMITED,
+        _R.SHARE,
+        message={
+            "zh-CN": "你的 {limit} 类调用已用完在服务器上的时间份额（{share}），请 {retryAfterSeconds} 秒后重试",
+            "en": "your {limit} calls have used their share ({share}) of the server's time; retry in"
+            " {retryAfterSeconds} s",
+        },
+    ),
+    Words(
+        _C.RATE_LIMITED,
+        _R.BUSY,
+        message={
+            "zh-CN": "服务器正忙于其他用户的 {limit} 类调用（等待了 {waitedSeconds} 秒），请 {retryAfterSeconds} 秒后重试",
+            "en": "the server is busy with other callers' {limit} calls (waited {waitedSeconds} s); retry in"
+            " {retryAfterSeconds} s",
+        },
+    ),
+    Words(
+        _C.RUNTIME_UNAVAILABLE,
+        _R.SEARCH_TIMEOUT,
+        message={
+            "zh-CN": "搜索超过 {searchTimeoutSeconds} 秒，已被停止",
+            "en": "the search ran longer than {searchTimeoutSeconds} s and was stopped",
+        },
+        hint={
+            "zh-CN": "缩小搜索范围（更长或更多的词、指定 workspaceId）后重试",
+            "en": "narrow the search (longer or more words, a workspaceId), then retry",
+        },
+    ),
+    Words(
+        _C.RUNTIME_UNAVAILABLE,
+        _R.SERVICE_TOKEN,
+        message={
+            "zh-CN": "mnote 运行时拒绝了本服务器的服务令牌：这是服务器的配置错误，重试无法解决",
+            "en": "the mnote runtime refused this server's service token: a configuration error that retrying will not fix",
+        },
+        hint={
+            "zh-CN": "请告知运维：服务器的 MNOTE_RUNTIME_TOKEN 与运行时要求的令牌不一致",
+            "en": "tell the operator: the server's MNOTE_RUNTIME_TOKEN does not match the token the runtime requires",
+        },
+    ),
+    Words(
+        _C.INTERNAL,
+        None,
+        message={"zh-CN": "内部错误，已记录日志", "en": "internal error; it has been logged"},
+    ),
+)
+MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
+    (words.code, words.reason): words.message for words in REFUSALS if words.message is not None
+}
 HINTS: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
-    (_C.CONFLICT, _R.REVISION): {
-        "zh-CN": "页面当前 revision 为 {currentRevision}：先用 mnote.page.get 重新读取，再以 baseRevision={currentRevision} 重试",
-        "en": "the page is at revision {currentRevision}: read it again with mnote.page.get, then retry with "
-        "baseRevision={currentRevision}",
-    },
-    (_C.CONFLICT, _R.CURSOR): {
-        "zh-CN": "页面当前 revision 为 {currentRevision}：不带 cursor 从头重新读取",
-        "en": "the page is at revision {currentRevision}: read it again from the start, without cursor",
-    },
-    (_C.CONFLICT, _R.BLOCKS): {
-        "zh-CN": "页面当前 revision 为 {currentRevision}：用 mnote.page.get 重新读取这些块，再以 baseRevision={currentRevision} 重试",
-        "en": "the page is at revision {currentRevision}: read these blocks again with mnote.page.get, then retry "
-        "with baseRevision={currentRevision}",
-    },
-    (_C.CONFLICT, _R.REVERT): {
-        "zh-CN": "details.conflicts 给出之后改动各处的 revision；撤销到更早的 revision（toRevision）会一并撤销那些写入",
-        "en": "details.conflicts gives the later revision that changed each; reverting to an earlier revision"
-        " (toRevision) undoes those writes too",
-    },
-    (_C.NOT_FOUND, _R.RUN): {
-        "zh-CN": "使用你的某次写入结果中给出的 runId（每次写入的结果都有）",
-        "en": "use the runId one of your writes' results names (every write's result has one)",
-    },
-    (_C.CONFLICT, _R.PLAN_CHANGED): {
-        "zh-CN": "用 mnote.page.get 重新读取页面，再决定是否重试",
-        "en": "read the page again with mnote.page.get before deciding whether to retry",
-    },
-    (_C.CONFLICT, _R.CONFIRMATION_STALE): {
-        "zh-CN": "用 mnote.page.get 重新读取页面，再用自己的 idempotencyKey 调用，并就新的确认询问用户",
-        "en": "read the page again with mnote.page.get, then call with an idempotencyKey of your own and ask the"
-        " person about the new confirmation",
-    },
-    (_C.PERMISSION_DENIED, _R.DECLINED): {
-        "zh-CN": "不要以相同参数重试；先问用户想要怎样修改",
-        "en": "do not retry the same write; ask the person what they want instead",
-    },
-    (_C.PERMISSION_DENIED, _R.CANCELLED): {
-        "zh-CN": "先在对话中征得用户同意，再以相同的 idempotencyKey 重试",
-        "en": "ask the person in the conversation first, then retry with the same idempotencyKey",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRM_TIMEOUT): {
-        "zh-CN": "用户在场时以相同的 idempotencyKey 重试",
-        "en": "retry with the same idempotencyKey when the person is there to answer",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRM_UNAVAILABLE): {
-        "zh-CN": "改用不需要确认的小步修改（mnote.block.* 工具），或请用户自己修改",
-        "en": "make the change in smaller steps that need no confirmation (the mnote.block.* tools), or ask the person to make it",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRMATION_REQUIRED): {
-        "zh-CN": "先在对话中问用户是否要这样修改；用户同意后，以相同参数、idempotencyKey 设为 {confirmationKey} 再调用一次"
-        "（{expiresInSeconds} 秒内有效，仅限一次）；用户不同意就不要修改",
-        "en": "ask the person in the conversation whether to make this change; if they agree, call again with the"
-        " same arguments and idempotencyKey {confirmationKey} (once, within {expiresInSeconds} s); if not, leave it",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRMATION_INVALID): {
-        "zh-CN": "用自己的 idempotencyKey 再调用一次，以取得这次修改的确认",
-        "en": "call again with an idempotencyKey of your own to get a confirmation for this change",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRMATION_EXPIRED): {
-        "zh-CN": "用自己的 idempotencyKey 再调用一次，并就新的确认询问用户",
-        "en": "call again with an idempotencyKey of your own, and ask the person about the new confirmation",
-    },
-    (_C.PERMISSION_DENIED, _R.CONFIRMATION_USED): {
-        "zh-CN": "用 mnote.page.get 查看页面；新的修改请用新的 idempotencyKey",
-        "en": "read the page with mnote.page.get; a new change needs a new idempotencyKey",
-    },
-    (_C.IDEMPOTENCY_CONFLICT, None): {
-        "zh-CN": "重试请使用与首次完全相同的参数；新的修改请换一个新的 idempotencyKey",
-        "en": "a retry must repeat the first call exactly; use a new idempotencyKey for a different change",
-    },
-    (_C.OPTION_NOT_WIRED, None): {
-        "zh-CN": "去掉这些选项再调用；用 dryRun=true 可以先查看警告",
-        "en": "leave these options out; a dryRun=true call shows the warning without failing",
-    },
-    (_C.RUNTIME_UNAVAILABLE, None): {
-        "zh-CN": "稍后用相同的 idempotencyKey 重试，不会重复写入",
-        "en": "retry later with the same idempotencyKey; it will not be written twice",
-    },
-    (_C.RATE_LIMITED, None): {
-        "zh-CN": "等待 {retryAfterSeconds} 秒后以相同参数重试（写入用相同的 idempotencyKey）；这次调用没有执行任何操作",
-        "en": "wait {retryAfterSeconds} s, then retry the same call (a write with the same idempotencyKey);"
-        " nothing was run",
-    },
-    (_C.RATE_LIMITED, _R.IN_FLIGHT): {
-        "zh-CN": "等已发出的 {limit} 类调用返回后再发新的（约 {retryAfterSeconds} 秒）；这次调用没有执行任何操作",
-        "en": "wait for the {limit} calls already sent to answer (about {retryAfterSeconds} s) before sending"
-        " another; nothing was run",
-    },
-    (_C.RUNTIME_UNAVAILABLE, _R.SEARCH_TIMEOUT): {
-        "zh-CN": "缩小搜索范围（更长或更多的词、指定 workspaceId）后重试",
-        "en": "narrow the search (longer or more words, a workspaceId), then retry",
-    },
-    (_C.RUNTIME_UNAVAILABLE, _R.SERVICE_TOKEN): {
-        "zh-CN": "请告知运维：服务器的 MNOTE_RUNTIME_TOKEN 与运行时要求的令牌不一致",
-        "en": "tell the operator: the server's MNOTE_RUNTIME_TOKEN does not match the token the runtime requires",
-    },
-    (_C.INVALID_ARGUMENT, _R.TEXT_MISSING): {
-        "zh-CN": "按页面原文逐字给出 oldText（details.candidates 列出相似文本所在的块）",
-        "en": "give oldText exactly as the page has it (details.candidates shows blocks with similar text)",
-    },
-    (_C.INVALID_ARGUMENT, _R.TITLE_AMBIGUOUS): {
-        "zh-CN": "用 documentId 和 workspaceId 指明其中一个页面（details.candidates 列出这些页面）",
-        "en": "name one of them by its documentId and workspaceId (details.candidates lists them)",
-    },
-    (_C.INVALID_ARGUMENT, _R.TEXT_AMBIGUOUS): {
-        "zh-CN": "在 oldText 中加入前后文使其唯一，或给出 blockId，或设 replaceAll=true（details.candidates 列出出现位置）",
-        "en": "add surrounding words to oldText to make it unique, give blockId, or set replaceAll=true "
-        "(details.candidates shows where it occurs)",
-    },
-    (_C.INVALID_ARGUMENT, _R.BLOCK_TYPE): {
-        "zh-CN": "把块的 type 改为支持的类型之一",
-        "en": "use one of the supported block types",
-    },
-    (_C.PERMISSION_DENIED, _R.READ_ONLY): {
-        "zh-CN": "只读模式下只能调用读取的工具：{readTools}",
-        "en": "in read-only mode only the tools that read are available: {readTools}",
-    },
+    (words.code, words.reason): words.hint for words in REFUSALS if words.hint is not None
 }
 
 
