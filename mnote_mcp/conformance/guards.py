@@ -219,11 +219,11 @@ async def _one_past(
         answer = await s.call(
             EXECUTE, s.command(name, payload, page, f"past_{dry}", dry_run=dry), why=f"one past {limit}"
         )
-        s.expect(
-            answer.refusal == ("mnote_tool_invalid_argument", "page_too_large"),
+        s.expect_refused(
+            answer,
             f"a write one past the limit must be refused page_too_large ({limit})",
-            request=answer.request,
-            actual=answer.value if answer.ok else answer.error,
+            "mnote_tool_invalid_argument",
+            "page_too_large",
         )
     await s.expect_revision(page, revision, "the refused writes wrote nothing")
 

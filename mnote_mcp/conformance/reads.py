@@ -222,11 +222,8 @@ async def non_member(s: Session) -> str | None:
         history = HistoryQuery(s.ws, page, s.actor("stranger"), s.correlation())
         refusals.append(await s.call(PAGE_HISTORY, history))
     for answer in refusals:
-        s.expect(
-            answer.refusal == ("mnote_tool_permission_denied", "not_member"),
-            "a non-member is refused not_member",
-            request=answer.request,
-            actual=answer.value if answer.ok else answer.error,
+        s.expect_refused(
+            answer, "a non-member is refused not_member", "mnote_tool_permission_denied", "not_member"
         )
     for existing, missing in zip(refusals[:3], refusals[3:], strict=True):
         s.expect(
@@ -265,12 +262,7 @@ async def role_writes(s: Session) -> str | None:
             answer = await s.call(
                 EXECUTE, s.command(name, payload, page, f"w{index}", actor=role, dry_run=dry)
             )
-            s.expect(
-                answer.refusal is not None and answer.refusal[0] == "mnote_tool_permission_denied",
-                f"a {role} may not {name}",
-                request=answer.request,
-                actual=answer.value if answer.ok else answer.error,
-            )
+            s.expect_refused(answer, f"a {role} may not {name}", "mnote_tool_permission_denied")
     await s.expect_revision(page, 1, "the refused writes wrote nothing")
     note = s.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "c"}, page, "note", actor="commenter")
     await s.written(note, "a commenter writes artifacts")

@@ -335,6 +335,14 @@ class Session:
         answer = await self.call(GET_PAGE, brief, why=f"the page {page} after the check's writes")
         return int(answer.value["revision"]) if answer.ok else -1
 
+    def expect_refused(self, answer: Answer, message: str, code: str, reason: str | None = None) -> None:
+        """`answer` is a refusal with `code` (and `reason`, when one is named)."""
+        refusal = answer.refusal
+        refused = refusal is not None and refusal[0] == code and reason in (None, refusal[1])
+        self.expect(
+            refused, message, request=answer.request, actual=answer.value if answer.ok else answer.error
+        )
+
     async def expect_revision(self, page: str, expected: int, message: str) -> None:
         """The page is at `expected` (what a check's writes, or its refusals, left it at)."""
         revision = await self.revision(page)

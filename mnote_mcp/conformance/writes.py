@@ -185,12 +185,7 @@ async def key_conflict(s: Session) -> str | None:
         EXECUTE, s.command(CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": PARA}, page, "k")
     )
     for answer in (other, moved, elsewhere):
-        s.expect(
-            answer.refusal is not None and answer.refusal[0] == "mnote_tool_idempotency_conflict",
-            "a used key is a conflict",
-            request=answer.request,
-            actual=answer.value if answer.ok else answer.error,
-        )
+        s.expect_refused(answer, "a used key is a conflict", "mnote_tool_idempotency_conflict")
     await s.expect_revision(page, 2, "the conflicts wrote nothing")
     return "generic, summary and other_command"
 
@@ -272,12 +267,7 @@ async def stale(s: Session) -> str | None:
         EXECUTE, s.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "n"}, page, "n", base=1)
     )
     for answer in (title, note):
-        s.expect(
-            answer.refusal == ("mnote_tool_conflict", "revision"),
-            "a stale baseRevision is a conflict",
-            request=answer.request,
-            actual=answer.value if answer.ok else answer.error,
-        )
+        s.expect_refused(answer, "a stale baseRevision is a conflict", "mnote_tool_conflict", "revision")
     await s.expect_revision(page, 2, "the conflicts wrote nothing")
     return "conflicts with the current revision"
 
