@@ -40,8 +40,8 @@ from bench.postgres import new_database, start_postgres
 from bench.rawclient import HttpPeer
 from bench.run import _free_port, _wait_for_port
 from bench.search import Text
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.store.fixtures import load_fixture
-from mnote_mcp.stores import open_store
 from tests.support.http_helpers import serve_argv, write_tokens
 
 ROOT = Path(__file__).resolve().parent.parent

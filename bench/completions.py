@@ -4,7 +4,7 @@ read PAGES pages (100 and 10,000 by default), issue 25's "bounded and fast".
 A SQLite store holds the test fixture plus PAGES one-block pages in the caller's workspace (titles
 `notes 0` ... and one `项目计划 …` in a hundred). The server runs in this process and the SDK client
 talks to it over memory streams (`tests.support.helpers.connect`), so a figure is the server's own
-work: the kernel's `list_pages` and the filter in `prompts/completions.py`. Each store is measured
+work: the kernel's `list_pages` and the filter in `surface/prompts/completions.py`. Each store is measured
 twice, side by side: `narrowed` (the kernel asked for the prefix, workspace and limit, in SQL) and
 `whole listing` (a kernel that ignores them, as a runtime older than them does, and so as before
 issue 25's fix: every readable page, filtered in Python). Asked: a prefix matching every page

@@ -48,9 +48,9 @@ from bench.broadsearch import fixture as broad_fixture
 from bench.postgres import new_database, start_postgres
 from bench.rawclient import HttpPeer
 from bench.run import _free_port, _wait_for_port
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.port import Command, Correlation
 from mnote_mcp.kernel.store.fixtures import load_fixture
-from mnote_mcp.stores import open_store
 from tests.support.helpers import every_tool_env
 from tests.support.http_helpers import serve_argv, write_tokens
 

@@ -57,12 +57,12 @@ async def _one_round(calls: int, cli_calls: int, fixture: Path) -> dict[str, flo
     """One round of every figure, for the `mnote_mcp` this interpreter imports."""
     import httpx2
 
-    from mnote_mcp.httpguard import ClientLimits
-    from mnote_mcp.kernel.cli import CliKernel
-    from mnote_mcp.kernel.http import HttpKernel
+    from mnote_mcp.base.httpguard import ClientLimits
+    from mnote_mcp.kernel.databases.stores import open_kernel as open_seeded
     from mnote_mcp.kernel.port import Command, Correlation, PageQuery, PagesQuery
+    from mnote_mcp.kernel.relays.cli import CliKernel
+    from mnote_mcp.kernel.relays.http import HttpKernel
     from mnote_mcp.runtime.http_app import create_app
-    from mnote_mcp.stores import open_kernel as open_seeded
 
     ids = Correlation("s", "r", "c", "trace_bench")
     query = PageQuery("ws_1", "doc_1", "user_editor", ids)

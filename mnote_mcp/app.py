@@ -11,15 +11,15 @@ from typing import Any
 
 from mcp.server import Server
 
+from mnote_mcp.base.telemetry.tracing import tracing_on
+from mnote_mcp.calls.dispatch import Dispatcher
+from mnote_mcp.calls.fairshare import FairShare
 from mnote_mcp.config import ServerConfig, local_service_token, service_token
-from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.elicitation import read_keys
-from mnote_mcp.fairshare import FairShare
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.traced import traced
-from mnote_mcp.resources.pages import PageResources
 from mnote_mcp.server import IdentityResolver, create_server
-from mnote_mcp.telemetry.tracing import tracing_on
+from mnote_mcp.surface.elicitation import read_keys
+from mnote_mcp.surface.resources.pages import PageResources
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.registry import Registry
 
@@ -72,7 +72,7 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
     """
     spec = config.kernel.strip()
     if spec == "local":
-        from mnote_mcp.stores import describe, open_kernel
+        from mnote_mcp.kernel.databases.stores import describe, open_kernel
 
         kernel = open_kernel(
             config.store,
@@ -96,11 +96,11 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
             " (mnote-mcp runtime serve --seed FILE, or mnote-mcp seed --db PATH FILE)"
         )
     if spec.startswith("cli:"):
-        from mnote_mcp.kernel.cli import CliKernel, parse_command_line
+        from mnote_mcp.kernel.relays.cli import CliKernel, parse_command_line
 
         cli = CliKernel(parse_command_line(spec[len("cli:") :]), timeout=config.runtime_timeout)
         return cli, f"cli:{shlex.join(cli.argv)}"
-    from mnote_mcp.kernel.http import HttpKernel
+    from mnote_mcp.kernel.relays.http import HttpKernel
 
     token = service_token(config.runtime_token, config.runtime_token_file) or local_service_token(spec)
     http = HttpKernel(spec, token=token, timeout=config.runtime_timeout, retries=config.runtime_retries)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from mnote_mcp import __version__
+from mnote_mcp.base.logs import configure_logging
 from mnote_mcp.config import (
     AuditConfig,
     BackupConfig,
@@ -46,7 +47,6 @@ from mnote_mcp.config import (
     store_or_default,
 )
 from mnote_mcp.kernel.errors import StoreUnavailableError
-from mnote_mcp.logs import configure_logging
 
 if TYPE_CHECKING:  # (the store is opened lazily: `--help` loads no kernel)
     from mnote_mcp.kernel.store.store import Store
@@ -290,7 +290,7 @@ def _main(argv: Sequence[str]) -> int:
     configure_logging(config.log_level, config.log_format)
     try:
         if command == "serve":
-            from mnote_mcp.allocator import limit_arenas
+            from mnote_mcp.base.allocator import limit_arenas
             from mnote_mcp.serve import loop_options, serve
 
             limit_arenas(config.malloc_arenas)
@@ -315,8 +315,8 @@ def _demo(config: DemoConfig) -> int:
 
 
 def _runtime_serve(config: RuntimeConfig) -> int:
+    from mnote_mcp.kernel.databases.stores import describe, open_kernel
     from mnote_mcp.runtime.http_app import serve_runtime
-    from mnote_mcp.stores import describe, open_kernel
 
     token, token_path = _runtime_service_token(config)
 
@@ -350,8 +350,8 @@ def _runtime_service_token(config: RuntimeConfig) -> tuple[str | None, Path | No
     or --token-file; else, on loopback, the default file a relay on this machine reads (generated
     once the store is open, so a store error stays the one error); neither only with
     --unsafe-no-auth. Beyond loopback a token must be given (serve_runtime refuses to start)."""
-    from mnote_mcp.net import is_loopback
-    from mnote_mcp.secretfiles import read_secret
+    from mnote_mcp.base.net import is_loopback
+    from mnote_mcp.base.secretfiles import read_secret
 
     if config.unsafe_no_auth:
         if config.token or config.token_file is not None:
@@ -373,8 +373,8 @@ def _runtime_service_token(config: RuntimeConfig) -> tuple[str | None, Path | No
 
 
 def _runtime_cli(config: RuntimeCliConfig) -> int:
+    from mnote_mcp.kernel.databases.stores import open_kernel
     from mnote_mcp.runtime.cli_adapter import main as answer_one
-    from mnote_mcp.stores import open_kernel
 
     db = store_or_default(config.db)
     return answer_one(
@@ -444,7 +444,7 @@ def _write_seed(dest: Path, tag: str) -> int:
 
 
 def _open_store(db: Path | str | None, *, read_only: bool = False) -> Store:
-    from mnote_mcp.stores import open_store
+    from mnote_mcp.kernel.databases.stores import open_store
 
     return open_store(store_or_default(db), read_only=read_only)
 
@@ -478,8 +478,8 @@ def _seed(config: SeedConfig) -> int:
 
 
 def _backup(config: BackupConfig) -> int:
-    from mnote_mcp.backup import backup_sqlite
-    from mnote_mcp.stores import is_postgres
+    from mnote_mcp.kernel.databases.backup import backup_sqlite
+    from mnote_mcp.kernel.databases.stores import is_postgres
 
     db = store_or_default(config.db)
     if is_postgres(db):
@@ -513,14 +513,14 @@ def _audit(config: AuditConfig) -> int:
 
 
 def _open_store_name(db: Path | str | None) -> str:
-    from mnote_mcp.stores import describe
+    from mnote_mcp.kernel.databases.stores import describe
 
     location = store_or_default(db)
     return describe(location).removeprefix("sqlite:")
 
 
 def _token(config: TokenConfig) -> int:
-    from mnote_mcp.transports.auth import TokenGrant, add_token
+    from mnote_mcp.transports.auth.tokens import TokenGrant, add_token
 
     grant = TokenGrant(
         actor_id=config.actor,
@@ -536,7 +536,7 @@ def _token(config: TokenConfig) -> int:
 
 
 def _token_list(config: TokenListConfig) -> int:
-    from mnote_mcp.transports.auth import list_tokens
+    from mnote_mcp.transports.auth.tokens import list_tokens
 
     for entry in list_tokens(config.auth_file):
         print(json.dumps(entry, ensure_ascii=False))
@@ -544,7 +544,7 @@ def _token_list(config: TokenListConfig) -> int:
 
 
 def _token_revoke(config: TokenRevokeConfig) -> int:
-    from mnote_mcp.transports.auth import revoke_token
+    from mnote_mcp.transports.auth.tokens import revoke_token
 
     removed = revoke_token(config.auth_file, config.token_id)
     if removed is None:

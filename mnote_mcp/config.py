@@ -34,8 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
-from mnote_mcp.allocator import DEFAULT_MALLOC_ARENAS
-from mnote_mcp.confirmation import (
+from mnote_mcp.base.allocator import DEFAULT_MALLOC_ARENAS
+from mnote_mcp.base.logs import LogFormat, LogLevel
+from mnote_mcp.base.net import is_loopback
+from mnote_mcp.base.secretfiles import read_secret
+from mnote_mcp.calls.confirmation import (
     CONFIRM_FALLBACKS,
     CONFIRM_POLICIES,
     DEFAULT_CONFIRM_TIMEOUT,
@@ -43,6 +46,7 @@ from mnote_mcp.confirmation import (
     ConfirmFallback,
     ConfirmPolicy,
 )
+from mnote_mcp.calls.handles import DEFAULT_HANDLE_TTL, MAX_HANDLE_CHARS, MAX_HANDLE_TTL, MIN_HANDLE_TTL
 from mnote_mcp.conformance.options import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_SHOWN_CHARS,
@@ -50,8 +54,6 @@ from mnote_mcp.conformance.options import (
     ReportFormat,
 )
 from mnote_mcp.conformance.seed import DEFAULT_TAG, check_tag
-from mnote_mcp.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
-from mnote_mcp.handles import DEFAULT_HANDLE_TTL, MAX_HANDLE_CHARS, MAX_HANDLE_TTL, MIN_HANDLE_TTL
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS, MAX_BLOCKS
 from mnote_mcp.kernel.limits import (
     DEFAULT_MAX_BLOCK_CHARS,
@@ -61,11 +63,9 @@ from mnote_mcp.kernel.limits import (
 )
 from mnote_mcp.kernel.postgres.bounds import DEFAULT_SEARCH_TIMEOUT, SearchBounds
 from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
-from mnote_mcp.logs import LogFormat, LogLevel
-from mnote_mcp.net import is_loopback
-from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
-from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS
-from mnote_mcp.secretfiles import read_secret
+from mnote_mcp.surface.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
+from mnote_mcp.surface.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
+from mnote_mcp.surface.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.cost import (
     DEFAULT_EXPENSIVE_CALLS,
@@ -89,8 +89,8 @@ from mnote_mcp.vocabulary.scopes import ALL_SCOPES, READ_ONLY_SCOPES, Scope, par
 if TYPE_CHECKING:  # the tool registry imports the MCP SDK; `runtime cli` starts per call without it
     from _typeshed import DataclassInstance
 
-    from mnote_mcp.admission import AdmissionBounds
-    from mnote_mcp.httpguard import ClientLimits
+    from mnote_mcp.base.httpguard import ClientLimits
+    from mnote_mcp.calls.admission import AdmissionBounds
     from mnote_mcp.tools.selection import ToolSelection
 
 Transport = Literal["stdio", "sse", "http"]
@@ -682,7 +682,7 @@ def db_setting() -> Path | str | None:
     )
 
 
-# What one HTTP client may hold (mnote_mcp/httpguard.py): the MCP transport's and the runtime's
+# What one HTTP client may hold (mnote_mcp/base/httpguard.py): the MCP transport's and the runtime's
 # servers take the same settings, each under its own group and variables (MNOTE_RUNTIME_* for the runtime).
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 # A runtime command can carry a whole page (--max-page-bytes of content, 8 MiB by default) and JSON
@@ -1352,7 +1352,7 @@ class ServerConfig(StoreSettings, LogSettings):
     @property
     def admission_bounds(self) -> AdmissionBounds:
         """`--expensive-*`; on PostgreSQL at most one less than the pool, so other calls keep a connection."""
-        from mnote_mcp.admission import AdmissionBounds
+        from mnote_mcp.calls.admission import AdmissionBounds
 
         running = self.expensive_calls
         if isinstance(self.store, str):  # a PostgreSQL URL
@@ -1484,7 +1484,7 @@ class RuntimeConfig(StoreSettings, LogSettings):
     record: Path | None = setting(
         None, optional_path, "append each request's headers here (JSON lines; tests)", metavar="FILE", env=""
     )
-    # what one HTTP client may hold, as on `serve --transport http` (mnote_mcp/httpguard.py)
+    # what one HTTP client may hold, as on `serve --transport http` (mnote_mcp/base/httpguard.py)
     http_parser: HttpParser = http_limit(HTTP_PARSER, RUNTIME_HTTP, env="MNOTE_RUNTIME_HTTP_PARSER")
     max_body_bytes: int = http_limit(
         MAX_BODY_BYTES,
@@ -1511,7 +1511,7 @@ class RuntimeConfig(StoreSettings, LogSettings):
 
     @property
     def client_limits(self) -> ClientLimits:
-        from mnote_mcp.httpguard import ClientLimits  # uvicorn and Starlette: only when serving
+        from mnote_mcp.base.httpguard import ClientLimits  # uvicorn and Starlette: only when serving
 
         return ClientLimits(
             max_connections=self.max_connections,

@@ -11,18 +11,19 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mnote_mcp import __version__, allocator
+from mnote_mcp import __version__
 from mnote_mcp.app import App, kernel_adapter, open_app
+from mnote_mcp.base import allocator
+from mnote_mcp.base.secretfiles import read_secret
+from mnote_mcp.calls.fairshare import limited_series
 from mnote_mcp.config import ServerConfig
-from mnote_mcp.drain import DrainingReadStream
-from mnote_mcp.fairshare import limited_series
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import PagesQuery
-from mnote_mcp.secretfiles import read_secret
 from mnote_mcp.transports.consentpaths import consent_paths
+from mnote_mcp.transports.drain import DrainingReadStream
 
 if TYPE_CHECKING:
-    from mnote_mcp.telemetry.metrics import Metrics
+    from mnote_mcp.base.telemetry.metrics import Metrics
     from mnote_mcp.transports.server import GracefulServer
 
 logger = logging.getLogger("mnote_mcp")
@@ -100,7 +101,7 @@ async def serve(config: ServerConfig) -> None:
 def start_tracing(config: ServerConfig) -> Callable[[], None]:
     """Traces exported over OTLP when `--otlp-endpoint` (or the standard variables) names a collector;
     otherwise nothing is set up and tracing costs nothing. Returns what flushes them at the end."""
-    from mnote_mcp.telemetry.tracing import env_endpoint, setup_tracing
+    from mnote_mcp.base.telemetry.tracing import env_endpoint, setup_tracing
 
     endpoint = config.otlp_endpoint or env_endpoint()
     return setup_tracing(endpoint) if endpoint else lambda: None
@@ -131,8 +132,8 @@ def _stdio_streams(config: ServerConfig) -> AbstractAsyncContextManager[tuple[An
 async def serve_http(config: ServerConfig, flush: Callable[[], None] = lambda: None) -> None:
     """`flush` runs once the server has stopped (the spans still to export): uvicorn then re-raises a
     SIGTERM it caught, which ends the process before anything after `serve()` runs."""
-    from mnote_mcp.net import is_loopback
-    from mnote_mcp.transports.auth import resolve_auth
+    from mnote_mcp.base.net import is_loopback
+    from mnote_mcp.transports.auth.tokens import resolve_auth
     from mnote_mcp.transports.http import build_http_app, endpoints
     from mnote_mcp.transports.observe import ConnectionRefusals
     from mnote_mcp.transports.server import make_server
@@ -146,7 +147,7 @@ async def serve_http(config: ServerConfig, flush: Callable[[], None] = lambda: N
     async with open_app(config) as app:
         metrics = None
         if config.metrics_listen is not None:
-            from mnote_mcp.telemetry.metrics import Metrics
+            from mnote_mcp.base.telemetry.metrics import Metrics
 
             metrics = Metrics()
             app.dispatcher.observer = app.dispatcher.fair.observer = metrics
@@ -176,7 +177,7 @@ async def serve_http(config: ServerConfig, flush: Callable[[], None] = lambda: N
 def _metrics_token(config: ServerConfig) -> str | None:
     """The token `--metrics-listen` requires: from `--metrics-token-file`; a listener off loopback
     without one is refused (metrics name the tools, actors' activity and the store's state)."""
-    from mnote_mcp.net import is_loopback
+    from mnote_mcp.base.net import is_loopback
 
     if config.metrics_listen is None:
         return None

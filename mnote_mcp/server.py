@@ -2,7 +2,7 @@
 
 This layer knows MCP and connections, nothing of blocks or revisions. Each connection's identity
 comes from `identity_for(ctx)`: the configured actor on stdio, the bearer token's actor over HTTP.
-Pages are also resources (`mnote_mcp.resources`), with change notifications in both protocol eras.
+Pages are also resources (`mnote_mcp.surface.resources`), with change notifications in both protocol eras.
 """
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
 
 from mnote_mcp import __version__
-from mnote_mcp.answers import WithinBudget, answer_kinds
-from mnote_mcp.confirmation import ConfirmationPending
-from mnote_mcp.delivery import Delivery, WireContent
-from mnote_mcp.dispatch import Dispatcher, UnknownToolError
-from mnote_mcp.elicitation import MODERN, asker_for, input_required, install_boundary
-from mnote_mcp.fairshare import FairRequests
-from mnote_mcp.handles import Handles
-from mnote_mcp.prompts.catalog import DEFAULT_MAX_COMPLETIONS
-from mnote_mcp.prompts.completions import Completions
-from mnote_mcp.prompts.handlers import PagePrompts
-from mnote_mcp.resources.pages import Context, PageResources
-from mnote_mcp.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS, PageWatcher
-from mnote_mcp.telemetry.tracing import tracing_on
+from mnote_mcp.base.telemetry.tracing import tracing_on
+from mnote_mcp.calls.confirmation import ConfirmationPending
+from mnote_mcp.calls.dispatch import Dispatcher, UnknownToolError
+from mnote_mcp.calls.fairshare import FairRequests
+from mnote_mcp.calls.handles import Handles
+from mnote_mcp.surface.answers import WithinBudget, answer_kinds
+from mnote_mcp.surface.delivery import Delivery, WireContent
+from mnote_mcp.surface.elicitation import MODERN, asker_for, input_required, install_boundary
+from mnote_mcp.surface.prompts.catalog import DEFAULT_MAX_COMPLETIONS
+from mnote_mcp.surface.prompts.completions import Completions
+from mnote_mcp.surface.prompts.handlers import PagePrompts
+from mnote_mcp.surface.resources.pages import Context, PageResources
+from mnote_mcp.surface.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS, PageWatcher
 from mnote_mcp.tools.icons import SERVER_ICONS
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.identity import Identity

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from mnote_mcp.base.tracecontext import traceparent
 from mnote_mcp.conformance.checks import Registry
 from mnote_mcp.conformance.compare import normal
 from mnote_mcp.conformance.session import PERMISSION_CODES, Answer, NotApplicableError, Session
@@ -23,7 +24,6 @@ from mnote_mcp.kernel.protocol import (
     TRACEPARENT_HEADER,
     encode_key,
 )
-from mnote_mcp.tracecontext import traceparent
 
 registry = Registry()
 HTTP_ONLY = frozenset({"http"})

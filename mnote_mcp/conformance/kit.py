@@ -37,7 +37,7 @@ from mnote_mcp.conformance.session import (
 )
 from mnote_mcp.conformance.wire import CliWire, HttpWire, Wire
 from mnote_mcp.kernel import protocol
-from mnote_mcp.kernel.cli import parse_command_line
+from mnote_mcp.kernel.relays.cli import parse_command_line
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.fixtures import load_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel

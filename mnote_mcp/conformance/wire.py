@@ -1,6 +1,6 @@
 """How the kit reaches the runtime under test: one request of an operation, and its reply as it came.
 
-The relays (`kernel/http.py`, `kernel/cli.py`) turn every reply that breaks the protocol into
+The relays (`kernel/relays/http.py`, `kernel/relays/cli.py`) turn every reply that breaks the protocol into
 `runtime_unavailable`, which is right for a server and useless to a runtime's authors: they need to
 see what their runtime sent. So the kit sends exactly what the relays send (the same request bodies,
 query strings, `Idempotency-Key` and `traceparent`, taken from the same operation rows), and keeps the
@@ -21,7 +21,7 @@ import anyio
 import httpx2
 
 from mnote_mcp import __version__
-from mnote_mcp.kernel.cli import CliKernel
+from mnote_mcp.base.tracecontext import traceparent
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.kernel.protocol import (
@@ -36,7 +36,7 @@ from mnote_mcp.kernel.protocol import (
     encode_key,
     first_error,
 )
-from mnote_mcp.tracecontext import traceparent
+from mnote_mcp.kernel.relays.cli import CliKernel
 
 if TYPE_CHECKING:
     from pydantic import JsonValue

@@ -46,7 +46,7 @@ class Reason(StrEnum):
     CANCELLED = "cancelled"  # they dismissed the question
     CONFIRM_TIMEOUT = "confirm_timeout"  # no answer within --confirm-timeout
     CONFIRM_UNAVAILABLE = "confirm_unavailable"  # the client cannot ask and --confirm-fallback is refuse
-    # ... or, where the client cannot be asked, confirmed with a handle (issue 31, `mnote_mcp.handles`)
+    # ... or, where the client cannot be asked, confirmed with a handle (issue 31, `mnote_mcp.calls.handles`)
     CONFIRMATION_REQUIRED = "confirmation_required"  # held: ask the person, send the handle back
     CONFIRMATION_INVALID = "confirmation_invalid"  # not a handle this server issued for this call
     CONFIRMATION_EXPIRED = "confirmation_expired"  # past its lifetime (--confirm-handle-ttl)

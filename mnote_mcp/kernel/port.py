@@ -413,7 +413,7 @@ class PagesQuery(Wire):
     no case and matches as typed), `workspace_id` those in that workspace, and `limit` stops after
     that many: all in SQL, so a completion's cost does not grow with the pages (issue 25). A runtime
     older than these fields ignores them and lists every readable page, so a caller that needs them
-    filters what comes back again (`prompts/completions.py` does).
+    filters what comes back again (`surface/prompts/completions.py` does).
 
     `named` keeps the pages whose id is it, or whose whole title is it, case-folded as `prefix` is:
     how a tool call that names a page by its title finds it (issue 35, `tools/titles.py`). A runtime

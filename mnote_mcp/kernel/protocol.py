@@ -4,7 +4,7 @@ docs/runtime-protocol.md is the prose; this module is the one place both sides t
 the HTTP status of each error code and the JSON Schemas of requests and replies from, so the adapters
 and the runtime cannot drift apart. Each kernel operation is one `Operation` row of `OPERATIONS`: its
 route, its request and answer forms (declared once, in `kernel/port.py`; their schemas derived from
-those declarations) and the port method it calls. The relays (`kernel/relay.py`), the runtime's HTTP
+those declarations) and the port method it calls. The relays (`kernel/relays/relay.py`), the runtime's HTTP
 routes and its mnote-cli adapter (`runtime/`) are all driven by that table: adding a port method is
 one row here and one method in `Relay`.
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
+from mnote_mcp.base.telemetry.tracing import TRACER
 from mnote_mcp.kernel.errors import RETRYABLE_CODES, ErrorCode, MnoteError
 from mnote_mcp.kernel.port import (
     AuditRecord,
@@ -35,7 +36,6 @@ from mnote_mcp.kernel.port import (
     SearchResult,
 )
 from mnote_mcp.kernel.scopes import Scope
-from mnote_mcp.telemetry.tracing import TRACER
 
 
 @contextmanager

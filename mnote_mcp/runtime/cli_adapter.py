@@ -16,11 +16,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
+from mnote_mcp.base.tracecontext import trace_id_of
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import JSONObject, Kernel
 from mnote_mcp.kernel.protocol import CLI_REQUEST, OPERATIONS, Operation, check_request
 from mnote_mcp.runtime import faults, service
-from mnote_mcp.tracecontext import trace_id_of
 
 if TYPE_CHECKING:
     from pydantic import JsonValue

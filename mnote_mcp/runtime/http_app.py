@@ -6,7 +6,7 @@ shares: the test record, the service token (from the headers, before any body is
 whole within its deadline and size, and the mapping of a refusal to its status and error body. An
 operation added to the table is served with no change here.
 What one client may hold (connections, header and body deadlines, body and header sizes) is the MCP
-transport's code and flags (`mnote_mcp/httpguard.py`). How it stops (`--shutdown-grace`, then the
+transport's code and flags (`mnote_mcp/base/httpguard.py`). How it stops (`--shutdown-grace`, then the
 protocol's `shutting_down` refusal, never a bare 500) is `runtime/stopping.py`.
 """
 
@@ -29,7 +29,10 @@ from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnote_mcp import __version__
-from mnote_mcp.httpguard import ClientLimits, CloseUnreadBodies, ReadBody, guarded_protocol
+from mnote_mcp.base.httpguard import ClientLimits, CloseUnreadBodies, ReadBody, guarded_protocol
+from mnote_mcp.base.net import is_loopback
+from mnote_mcp.base.secretfiles import load_or_generate
+from mnote_mcp.base.tracecontext import trace_id_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import JSONObject, Kernel
 from mnote_mcp.kernel.protocol import (
@@ -43,11 +46,8 @@ from mnote_mcp.kernel.protocol import (
     Operation,
     decode_key,
 )
-from mnote_mcp.net import is_loopback
 from mnote_mcp.runtime import faults, service
 from mnote_mcp.runtime.stopping import RETRY_AFTER_SECONDS, Requests, StoppingServer, shutting_down
-from mnote_mcp.secretfiles import load_or_generate
-from mnote_mcp.tracecontext import trace_id_of
 
 if TYPE_CHECKING:
     from pydantic import JsonValue

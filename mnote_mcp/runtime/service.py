@@ -11,11 +11,11 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
+from mnote_mcp.base.tracecontext import w3c_trace_id
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import DEFAULT_AUDIT_LIMIT, MAX_INT64, AuditQuery, Command, CommandOutcome, Kernel
 from mnote_mcp.kernel.protocol import Ans, Operation, Req, check_request
 from mnote_mcp.runtime import faults
-from mnote_mcp.tracecontext import w3c_trace_id
 
 if TYPE_CHECKING:
     from pydantic import JsonValue

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import anyio
 import uvicorn
 
-from mnote_mcp.httplisten import GuardedServer
+from mnote_mcp.base.httplisten import GuardedServer
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 
 logger = logging.getLogger(__name__)

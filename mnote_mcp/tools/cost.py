@@ -7,7 +7,7 @@ not tool calls by `REQUEST_COSTS` below. A tool call whose arguments are heavy (
 
 Each class has a per-actor rate (`CallLimit`: calls a minute and a burst, flags `--read-limit` ...),
 and the expensive ones are **admitted** (`Cost.admitted`): besides the rate, they take a place of
-`--expensive-calls` on this replica and one actor's run one at a time (`mnote_mcp.admission`). A
+`--expensive-calls` on this replica and one actor's run one at a time (`mnote_mcp.calls.admission`). A
 write is never admitted: it may wait for the person's confirmation, and a place must not be held
 while someone thinks. docs/security.md, "Fair share", gives the defaults and why.
 """
@@ -92,7 +92,7 @@ DEFAULT_LIMITS: dict[Cost, CallLimit | None] = {
 # is read: above what the call limits let through, so only a client that keeps sending after being
 # told to wait meets it (429 with Retry-After).
 DEFAULT_REQUEST_LIMIT: CallLimit | None = CallLimit(1200, 200)
-# The admission (mnote_mcp/admission.py): places on a replica, one actor's calls in flight, the wait.
+# The admission (mnote_mcp/calls/admission.py): places on a replica, one actor's calls in flight, the wait.
 DEFAULT_EXPENSIVE_CALLS = 2
 DEFAULT_EXPENSIVE_PER_ACTOR = 16
 DEFAULT_EXPENSIVE_WAIT = 10.0

@@ -14,7 +14,7 @@ from typing import Any
 
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.port import PageKey
-from mnote_mcp.transports.auth import AuthSetup, endpoint_grant, within
+from mnote_mcp.transports.auth.tokens import AuthSetup, endpoint_grant, within
 from mnote_mcp.transports.headers import identity_from_request
 from mnote_mcp.vocabulary.identity import Identity
 

@@ -23,9 +23,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnote_mcp.base.httpguard import ReadBody
+from mnote_mcp.base.sdkadapter import SessionManager
 from mnote_mcp.config import ServerConfig
-from mnote_mcp.httpguard import ReadBody
-from mnote_mcp.sdkadapter import SessionManager
 from mnote_mcp.transports.asking import MayAsk
 from mnote_mcp.transports.limits import SessionCaps, owner_of
 from mnote_mcp.transports.revocation import OpenStreams

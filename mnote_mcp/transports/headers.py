@@ -8,8 +8,8 @@ from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
-from mnote_mcp.tracecontext import trace_id_of
-from mnote_mcp.transports.bearer import CallerToken
+from mnote_mcp.base.tracecontext import trace_id_of
+from mnote_mcp.transports.auth.bearer import CallerToken
 from mnote_mcp.transports.runs import client_run
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import parse_scopes

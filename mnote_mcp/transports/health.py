@@ -9,14 +9,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from mnote_mcp import __version__
-from mnote_mcp.dispatch import InFlight
-from mnote_mcp.fairshare import FairShare
-from mnote_mcp.resources.pages import PageResources
+from mnote_mcp.calls.dispatch import InFlight
+from mnote_mcp.calls.fairshare import FairShare
+from mnote_mcp.surface.resources.pages import PageResources
 from mnote_mcp.transports.limits import SessionCaps
 from mnote_mcp.transports.observe import Readiness
 
 if TYPE_CHECKING:  # prometheus_client is loaded only when metrics are served
-    from mnote_mcp.telemetry.metrics import Metrics
+    from mnote_mcp.base.telemetry.metrics import Metrics
 
 
 class Health:
@@ -80,7 +80,7 @@ class Health:
 
 
 def admission_gauges(metrics: Metrics, fair: FairShare) -> None:
-    """The expensive calls holding a place and waiting (`mnote_mcp/admission.py`), read when scraped."""
+    """The expensive calls holding a place and waiting (`mnote_mcp/calls/admission.py`), read when scraped."""
     admission = fair.admission
     if admission is None:
         return

@@ -1,7 +1,7 @@
 """One ASGI app for both HTTP transports: streamable HTTP at `/mcp` and the legacy HTTP+SSE transport
 at `/sse` + `/messages/`, behind bearer-token authentication (from the headers, before any body is
 read), Host/Origin validation (DNS-rebinding protection), a request body limit and deadline
-(`mnote_mcp/httpguard.py`), session caps per token and overall and a request rate per actor, from the
+(`mnote_mcp/base/httpguard.py`), session caps per token and overall and a request rate per actor, from the
 headers too (`transports/limits.py`), and an
 unauthenticated `/healthz` that reports how many sessions, resource watches and calls are open. A session
 belongs to the token that opened it.
@@ -29,14 +29,14 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mnote_mcp.app import App
+from mnote_mcp.base.httpguard import CloseUnreadBodies
+from mnote_mcp.base.net import is_loopback
+from mnote_mcp.base.sdkadapter import SessionManager
 from mnote_mcp.config import ServerConfig
-from mnote_mcp.httpguard import CloseUnreadBodies
-from mnote_mcp.net import is_loopback
-from mnote_mcp.resources.pages import PageResources
-from mnote_mcp.sdkadapter import SessionManager
+from mnote_mcp.surface.resources.pages import PageResources
 from mnote_mcp.transports.asking import calls_that_may_ask
-from mnote_mcp.transports.auth import AuthConfigError, AuthSetup, TokensFileWatcher
-from mnote_mcp.transports.bearer import ExplainingBearerBackend
+from mnote_mcp.transports.auth.bearer import ExplainingBearerBackend
+from mnote_mcp.transports.auth.tokens import AuthConfigError, AuthSetup, TokensFileWatcher
 from mnote_mcp.transports.callers import Callers
 from mnote_mcp.transports.endpoints import Endpoints, session_manager, sse_transport
 from mnote_mcp.transports.health import Health
@@ -46,7 +46,7 @@ from mnote_mcp.transports.runs import ClientRuns
 from mnote_mcp.transports.sticky import messages_path
 
 if TYPE_CHECKING:  # prometheus_client is loaded only when metrics are served
-    from mnote_mcp.telemetry.metrics import Metrics
+    from mnote_mcp.base.telemetry.metrics import Metrics
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 

@@ -8,11 +8,11 @@ transport, and how many requests one actor may send.
 - `--request-limit` (`429` with `Retry-After`, `RequestLimit`): how many requests one actor may send,
   counted from the headers once the token is accepted, before any body is read (issue 32); a body
   announced counts one request more per 16 KiB (parsing it is the cost). Above
-  what the call limits let through (`mnote_mcp/fairshare.py`), so only a client that keeps sending
+  what the call limits let through (`mnote_mcp/calls/fairshare.py`), so only a client that keeps sending
   after being told to wait meets it.
 
 What a connection may hold below the session (connections, header and body deadlines, body size) is
-`mnote_mcp/httpguard.py`, shared with the reference runtime's server.
+`mnote_mcp/base/httpguard.py`, shared with the reference runtime's server.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from collections.abc import Callable, Hashable
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnote_mcp.fairshare import FairShare
-from mnote_mcp.httpguard import CLOSE
-from mnote_mcp.transports.bearer import CallerToken
+from mnote_mcp.base.httpguard import CLOSE
+from mnote_mcp.calls.fairshare import FairShare
+from mnote_mcp.transports.auth.bearer import CallerToken
 
 # Where a refusal made here names its reason for `observe.Refusals` (a 429 is otherwise a session cap's).
 REFUSAL_REASON = "mnote.refusal_reason"

@@ -29,10 +29,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnote_mcp.httpguard import plain
+from mnote_mcp.base.httpguard import plain
+from mnote_mcp.base.logs import Throttle
 from mnote_mcp.kernel.errors import MnoteError
 from mnote_mcp.kernel.port import Kernel
-from mnote_mcp.logs import Throttle
 from mnote_mcp.transports.limits import REFUSAL_REASON
 
 logger = logging.getLogger("mnote_mcp")

@@ -26,7 +26,7 @@ import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnote_mcp.httpguard import plain
+from mnote_mcp.base.httpguard import plain
 
 logger = logging.getLogger("mnote_mcp")
 

@@ -27,10 +27,10 @@ import anyio.to_thread
 import uvicorn
 from sse_starlette.sse import AppStatus
 
-from mnote_mcp.dispatch import InFlight
-from mnote_mcp.drain import ANSWER_SECONDS
-from mnote_mcp.httpguard import RefusalHook, guarded_protocol
-from mnote_mcp.httplisten import GuardedServer
+from mnote_mcp.base.httpguard import RefusalHook, guarded_protocol
+from mnote_mcp.base.httplisten import GuardedServer
+from mnote_mcp.calls.dispatch import InFlight
+from mnote_mcp.transports.drain import ANSWER_SECONDS
 
 logger = logging.getLogger("mnote_mcp")
 
@@ -138,8 +138,8 @@ def make_server(
         host=host,
         port=port,
         # The parser chosen (--http-parser; uvicorn's "auto" would pick whichever is installed), with
-        # the header deadline and the header bound (mnote_mcp/httpguard.py); the connection cap is
-        # the gate GuardedServer accepts under (mnote_mcp/httplisten.py).
+        # the header deadline and the header bound (mnote_mcp/base/httpguard.py); the connection cap is
+        # the gate GuardedServer accepts under (mnote_mcp/base/httplisten.py).
         http=guarded_protocol(max_connections, header_timeout, parser, on_refused),
         log_config=None,  # keep our stderr logging
         access_log=False,  # one line per tool call is ours; uvicorn's per-request line would double it

@@ -20,7 +20,7 @@ from typing import Any
 
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
-from mnote_mcp.sdkadapter import SessionManager
+from mnote_mcp.base.sdkadapter import SessionManager
 from mnote_mcp.transports.asking import AskingTransport, MayAsk
 
 MESSAGES_PATH = "/messages/"

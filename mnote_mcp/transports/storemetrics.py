@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from mnote_mcp.base.telemetry.metrics import Metrics
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.store.figures import Measured, StoreFigures
-from mnote_mcp.telemetry.metrics import Metrics
 
 logger = logging.getLogger("mnote_mcp")
 

@@ -1,6 +1,6 @@
 """What a planned write would change, in the words a person is asked to confirm it with.
 
-A write that needs the person's consent (`--confirm`, `mnote_mcp.confirmation`) is first run as a dry
+A write that needs the person's consent (`--confirm`, `mnote_mcp.calls.confirmation`) is first run as a dry
 run; its plan (the `result` of the dry run: `diff`, `textDiff`, `revertedRevisions`) becomes an
 `Impact`: counts of what it deletes, inserts, updates and moves, a title change, and the first lines
 of text it removes. The question shown to the person is rendered from that, in the session's locale;

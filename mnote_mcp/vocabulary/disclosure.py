@@ -5,7 +5,7 @@ A connection may be granted `page.write` without `page.read` (`--scope`, a token
 the actor's role, not the connection's grant, so what a write answers is the same for both: the
 few fields that carry page text are declared here, and the builders of every answer
 (`vocabulary.envelope.success` and `failure`, and the question before a write in
-`mnote_mcp.confirmation`) take them out for a caller who may not read. The answer says what was left
+`mnote_mcp.calls.confirmation`) take them out for a caller who may not read. The answer says what was left
 out (a `page_text_withheld` warning in a result, `details.withheld` in a refusal), never silently.
 
 What stays: ids, revisions, counts, option values and pointers, which a writer needs to act on the

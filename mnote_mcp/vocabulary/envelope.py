@@ -48,7 +48,7 @@ class ToolRequest:
     locale: Locale = "zh-CN"
     # The workspaces the caller's credentials allow (a bearer token limited to some), None: any.
     workspaces: frozenset[str] | None = None
-    # How the person consented to this write, once that is decided (`mnote_mcp.confirmation`).
+    # How the person consented to this write, once that is decided (`mnote_mcp.calls.confirmation`).
     consent: Consent | None = None
     # False: a dry run that needs only the plan's operations, not its `textDiff` (`Command.text_diff`).
     text_diff: bool = True

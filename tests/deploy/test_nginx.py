@@ -33,9 +33,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.port import PageKey
-from mnote_mcp.resources.uris import page_uri
-from mnote_mcp.stores import open_store
+from mnote_mcp.surface.resources.uris import page_uri
 from tests.support.helpers import FIXTURE, RAW_INITIALIZE, ROOT, envelope_of, page_args, write_args
 from tests.support.http_helpers import ResourceUpdates, RunningServer, http_server, wait_until, write_tokens
 from tests.support.nginx import Certificate, Proxy, free_port, make_certificate, nginx, shipped_config

@@ -288,7 +288,7 @@ def test_without_httptools_the_guard_parses_with_h11(
     from uvicorn.protocols.http.h11_impl import H11Protocol
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from mnote_mcp.httpguard import guarded_protocol
+    from mnote_mcp.base.httpguard import guarded_protocol
 
     assert issubclass(guarded_protocol(4, 1.0, "httptools"), HttpToolsProtocol)
     assert issubclass(guarded_protocol(4, 1.0, "h11"), H11Protocol)

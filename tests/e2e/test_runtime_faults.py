@@ -26,13 +26,13 @@ from mcp import Client, StdioServerParameters
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from mnote_mcp.kernel.cli import MAX_REPLY_BYTES, CliKernel
+from mnote_mcp.base.tracecontext import trace_id_of
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery
+from mnote_mcp.kernel.relays.cli import MAX_REPLY_BYTES, CliKernel
+from mnote_mcp.kernel.relays.http import HttpKernel
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.runtime.faults import CRASH_AFTER_COMMIT_ENV, CRASH_EXIT_STATUS
-from mnote_mcp.tracecontext import trace_id_of
 from tests.support.helpers import ROOT, envelope_of, write_args
 from tests.support.runtimes import (
     FaultProxy,
@@ -271,7 +271,7 @@ def python(code: str) -> list[str]:
 async def test_cli_transport_failures_are_unavailable(
     argv: list[str], cause: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="mnote_mcp.kernel.cli")
+    caplog.set_level(logging.INFO, logger="mnote_mcp.kernel.relays.cli")
     error = await unavailable(CliKernel(argv).execute(command()))
     assert error.details["adapter"] == "cli" and error.details["cause"] == cause
     if cause == "exit_status":

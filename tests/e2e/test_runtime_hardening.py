@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from mnote_mcp.kernel.cli import CliKernel
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.http import HttpKernel
+from mnote_mcp.kernel.relays.cli import CliKernel
+from mnote_mcp.kernel.relays.http import HttpKernel
 from mnote_mcp.kernel.sqlite.opening import open_store
 from tests.support.http_helpers import (
     cut_off,

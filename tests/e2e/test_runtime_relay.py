@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
+from mnote_mcp.base.tracecontext import trace_id_of, w3c_trace_id
 from mnote_mcp.demo import tour
 from mnote_mcp.kernel.protocol import decode_key
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from mnote_mcp.tracecontext import trace_id_of, w3c_trace_id
 from tests.support.helpers import EVERY_TOOL_ENV, RAW_INITIALIZE, ROOT, envelope_in
 from tests.support.runtimes import free_port, mnote_command, reference_runtime
 from tests.support.timing import patience
@@ -151,7 +151,7 @@ def test_a_relay_server_starts_without_its_runtime_and_keeps_stdout_clean(tmp_pa
 def test_the_stdio_server_on_the_local_kernel_loads_no_relay_code() -> None:
     code = (
         "import sys, mnote_mcp.serve, mnote_mcp.cli;"
-        "print(sorted(m for m in sys.modules if m.startswith(('mnote_mcp.kernel.http', 'mnote_mcp.kernel.cli',"
+        "print(sorted(m for m in sys.modules if m.startswith(('mnote_mcp.kernel.relays.http', 'mnote_mcp.kernel.relays.cli',"
         " 'mnote_mcp.kernel.protocol', 'mnote_mcp.runtime'))))"
     )
     result = subprocess.run(
@@ -165,7 +165,7 @@ def test_the_cli_adapter_starts_without_the_mcp_sdk() -> None:
     """`runtime cli` runs once per call: it must not pay for importing the MCP SDK, nor pydantic (the
     wire forms are read and their schemas kept without it: kernel/port.py, kernel/schemas.py)."""
     code = (
-        "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter, mnote_mcp.kernel.http, mnote_mcp.kernel.cli;"
+        "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter, mnote_mcp.kernel.relays.http, mnote_mcp.kernel.relays.cli;"
         "print([name for name in ('mcp', 'pydantic') if name in sys.modules])"
     )
     result = subprocess.run(

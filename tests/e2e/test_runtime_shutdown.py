@@ -1,7 +1,7 @@
 """`runtime serve` stopping (issue 30): a call still running when the shutdown grace ends, and a call
 that arrives while the runtime shuts down, get the runtime protocol's own refusal, `503` with the error
 body `mnote_tool_runtime_unavailable` (`shutting_down`), never uvicorn's bare `500 Internal Server
-Error` (which a relay takes for a bug: not retried); the relay (`kernel/http.py`) retries it and its
+Error` (which a relay takes for a bug: not retried); the relay (`kernel/relays/http.py`) retries it and its
 tool answers a retryable `runtime_unavailable` envelope. A real `runtime serve` process on 127.0.0.1
 whose store another connection holds locked, stopped with SIGTERM; its grace is set through
 `MNOTE_RUNTIME_SHUTDOWN_GRACE` (a runtime that does not know it ignores it, and these tests then fail

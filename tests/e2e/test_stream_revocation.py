@@ -18,7 +18,7 @@ import httpx2
 import pytest
 from mcp.client.subscriptions import SubscriptionLost
 
-from mnote_mcp.secretfiles import write_private
+from mnote_mcp.base.secretfiles import write_private
 from tests.support.helpers import RAW_INITIALIZE
 from tests.support.http_helpers import http_server, mcp_http, wait_until, write_tokens
 from tests.support.timing import patience

@@ -12,9 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mnote_mcp.base.secretfiles import SecretFileError
 from mnote_mcp.config import service_token
-from mnote_mcp.secretfiles import SecretFileError
-from mnote_mcp.transports.auth import TokenStore
+from mnote_mcp.transports.auth.tokens import TokenStore
 from tests.support.helpers import ROOT
 from tests.support.runtimes import RuntimeProcess
 from tests.support.timing import patience

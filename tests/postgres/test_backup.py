@@ -10,7 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from mnote_mcp.stores import open_store
+from mnote_mcp.kernel.databases.stores import open_store
 from tests.support.helpers import FIXTURE, run_cli
 from tests.support.postgres import PgServer, postgres_tool, seeded_database
 from tests.support.timing import patience

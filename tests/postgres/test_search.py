@@ -7,10 +7,10 @@ and the matching done in SQL answers exactly what the matching rule says.
   hits, their order (title, matching rows) and snippets are the rule's (`kernel/search.matches`).
 - Restricted pages the actor may not read are left out in the query: none of their rows comes back.
 - Places: through the dispatcher, searches take at most `--expensive-calls` places (the admission of
-  expensive calls, `mnote_mcp/admission.py`, issue 32: it was this dialect's gate), so with every place
+  expensive calls, `mnote_mcp/calls/admission.py`, issue 32: it was this dialect's gate), so with every place
   taken by searches that do not end, another actor's page read is answered (on 65cea2d it waited for
   a thread behind them), and an actor's searches take turns. The admission itself (turns, the bound
-  in flight, the bounded wait) is tests/unit/test_admission.py's, store-free.
+  in flight, the bounded wait) is tests/unit/calls/test_admission.py's, store-free.
 - Under real load (24 broad `w*` searches kept in flight over 20,000 blocks), another actor's page
   read stays within a generous bound of its idle time (65cea2d: seconds).
 - A search statement past `--db-search-timeout` is stopped: `search_timeout`, retryable, through the
@@ -31,9 +31,10 @@ import anyio
 import pytest
 from mcp import Client
 
-from mnote_mcp.admission import AdmissionBounds
-from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.fairshare import FairShare
+from mnote_mcp.calls.admission import AdmissionBounds
+from mnote_mcp.calls.dispatch import Dispatcher
+from mnote_mcp.calls.fairshare import FairShare
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.port import Correlation, PageQuery, SearchQuery, SearchResult
 from mnote_mcp.kernel.postgres import search as pg_search
@@ -43,7 +44,6 @@ from mnote_mcp.kernel.search import matches, parse_query, snippet, strict
 from mnote_mcp.kernel.store.fixtures import load_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
-from mnote_mcp.stores import open_store
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.registry import Registry
 from mnote_mcp.vocabulary.envelope import Envelope

@@ -25,9 +25,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mnote_mcp.kernel.cli import CliKernel
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.port import (
     Command,
     CommandName,
@@ -38,10 +37,11 @@ from mnote_mcp.kernel.port import (
     PageView,
 )
 from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
+from mnote_mcp.kernel.relays.cli import CliKernel
+from mnote_mcp.kernel.relays.http import HttpKernel
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
-from mnote_mcp.resources.uris import page_uri
-from mnote_mcp.stores import open_store
+from mnote_mcp.surface.resources.uris import page_uri
 from tests.support.helpers import (
     FIXTURE,
     IDS,
@@ -298,7 +298,7 @@ async def test_serve_read_only_serves_a_current_postgresql_store_over_read_only_
     through it whatever the role may do."""
     import psycopg
 
-    from mnote_mcp.stores import open_kernel
+    from mnote_mcp.kernel.databases.stores import open_kernel
     from tests.unit.tools.test_search import search
 
     before = (catalog(seeded), rows_of(seeded))

@@ -1,7 +1,7 @@
 """The PostgreSQL dialect's figures through the metrics endpoint (issue 23, `mnote_store_*`): the pool's
 size and connections in use (psycopg_pool's `get_stats`), a transaction waiting for a connection, no
 connection error and the database reachable. (The expensive calls running and waiting were the search
-gate's figures; they are the admission's now, on every store: tests/unit/test_admission.py.)"""
+gate's figures; they are the admission's now, on every store: tests/unit/calls/test_admission.py.)"""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from mnote_mcp.base.telemetry.metrics import Metrics
 from mnote_mcp.kernel.postgres.opening import open_kernel
 from mnote_mcp.kernel.store.kernel import StoreKernel
-from mnote_mcp.telemetry.metrics import Metrics
 from mnote_mcp.transports.storemetrics import store_metrics
 from tests.support.metrics import scrape
 from tests.support.postgres import pg_dialect

@@ -20,8 +20,8 @@ import anyio
 from mcp import Client
 
 from mnote_mcp.app import App, build_registry
+from mnote_mcp.calls.dispatch import Dispatcher
 from mnote_mcp.config import ServerConfig
-from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import IDS, envelope_of

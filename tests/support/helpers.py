@@ -17,13 +17,13 @@ from mcp import Client, StdioServerParameters
 from mcp.types import RequestParamsMeta
 
 from mnote_mcp.app import App, build_registry
+from mnote_mcp.calls.dispatch import Dispatcher
+from mnote_mcp.calls.fairshare import FairShare
 from mnote_mcp.config import ServerConfig
-from mnote_mcp.delivery import CALLER_REFUSALS
-from mnote_mcp.dispatch import Dispatcher
-from mnote_mcp.fairshare import FairShare
+from mnote_mcp.kernel.databases.stores import open_kernel, open_store
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
 from mnote_mcp.kernel.store.kernel import StoreKernel
-from mnote_mcp.stores import open_kernel, open_store
+from mnote_mcp.surface.delivery import CALLER_REFUSALS
 from mnote_mcp.tools.toolsets import Toolset
 from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 from tests.support.timing import patience, patience_ms
@@ -109,15 +109,15 @@ def dump(path: Path | str, *, audit: bool = True) -> str:
 
 # The unit tests inspect both forms of every result and `isError` on every refusal: they run the
 # server in the spec's fullest form. What each setting sends, the defaults included, is
-# tests/unit/test_delivery.py's; the end-to-end tests run the defaults.
+# tests/unit/surface/test_delivery.py's; the end-to-end tests run the defaults.
 SPEC_FORM: dict[str, Any] = {"refusals": "error", "result_form": "both"}
 # In-process servers of the unit tests send calls as fast as a test can: no per-actor rates and no rest
-# after expensive calls unless a test asks (tests/unit/test_fairshare.py); the admission's places and
+# after expensive calls unless a test asks (tests/unit/calls/test_fairshare.py); the admission's places and
 # turns stay as served.
 UNLIMITED: dict[str, Any] = {"call_limits": False, "expensive_share": 1.0}
 # A tool's own behaviour is tested apart from asking the person first: a client of these tests that
 # declares no elicitation has its destructive writes made (and audited `consent: fallback`), as
-# before issue 31. The tests of consent say what they run with (tests/unit/test_confirmation.py).
+# before issue 31. The tests of consent say what they run with (tests/unit/calls/test_confirmation.py).
 UNASKED: dict[str, Any] = {"confirm_fallback": "write"}
 # ... and with every tool, the three left out of the default selection too (`--toolsets all`); the
 # default selection's own tests (tests/unit/tools/test_selection.py) ask for `toolsets=frozenset()`.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx2
 from prometheus_client.parser import text_string_to_metric_families
 
-from mnote_mcp.telemetry.metrics import Metrics
+from mnote_mcp.base.telemetry.metrics import Metrics
 from mnote_mcp.transports.observe import metrics_app
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

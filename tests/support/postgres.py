@@ -77,8 +77,8 @@ def postgres_tool(name: str) -> str:
 
 def seeded_database(server: PgServer, fixture: Path) -> str:
     """A fresh database seeded with a fixture file: its URL."""
+    from mnote_mcp.kernel.databases.stores import open_store
     from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
-    from mnote_mcp.stores import open_store
 
     url = server.database()
     store = open_store(url)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mnote_mcp.kernel.blocks import MAX_DEPTH, MAX_TEXT_LENGTH
-from mnote_mcp.resources.uris import PAGE_URI_TEMPLATE
+from mnote_mcp.surface.resources.uris import PAGE_URI_TEMPLATE
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.registry import ToolSpec
@@ -297,7 +297,7 @@ def _kind_attacks() -> dict[str, list[Attack]]:
     }
 
 
-# The prompts and the arguments each takes beyond the page (`prompts/catalog.py`); the sweep's test
+# The prompts and the arguments each takes beyond the page (`surface/prompts/catalog.py`); the sweep's test
 # checks this against prompts/list, so a new prompt fails it until it is named here.
 PROMPTS: dict[str, dict[str, str]] = {
     "summarise_page": {},

@@ -1,13 +1,13 @@
 """A writer that commits block inserts to a store (SQLite or PostgreSQL) on a thread until stopped (backups taken
-while a store is written: tests/unit/test_backup.py, the contract suite's `restored` adapter)."""
+while a store is written: tests/unit/kernel/databases/test_backup.py, the contract suite's `restored` adapter)."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
 
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.port import Command, CommandName, Correlation
-from mnote_mcp.stores import open_store
 from tests.support.helpers import run_cli
 
 CORRELATION = Correlation("sess_backup", "run_backup", "call_backup", "trace_backup")

@@ -28,8 +28,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from mnote_mcp.base.httpguard import ClientLimits
 from mnote_mcp.conformance.seed import Scratch
-from mnote_mcp.httpguard import ClientLimits
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.protocol import decode_key, encode_key
 from mnote_mcp.kernel.sqlite.opening import open_store

@@ -88,6 +88,46 @@ def test_every_layer_entry_names_an_existing_module() -> None:
             assert any(_matches(pattern, module) for module in modules), f"{layer}: {pattern} names no module"
 
 
+def folder_of(module: str) -> str:
+    """The package a module's file is in: a package's `__init__.py` is in its own folder."""
+    return module if (ROOT / Path(*module.split("."))).is_dir() else module.rsplit(".", 1)[0]
+
+
+def test_a_folder_is_a_layer() -> None:
+    """Issue 33: the tree reads as the layer table. Below the package's root a module is placed by its
+    folder (a row names `pkg.*`, never one module inside a folder), so every module of a folder is of
+    one layer, and what a module may import is read off its path."""
+    named_one_by_one = [
+        f"{layer}: {pattern}"
+        for layer, patterns in layers()
+        for pattern in patterns
+        if not pattern.endswith(".*") and pattern.count(".") > 1
+    ]
+    assert named_one_by_one == [], "name the folder, and move the module into the folder of its layer"
+    mixed = {}
+    for package in {folder_of(module) for module in graph().modules if module.count(".") > 1}:
+        found = {layer_of(m) for m in graph().modules if folder_of(m) == package}
+        if len(found) > 1:
+            mixed[package] = sorted(layers()[index][0] for index in found if index is not None)
+    assert mixed == {}
+
+
+def test_the_root_keeps_only_entry_points_wiring_and_the_server() -> None:
+    """A module at the root is of the top layers (entry, wiring, server) or is the package itself: a
+    shared piece goes to `base/`, a piece of the call path to its folder."""
+    top = {name for name, _ in layers()[: [name for name, _ in layers()].index("server") + 1]}
+    names = [name for name, _ in layers()]
+    stray = sorted(
+        module
+        for module in graph().modules
+        if module.count(".") == 1
+        and folder_of(module) == PACKAGE
+        and (index := layer_of(module)) is not None
+        and names[index] not in top
+    )
+    assert stray == []
+
+
 def test_no_import_runs_up_the_layers() -> None:
     names = [name for name, _ in layers()]
     upward = []

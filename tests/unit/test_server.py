@@ -21,9 +21,9 @@ from mcp.server import Server
 from opentelemetry import trace
 
 import mnote_mcp.server as mnote_server
-from mnote_mcp.delivery import RESULT_FORMS, Delivery
-from mnote_mcp.fairshare import FairRequests
+from mnote_mcp.calls.fairshare import FairRequests
 from mnote_mcp.server import SpansWhenTraced, serialize_result
+from mnote_mcp.surface.delivery import RESULT_FORMS, Delivery
 from mnote_mcp.vocabulary.envelope import Envelope
 from tests.support.helpers import MODES, call, connect, make_app, page_args, write_args
 
@@ -173,7 +173,7 @@ def _quoted_as_before(text: str) -> bool:
 
 @pytest.mark.slow
 def test_every_whitespace_character_still_quotes_a_log_value() -> None:
-    from mnote_mcp.logs import _value
+    from mnote_mcp.base.logs import _value
 
     for code in range(0x110000):
         char = chr(code)
@@ -186,6 +186,6 @@ def test_every_whitespace_character_still_quotes_a_log_value() -> None:
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(st.characters(exclude_categories=["Cs"]), max_size=30))
 def test_a_log_value_is_quoted_exactly_when_it_was(text: str) -> None:
-    from mnote_mcp.logs import _value
+    from mnote_mcp.base.logs import _value
 
     assert (_value(text) != text) is _quoted_as_before(text)

@@ -1,7 +1,7 @@
 """How long one search statement may run on PostgreSQL (`--db-search-timeout`), and its refusal.
 
 What searches may hold of a replica (its connections, threads and turns) is no longer the dialect's:
-every store gets it from the one admission of expensive calls (`mnote_mcp/admission.py`, issue 32),
+every store gets it from the one admission of expensive calls (`mnote_mcp/calls/admission.py`, issue 32),
 which took over this module's gate. A statement still runs for at most `timeout` seconds (`SET LOCAL
 statement_timeout`): one stopped is `search_timeout`, retryable (the database may have been busy),
 with a hint to narrow the query.

@@ -7,7 +7,7 @@ the same idempotency key, a serialization failure or a deadlock runs again whole
 whole-page read is statements of their own, not one snapshot (`statements`, `snapshot_reads` False:
 the store checks the page's stamp again). Every call runs on a worker thread, at most as many at once
 as the pool has connections (what expensive calls may hold of them is the admission's:
-`mnote_mcp/admission.py`). The index is
+`mnote_mcp/calls/admission.py`). The index is
 the folded-text table (`search.py`), notifications are LISTEN/NOTIFY (`notify.py`). Opening migrates
 the schema under an advisory lock (`schema.py`), or, read-only, checks it and makes every transaction
 READ ONLY, so PostgreSQL itself refuses any write or DDL sent through the store.

@@ -13,7 +13,7 @@ the databases really do differently:
 - **where calls run**: `inline` (SQLite: on the event loop first, moving to a worker thread when it
   would wait or has heavy work, `MoveToThread`; PostgreSQL: always on a thread), `threads`,
   `group_commit` (writes that arrive together share a transaction); what expensive calls may hold is
-  not a dialect's: one admission for every store (`mnote_mcp/admission.py`);
+  not a dialect's: one admission for every store (`mnote_mcp/calls/admission.py`);
 - **the full-text index** (`SearchIndex`): `apply(conn, PageChange)`, fed by the one page-change path
   (`changes.publish`), and `search(conn, query, segments)`;
 - **change notification** (`ChangeFeed`): `publish` inside the writing transaction, `committed` after

@@ -12,7 +12,7 @@ thread. On PostgreSQL every
 call runs on a worker thread (a database round trip is I/O), at most `Dialect.threads` at once (as
 many as its pool has connections, so a call never waits on the event loop for one); what expensive
 calls (searches, listings, history) may hold of either is decided before they reach the kernel, by
-one admission for every store (`mnote_mcp/admission.py`). A threaded call whose caller gave up (the per-call timeout) is abandoned, not interrupted:
+one admission for every store (`mnote_mcp/calls/admission.py`). A threaded call whose caller gave up (the per-call timeout) is abandoned, not interrupted:
 its transaction still commits or rolls back whole, and the idempotency ledger makes the retry safe.
 
 Where the dialect says so (SQLite), writes commit in groups (`group.py`): the writes that reach the

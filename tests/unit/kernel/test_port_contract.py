@@ -24,10 +24,9 @@ from typing import Any
 import anyio
 import pytest
 
-from mnote_mcp.backup import backup_sqlite
-from mnote_mcp.kernel.cli import CliKernel
+from mnote_mcp.kernel.databases.backup import backup_sqlite
+from mnote_mcp.kernel.databases.stores import StoreLocation, open_store
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
-from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.port import (
     Command,
     CommandName,
@@ -46,10 +45,11 @@ from mnote_mcp.kernel.port import (
     SearchQuery,
 )
 from mnote_mcp.kernel.postgres.opening import open_kernel as open_postgres_kernel
+from mnote_mcp.kernel.relays.cli import CliKernel
+from mnote_mcp.kernel.relays.http import HttpKernel
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
-from mnote_mcp.stores import StoreLocation, open_store
 from tests.support.helpers import FIXTURE, dump, seeded_store
 from tests.support.runtimes import RuntimeProcess, reference_runtime, runtime_cli_command
 from tests.support.timing import patience

@@ -22,10 +22,8 @@ import anyio.to_thread
 import httpx2
 import pytest
 
-from mnote_mcp.httpguard import ClientLimits
-from mnote_mcp.kernel.cli import CliKernel
+from mnote_mcp.base.httpguard import ClientLimits
 from mnote_mcp.kernel.errors import MnoteError
-from mnote_mcp.kernel.http import HttpKernel
 from mnote_mcp.kernel.port import (
     Command,
     Correlation,
@@ -37,6 +35,8 @@ from mnote_mcp.kernel.port import (
     PagesQuery,
     SearchQuery,
 )
+from mnote_mcp.kernel.relays.cli import CliKernel
+from mnote_mcp.kernel.relays.http import HttpKernel
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.runtime import cli_adapter

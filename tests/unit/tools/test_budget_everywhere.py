@@ -22,7 +22,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPError
 
-from mnote_mcp.answers import WithinBudget
+from mnote_mcp.surface.answers import WithinBudget
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from tests.support.helpers import FIXTURE, MODES, call, connect, page_args, store_with_pages, write_args
 

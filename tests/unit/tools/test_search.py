@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
 from mnote_mcp.kernel.search import SNIPPET_CHARS, fold, index_tokens, parse_query, query_tag, snippet
 from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.kernel.store.fixtures import load_fixture, read_fixture
-from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, IDS, MODES, SECRETS, call, connect, store_with_pages, write_args
 from tests.unit.kernel.sqlite.test_migrate import v1_store
 

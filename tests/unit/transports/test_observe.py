@@ -13,9 +13,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnote_mcp.base.logs import Throttle
+from mnote_mcp.base.telemetry.metrics import Metrics
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
-from mnote_mcp.logs import Throttle
-from mnote_mcp.telemetry.metrics import Metrics
 from mnote_mcp.transports.observe import Readiness, Refusals, metrics_app, refusal_reason
 from tests.support.timing import patience
 

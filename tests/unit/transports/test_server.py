@@ -19,15 +19,15 @@ import httpx2
 import pytest
 
 from mnote_mcp.app import App, build_registry
+from mnote_mcp.calls.dispatch import Dispatcher
 from mnote_mcp.config import ServerConfig
-from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.port import Command, CommandOutcome
 from mnote_mcp.kernel.sqlite.connection import StoreBusyError
 from mnote_mcp.kernel.sqlite.dialect import SqliteDialect
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
-from mnote_mcp.transports.auth import AuthSetup
+from mnote_mcp.transports.auth.tokens import AuthSetup
 from mnote_mcp.transports.http import build_http_app
 from mnote_mcp.transports.server import make_server
 from tests.support.helpers import (

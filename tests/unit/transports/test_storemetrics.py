@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from mnote_mcp.kernel.http import HttpKernel
+from mnote_mcp.base.telemetry.metrics import Metrics
 from mnote_mcp.kernel.port import Command, Correlation
+from mnote_mcp.kernel.relays.http import HttpKernel
 from mnote_mcp.kernel.sqlite.connection import Database
 from mnote_mcp.kernel.sqlite.dialect import SqliteDialect
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.traced import TracedKernel
-from mnote_mcp.telemetry.metrics import Metrics
 from mnote_mcp.transports.storemetrics import store_metrics
 from tests.support.metrics import Samples, scrape
 from tests.support.timing import patience

@@ -24,7 +24,7 @@ from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.vocabulary.scopes import Scope
 from tests.support.helpers import FIXTURE, IDS, call, connect, store_with_pages
 from tests.support.tool_calls import TOOLS, arguments, calls, error_examples
-from tests.unit.test_confirmation import Person
+from tests.unit.calls.test_confirmation import Person
 
 pytestmark = pytest.mark.anyio
 

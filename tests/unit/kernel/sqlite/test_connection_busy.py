@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mnote_mcp.app import App, build_registry
+from mnote_mcp.calls.dispatch import Dispatcher
 from mnote_mcp.config import ServerConfig
-from mnote_mcp.dispatch import Dispatcher
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from tests.support.helpers import call, write_args

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.port import Command, Correlation, SearchQuery
 from mnote_mcp.kernel.sqlite import search as sqlite_search
 from mnote_mcp.kernel.store.store import Store
-from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, store_with_pages
 
 WORDS = "needle in a haystack"

@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mnote_mcp.kernel.databases.stores import open_kernel as open_seeded
 from mnote_mcp.kernel.port import Command, CommandName, Correlation, PageQuery, PageView
 from mnote_mcp.kernel.sqlite.opening import open_kernel
-from mnote_mcp.stores import open_kernel as open_seeded
 from tests.support.helpers import ROOT, run_cli
 from tests.support.postgres import STORES
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mnote_mcp.stores import open_store
+from mnote_mcp.kernel.databases.stores import open_store
 from tests.support.helpers import FIXTURE, MODES, call, connect, dump, write_args
 from tests.support.postgres import STORES, store_fixture
 

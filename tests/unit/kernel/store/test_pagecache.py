@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnote_mcp.kernel.blocks import Block, Props
+from mnote_mcp.kernel.databases.stores import open_store
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Command, Correlation, PageQuery, PageView
 from mnote_mcp.kernel.store import rows
 from mnote_mcp.kernel.store.pagecache import PageCache
-from mnote_mcp.stores import open_store
 from tests.support.helpers import FIXTURE, SECRETS, call, connect, page_args, seeded_store, write_args
 from tests.support.postgres import STORES, store_fixture
 
