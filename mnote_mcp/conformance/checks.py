@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.conformance.seed import READ_PAGE
 from mnote_mcp.conformance.session import NotApplicableError, Session, shown
 from mnote_mcp.kernel.port import JSONObject
-from mnote_mcp.kernel.protocol import Operation, first_error
+from mnote_mcp.kernel.protocol import Ans, Operation, Req, first_error
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 Run = Callable[[Session], Awaitable[str | None]]
 TRANSPORTS = frozenset({"http", "cli"})
@@ -72,7 +75,7 @@ Probe = Callable[[Session, Operation[Any, Any]], Awaitable[str | None]]
 
 
 def operation_checks(
-    op: Operation[Any, Any], probes: dict[str, Probe], scenarios: list[Check]
+    op: Operation[Req, Ans], probes: dict[str, Probe], scenarios: list[Check]
 ) -> tuple[Check, Check, Check]:
     probe = probes.get(op.name, filled_probe)
 
@@ -118,7 +121,7 @@ def operation_checks(
     )
 
 
-def schema_verdict(session: Session, op: Operation[Any, Any]) -> str | None:
+def schema_verdict(session: Session, op: Operation[Req, Ans]) -> str | None:
     entry = session.ledger.get(op.name)
     if entry is None or entry.answers + entry.refusals + entry.broken_count == 0:
         raise NotApplicableError(
@@ -139,11 +142,11 @@ def schema_verdict(session: Session, op: Operation[Any, Any]) -> str | None:
 # -- a request from an operation's schema alone ------------------------------------------------------
 
 
-def filled_request(schema: JSONObject, session: Session) -> Any:
+def filled_request(schema: JSONObject, session: Session) -> JsonValue:
     """The smallest request the schema allows: its required fields, named ones from the scratch
     workspace (an actor who may read, the workspace, a readable page, a correlation, a new key)."""
     defs = schema.get("$defs") if isinstance(schema.get("$defs"), dict) else {}
-    known: dict[str, Any] = {
+    known: dict[str, JsonValue] = {
         "actorId": session.actor("editor"),
         "workspaceId": session.ws,
         "documentId": READ_PAGE,
@@ -152,7 +155,7 @@ def filled_request(schema: JSONObject, session: Session) -> Any:
         "traceId": session.trace,
     }
 
-    def fill(node: Any, name: str | None) -> Any:
+    def fill(node: JsonValue, name: str | None) -> JsonValue:
         if not isinstance(node, dict):
             return None
         ref = node.get("$ref")
@@ -162,8 +165,9 @@ def filled_request(schema: JSONObject, session: Session) -> Any:
             return known[name]
         if "const" in node:
             return node["const"]
-        if isinstance(node.get("enum"), list) and node["enum"]:
-            return node["enum"][0]
+        enum = node.get("enum")
+        if isinstance(enum, list) and enum:
+            return enum[0]
         variants = node.get("anyOf")
         if isinstance(variants, list):
             chosen = next((v for v in variants if isinstance(v, dict) and v.get("type") != "null"), None)
@@ -174,16 +178,19 @@ def filled_request(schema: JSONObject, session: Session) -> Any:
         if kind == "object":
             properties = node.get("properties")
             required = node.get("required")
-            declared: dict[str, Any] = properties if isinstance(properties, dict) else {}
+            declared: dict[str, JsonValue] = properties if isinstance(properties, dict) else {}
             return {
-                prop: fill(declared.get(prop, {}), prop) for prop in required or [] if isinstance(prop, str)
+                prop: fill(declared.get(prop, {}), prop)
+                for prop in (required if isinstance(required, list) else [])
+                if isinstance(prop, str)
             }
         if kind == "array":
             return []
         if kind == "string":
             return "kit"
         if kind in ("integer", "number"):
-            return max(1, int(node.get("minimum", 1)))
+            minimum = node.get("minimum", 1)
+            return max(1, int(minimum) if isinstance(minimum, int | float | str) else 1)
         if kind == "boolean":
             return False
         return None
@@ -191,7 +198,7 @@ def filled_request(schema: JSONObject, session: Session) -> Any:
     return fill(schema, None)
 
 
-async def filled_probe(session: Session, op: Operation[Any, Any]) -> str | None:
+async def filled_probe(session: Session, op: Operation[Req, Ans]) -> str | None:
     """The probe of an operation the kit has none for: a request filled in from its schema."""
     wire = filled_request(op.request.schema, session)
     problem = first_error(op.request.validator, wire)

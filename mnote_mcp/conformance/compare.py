@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 IGNORED = frozenset({"createdAt", "updatedAt", "seq"})
 OPAQUE = {
@@ -34,9 +37,10 @@ BLOCK_ID_LIST = frozenset({"blockIds"})
 MIN_SUBSTITUTED = 4  # shorter generated ids are not replaced inside text (too likely to hit words)
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> JsonValue:
     """`value` as JSON would carry it (tuples as lists, keys as text)."""
-    return json.loads(json.dumps(value, ensure_ascii=False))
+    carried: JsonValue = json.loads(json.dumps(value, ensure_ascii=False))
+    return carried
 
 
 class BlockIds:
@@ -47,13 +51,13 @@ class BlockIds:
         self.to_mirror: dict[str, str] = {}
         self.to_runtime: dict[str, str] = {}
 
-    def note_sent(self, wire: Any) -> None:
+    def note_sent(self, wire: JsonValue) -> None:
         """Ids a request names are the kit's own: compared as they are."""
         for _, value in _block_ids(wire):
             if value not in self.to_runtime and value not in self.to_mirror:
                 self.known.add(value)
 
-    def learn(self, runtime: Any, mirror: Any) -> None:
+    def learn(self, runtime: JsonValue, mirror: JsonValue) -> None:
         """Pair the new ids both answers name at the same place (a walk of both, in step)."""
         if isinstance(runtime, dict) and isinstance(mirror, dict):
             for key in runtime.keys() & mirror.keys():
@@ -77,16 +81,16 @@ class BlockIds:
             self.to_mirror[runtime] = mirror
             self.to_runtime[mirror] = runtime
 
-    def runtime_as_mirror(self, value: Any) -> Any:
+    def runtime_as_mirror(self, value: JsonValue) -> JsonValue:
         """A runtime answer with its generated ids spelt as the mirror's."""
         return _translate(value, self.to_mirror)
 
-    def request_for_mirror(self, wire: Any) -> Any:
+    def request_for_mirror(self, wire: JsonValue) -> JsonValue:
         """A request naming runtime ids, as the mirror must be asked."""
         return _translate(value=wire, mapping=self.to_mirror)
 
 
-def _block_ids(value: Any) -> Iterable[tuple[str, str]]:
+def _block_ids(value: JsonValue) -> Iterable[tuple[str, str]]:
     if isinstance(value, dict):
         for key, item in value.items():
             if key in BLOCK_ID and isinstance(item, str):
@@ -100,7 +104,7 @@ def _block_ids(value: Any) -> Iterable[tuple[str, str]]:
             yield from _block_ids(item)
 
 
-def _translate(value: Any, mapping: dict[str, str]) -> Any:
+def _translate(value: JsonValue, mapping: dict[str, str]) -> JsonValue:
     if not mapping:
         return value
     if isinstance(value, dict):
@@ -117,7 +121,7 @@ def _translate(value: Any, mapping: dict[str, str]) -> Any:
     return value
 
 
-def normal(value: Any) -> Any:
+def normal(value: JsonValue) -> JsonValue:
     """`value` with what differs between two stores left out (times) or named by position (opaque ids)."""
     aliases: dict[tuple[str, str], str] = {}
     counts: dict[str, int] = {}
@@ -129,9 +133,9 @@ def normal(value: Any) -> Any:
             found = aliases[(kind, value)] = f"<{kind} {counts[kind]}>"
         return found
 
-    def walk(node: Any) -> Any:
+    def walk(node: JsonValue) -> JsonValue:
         if isinstance(node, dict):
-            out: dict[str, Any] = {}
+            out: dict[str, JsonValue] = {}
             for key in sorted(node):
                 if key in IGNORED:
                     continue
@@ -149,7 +153,9 @@ def normal(value: Any) -> Any:
     return walk(value)
 
 
-def first_difference(expected: Any, actual: Any, pointer: str = "") -> tuple[str, Any, Any] | None:
+def first_difference(
+    expected: JsonValue, actual: JsonValue, pointer: str = ""
+) -> tuple[str, JsonValue, JsonValue] | None:
     """(JSON pointer, expected there, actual there) of the first place two values differ, or None."""
     if isinstance(expected, dict) and isinstance(actual, dict):
         for key in sorted(expected.keys() | actual.keys()):

@@ -5,8 +5,7 @@ refusal the run received)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
 
 from mnote_mcp.base.tracecontext import traceparent
 from mnote_mcp.conformance.checks import Registry
@@ -14,7 +13,7 @@ from mnote_mcp.conformance.compare import normal
 from mnote_mcp.conformance.session import PERMISSION_CODES, Answer, NotApplicableError, Session
 from mnote_mcp.conformance.wire import CliWire, HttpWire
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, MAX_TEXT_LENGTH
-from mnote_mcp.kernel.port import AuditQuery, CommandName, HistoryQuery, Refusal, Refused
+from mnote_mcp.kernel.port import AuditQuery, CommandName, HistoryQuery, JSONObject, Refusal, Refused
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
     EXECUTE,
@@ -86,9 +85,9 @@ async def schema_refusal(s: Session) -> str | None:
         assert isinstance(wire, CliWire)
         exchange = await wire.exchange(EXECUTE, broken)
         pointer = "/command/dryRun"
-    error: dict[str, Any] = exchange.error or {}
+    error: JSONObject = exchange.error or {}
     found = error.get("details")
-    details: dict[str, Any] = found if isinstance(found, dict) else {}
+    details: JSONObject = found if isinstance(found, dict) else {}
     s.expect(
         (error.get("code"), error.get("reason"), details.get("pointer"))
         == ("mnote_tool_invalid_argument", "envelope", pointer)
@@ -178,9 +177,9 @@ async def record_refusal(s: Session) -> str | None:
 # -- the page size limit ----------------------------------------------------------------------------------
 
 
-def _chunks(blocks: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+def _chunks(blocks: list[dict[str, str]]) -> Iterator[list[dict[str, str]]]:
     """Writes of at most MAX_BLOCKS blocks and MAX_REQUEST_TEXT characters of text each."""
-    chunk: list[dict[str, Any]] = []
+    chunk: list[dict[str, str]] = []
     size = 0
     for block in blocks:
         text = len(block.get("text", ""))
@@ -193,7 +192,7 @@ def _chunks(blocks: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield chunk
 
 
-async def _fill(s: Session, page: str, blocks: list[dict[str, Any]], what: str) -> int:
+async def _fill(s: Session, page: str, blocks: list[dict[str, str]], what: str) -> int:
     """Replace the page's body with `blocks`, in as many writes as it takes; returns the revision."""
     revision = 1
     for index, chunk in enumerate(_chunks(blocks)):
@@ -213,7 +212,7 @@ async def _fill(s: Session, page: str, blocks: list[dict[str, Any]], what: str) 
 
 
 async def _one_past(
-    s: Session, page: str, revision: int, payload: dict[str, Any], name: str, limit: str
+    s: Session, page: str, revision: int, payload: Mapping[str, object], name: str, limit: str
 ) -> None:
     for dry in (True, False):
         answer = await s.call(
@@ -249,10 +248,10 @@ async def page_blocks(s: Session) -> str | None:
     return f"{most} blocks written, {most + 1} refused"
 
 
-def _text_blocks(total: int) -> list[dict[str, Any]] | None:
+def _text_blocks(total: int) -> list[dict[str, str]] | None:
     """Paragraphs whose bytes (id, type, text: docs/kernel.md) add up to exactly `total`, each text
     short enough to take one character more; None when even one block is larger."""
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, str]] = []
     remaining = total
     room = MAX_TEXT_LENGTH - 1
     while remaining > 0:

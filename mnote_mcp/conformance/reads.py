@@ -8,7 +8,7 @@ naming nothing outside the scratch workspaces (its actors belong to nothing else
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.conformance.checks import Registry
 from mnote_mcp.conformance.seed import (
@@ -40,14 +40,19 @@ from mnote_mcp.kernel.protocol import (
 )
 from mnote_mcp.kernel.scopes import Scope
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 registry = Registry()
 
 
-def _stable(refs: Any) -> Any:
-    return [ref for ref in refs if ref.get("documentId") in STABLE_PAGES] if isinstance(refs, list) else refs
+def _stable(refs: JsonValue) -> JsonValue:
+    if not isinstance(refs, list):
+        return refs
+    return [ref for ref in refs if isinstance(ref, dict) and ref.get("documentId") in STABLE_PAGES]
 
 
-def _stable_hits(result: Any) -> Any:
+def _stable_hits(result: JsonValue) -> JsonValue:
     if not isinstance(result, dict) or not isinstance(result.get("hits"), list):
         return result
     return {**result, "hits": _stable(result["hits"])}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 from mnote_mcp.conformance.compare import BlockIds, first_difference, normal, plain
 from mnote_mcp.conformance.options import DEFAULT_SHOWN_CHARS
@@ -21,11 +21,14 @@ from mnote_mcp.conformance.seed import Scratch
 from mnote_mcp.conformance.wire import Exchange, Wire
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.port import Command, Correlation, Kernel, PageQuery
-from mnote_mcp.kernel.protocol import EXECUTE, GET_PAGE, Operation
+from mnote_mcp.kernel.port import Command, Correlation, JSONObject, Kernel, PageQuery
+from mnote_mcp.kernel.protocol import EXECUTE, GET_PAGE, Ans, Operation, Req
 
 if TYPE_CHECKING:
-    pass
+    from _typeshed import DataclassInstance
+    from pydantic import JsonValue
+
+D = TypeVar("D", bound="DataclassInstance")
 
 # Refusals whose details are only ids: `refusals.reveal_nothing` holds them to the embedded kernel's,
 # every other check compares their code and reason (so a leak fails the one check that names it).
@@ -34,7 +37,7 @@ PERMISSION_CODES = frozenset(
 )
 
 
-def shown(value: Any, limit: int) -> str:
+def shown(value: object, limit: int) -> str:
     """`value` as compact JSON, cut to `limit` characters (saying how much was left out)."""
     text = (
         value
@@ -44,6 +47,22 @@ def shown(value: Any, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+# What a check compares of two answers (`Session.call`'s `keep`): both are narrowed by it first.
+Keep = Callable[["JsonValue"], "JsonValue"]
+
+
+class QueryFlags(TypedDict, total=False):
+    """What a check may set of a `PageQuery` besides the page, the actor and the workspace."""
+
+    include_body: bool
+    include_options: bool
+    include_blocks: bool
+    format: str
+    block_ids: tuple[str, ...] | None
+    max_blocks: int | None
+    cursor: str | None
 
 
 class CheckFailedError(Exception):
@@ -75,10 +94,10 @@ class Answer:
     """The runtime's answer to one request and the embedded kernel's."""
 
     op: str
-    request: Any  # the wire request
+    request: JsonValue  # the wire request
     exchange: Exchange
     expected_value: Any = None
-    expected_error: dict[str, Any] | None = None
+    expected_error: JSONObject | None = None
 
     @property
     def ok(self) -> bool:
@@ -89,7 +108,7 @@ class Answer:
         return self.exchange.value
 
     @property
-    def error(self) -> dict[str, Any]:
+    def error(self) -> JSONObject:
         return self.exchange.error or {}
 
     @property
@@ -111,9 +130,9 @@ class OperationLedger:
 @dataclass
 class RefusalSeen:
     op: str
-    request: Any
+    request: JsonValue
     exchange: Exchange
-    expected: dict[str, Any] | None  # the mirror's refusal of the same request, if it refused
+    expected: JSONObject | None  # the mirror's refusal of the same request, if it refused
 
 
 @dataclass
@@ -134,13 +153,13 @@ class Session:
 
     # -- requests ---------------------------------------------------------------------------------
 
-    async def send(self, op: Operation[Any, Any], request: Any) -> Exchange:
+    async def send(self, op: Operation[Req, Ans], request: Req) -> Exchange:
         """The runtime alone (a check that holds it to an invariant, not to the mirror)."""
         exchange = await self.wire.send(op, request)
         self._note(op, exchange)
         return exchange
 
-    async def ask(self, op: Operation[Any, Any], request: Any) -> Exchange:
+    async def ask(self, op: Operation[Req, Ans], request: Req) -> Exchange:
         """The runtime alone, for an answer the check needs (a reply that breaks the protocol blocks it)."""
         exchange = await self.send(op, request)
         if exchange.problem is not None:
@@ -149,11 +168,11 @@ class Session:
 
     async def call(
         self,
-        op: Operation[Any, Any],
-        request: Any,
+        op: Operation[Req, Ans],
+        request: Req,
         *,
-        mirror: Any = None,
-        keep: Callable[[Any], Any] | None = None,
+        mirror: Req | None = None,
+        keep: Keep | None = None,
         why: str = "",
     ) -> Answer:
         """`request` to the runtime and (or `mirror`, where a cursor or commandId is the mirror's own)
@@ -170,13 +189,15 @@ class Session:
         try:
             answer.expected_value = plain(op.answer.encode(await op.run(self.mirror, mirror)))
         except MnoteError as error:
-            answer.expected_error = plain(error.to_wire())
+            refusal = plain(error.to_wire())
+            assert isinstance(refusal, dict)
+            answer.expected_error = refusal
         if exchange.error is not None:
             self.refusals.append(RefusalSeen(op.name, wire, exchange, answer.expected_error))
         self._compare(answer, keep, why)
         return answer
 
-    def _note(self, op: Operation[Any, Any], exchange: Exchange) -> None:
+    def _note(self, op: Operation[Req, Ans], exchange: Exchange) -> None:
         entry = self.ledger.setdefault(op.name, OperationLedger())
         if exchange.problem is not None:
             entry.broken_count += 1
@@ -186,7 +207,7 @@ class Session:
         else:
             entry.refusals += 1
 
-    def _compare(self, answer: Answer, keep: Callable[[Any], Any] | None, why: str) -> None:
+    def _compare(self, answer: Answer, keep: Keep | None, why: str) -> None:
         exchange = answer.exchange
         request = answer.request
         if exchange.answered and answer.expected_error is None:
@@ -234,7 +255,7 @@ class Session:
             actual=actual,
         )
 
-    def _same(self, request: Any, expected: Any, actual: Any, why: str) -> None:
+    def _same(self, request: JsonValue, expected: JsonValue, actual: JsonValue, why: str) -> None:
         found = first_difference(expected, actual)
         if found is None:
             return
@@ -248,7 +269,9 @@ class Session:
 
     # -- what checks say ----------------------------------------------------------------------------
 
-    def fail(self, message: str, *, request: Any = None, expected: Any = None, actual: Any = None) -> None:
+    def fail(
+        self, message: str, *, request: object = None, expected: object = None, actual: object = None
+    ) -> None:
         limit = self.shown_chars
         raise CheckFailedError(
             message,
@@ -258,7 +281,13 @@ class Session:
         )
 
     def expect(
-        self, condition: bool, message: str, *, request: Any = None, expected: Any = None, actual: Any = None
+        self,
+        condition: bool,
+        message: str,
+        *,
+        request: object = None,
+        expected: object = None,
+        actual: object = None,
     ) -> None:
         if not condition:
             self.fail(message, request=request, expected=expected, actual=actual)
@@ -291,7 +320,7 @@ class Session:
     def command(
         self,
         name: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, object],
         page: str,
         key: str,
         *,
@@ -313,7 +342,9 @@ class Session:
             base_revision=base,
         )
 
-    def query(self, page: str, actor: str = "editor", *, ws: str | None = None, **flags: Any) -> PageQuery:
+    def query(
+        self, page: str, actor: str = "editor", *, ws: str | None = None, **flags: Unpack[QueryFlags]
+    ) -> PageQuery:
         return PageQuery(ws or self.ws, page, self.actor(actor) if actor else "", self.correlation(), **flags)
 
     async def execute(self, command: Command, why: str = "") -> Answer:
@@ -348,6 +379,6 @@ class Session:
         revision = await self.revision(page)
         self.expect(revision == expected, message, expected=expected, actual=revision)
 
-    def variant(self, request: Any, **fields: Any) -> Any:
+    def variant(self, request: D, **fields: object) -> D:
         """The same request with these fields changed (a dry run of it, another trace)."""
         return replace(request, **fields)

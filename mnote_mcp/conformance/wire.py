@@ -15,7 +15,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx2
@@ -31,8 +31,10 @@ from mnote_mcp.kernel.protocol import (
     SERVICE_TOKEN_STATUS,
     STATUS_OF,
     TRACEPARENT_HEADER,
+    Ans,
     MalformedReplyError,
     Operation,
+    Req,
     encode_key,
     first_error,
 )
@@ -53,7 +55,7 @@ class Exchange:
     status: int | None  # the HTTP status; None over the mnote-cli protocol
     text: str  # the reply as it came (its first MAX_KEPT_CHARS characters)
     answered: bool = False
-    value: Any = None  # the answer, when `answered`
+    value: JsonValue = None  # the answer, when `answered`
     error: JSONObject | None = None  # the refusal's error body
     problem: str | None = None  # why the reply is neither an answer nor a refusal the protocol allows
 
@@ -64,7 +66,7 @@ class Wire(ABC):
     transport: str
 
     @abstractmethod
-    async def send(self, op: Operation[Any, Any], request: Any) -> Exchange:
+    async def send(self, op: Operation[Req, Ans], request: Req) -> Exchange:
         """`request` (the operation's port type) sent as the relays send it; never raises for what the
         runtime does, only for a bug in the kit."""
 
@@ -74,7 +76,7 @@ class Wire(ABC):
 
 
 def classify_answer(
-    op: Operation[Any, Any], wire: JsonValue, value: Any, *, status: int | None, text: str
+    op: Operation[Req, Ans], wire: JsonValue, value: JsonValue, *, status: int | None, text: str
 ) -> Exchange:
     try:
         op.decode(value)
@@ -86,7 +88,7 @@ def classify_answer(
 
 
 def classify_error(
-    op: Operation[Any, Any], wire: JsonValue, body: object, *, status: int | None, text: str
+    op: Operation[Req, Ans], wire: JsonValue, body: object, *, status: int | None, text: str
 ) -> Exchange:
     problem = error_problem(body, status)
     if problem is not None:
@@ -148,7 +150,7 @@ class HttpWire(Wire):
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
-    async def send(self, op: Operation[Any, Any], request: Any) -> Exchange:
+    async def send(self, op: Operation[Req, Ans], request: Req) -> Exchange:
         wire = op.request.encode(request)
         headers = self.auth_headers()
         if op.trace is not None:
@@ -158,7 +160,7 @@ class HttpWire(Wire):
         return await self.exchange(op, wire, headers)
 
     async def exchange(
-        self, op: Operation[Any, Any], wire: JsonValue, headers: Mapping[str, str]
+        self, op: Operation[Req, Ans], wire: JsonValue, headers: Mapping[str, str]
     ) -> Exchange:
         """`wire` sent as `op`'s request with exactly these headers (the envelope checks vary them)."""
         params: dict[str, str] | None = None
@@ -267,11 +269,11 @@ class CliWire(Wire):
     async def aclose(self) -> None:
         """Nothing outlives a request: each program is reaped before its reply is read."""
 
-    async def send(self, op: Operation[Any, Any], request: Any) -> Exchange:
+    async def send(self, op: Operation[Req, Ans], request: Req) -> Exchange:
         return await self.exchange(op, op.request.encode(request), op.trace(request) if op.trace else None)
 
     async def exchange(
-        self, op: Operation[Any, Any], wire: JsonValue, trace_id: str | None = None
+        self, op: Operation[Req, Ans], wire: JsonValue, trace_id: str | None = None
     ) -> Exchange:
         """`wire` sent as `op`'s request as it is (the envelope checks send broken ones)."""
         fields: dict[str, JsonValue]
@@ -294,7 +296,7 @@ class CliWire(Wire):
             op.name, wire, None, text, problem="the reply is neither {ok: true, value} nor {ok: false, error}"
         )
 
-    async def run(self, envelope: Mapping[str, Any]) -> tuple[str | None, str, JsonValue]:
+    async def run(self, envelope: Mapping[str, object]) -> tuple[str | None, str, JsonValue]:
         """(why there is no reply or None, the reply's text, the reply as JSON)."""
         data = json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         try:

@@ -9,7 +9,7 @@ import anyio
 
 from mnote_mcp.conformance.checks import Registry
 from mnote_mcp.conformance.session import Answer, Session
-from mnote_mcp.kernel.port import AuditQuery, CommandName, HistoryFilter, HistoryQuery
+from mnote_mcp.kernel.port import AuditQuery, CommandName, HistoryFilter, HistoryQuery, JSONObject
 from mnote_mcp.kernel.protocol import AUDIT_TRAIL, EXECUTE, GET_PAGE, PAGE_HISTORY
 
 registry = Registry()
@@ -221,12 +221,15 @@ async def dry_run_replay(s: Session) -> str | None:
 )
 async def concurrent(s: Session) -> str | None:
     command = s.command(CommandName.ARTIFACT_AI_NOTE_CREATE, {"content": "once"}, "race", "race")
-    outcomes: list[Any] = []
+    outcomes: list[JSONObject] = []
 
     async def fire() -> None:
         exchange = await s.send(EXECUTE, command)
+        value = exchange.value
         outcomes.append(
-            exchange.value if exchange.answered else {"refused": exchange.error, "problem": exchange.problem}
+            value
+            if exchange.answered and isinstance(value, dict)
+            else {"refused": exchange.error, "problem": exchange.problem}
         )
 
     async with anyio.create_task_group() as group:
@@ -242,7 +245,11 @@ async def concurrent(s: Session) -> str | None:
         actual=outcomes,
     )
     trail = await s.ask(AUDIT_TRAIL, AuditQuery(trace_id=s.trace, limit=100))
-    effects = sorted(record["effect"] for record in trail.value) if trail.answered else trail.error
+    effects = (
+        sorted(record["effect"] for record in AUDIT_TRAIL.decode(trail.value))
+        if trail.answered
+        else trail.error
+    )
     s.expect(effects == ["replay"] * (RACERS - 1) + ["write"], "one write in the trail", actual=effects)
     return f"{RACERS} at once, written once"
 

@@ -116,7 +116,7 @@ class MnoteError(Exception):
     Never titles, bodies or artifact text.
     """
 
-    def __init__(self, code: ErrorCode, reason: Reason, details: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, code: ErrorCode, reason: Reason, details: Mapping[str, object] | None = None) -> None:
         super().__init__(f"{code.value}:{reason.value}")
         self.code = code
         self.reason = reason
@@ -131,7 +131,7 @@ class MnoteError(Exception):
         return {"code": self.code.value, "reason": self.reason.value, "details": self.details}
 
     @classmethod
-    def from_wire(cls, body: Mapping[str, Any]) -> MnoteError:
+    def from_wire(cls, body: Mapping[str, object]) -> MnoteError:
         try:
             code = ErrorCode(str(body["code"]))
         except (KeyError, ValueError):
@@ -140,7 +140,7 @@ class MnoteError(Exception):
         return cls(code, reason_of(body.get("reason")), details if isinstance(details, dict) else None)
 
 
-def reason_of(value: Any) -> Reason:
+def reason_of(value: object) -> Reason:
     """A reason read from the wire; one this version does not know is the code's generic one."""
     try:
         return Reason(str(value))
@@ -148,7 +148,7 @@ def reason_of(value: Any) -> Reason:
         return Reason.GENERIC
 
 
-def invalid(pointer: str, reason: str, **details: Any) -> MnoteError:
+def invalid(pointer: str, reason: str, **details: object) -> MnoteError:
     """An invalid-argument refusal that names where (a JSON pointer) and why (words for the log and the
     caller's `details.reason`, not a `Reason`: the rule is always "the schema")."""
     return MnoteError(
