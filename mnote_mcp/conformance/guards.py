@@ -13,7 +13,7 @@ from mnote_mcp.conformance.compare import normal
 from mnote_mcp.conformance.session import PERMISSION_CODES, Answer, NotApplicableError, Session
 from mnote_mcp.conformance.wire import CliWire, HttpWire
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, MAX_TEXT_LENGTH
-from mnote_mcp.kernel.port import AuditQuery, CommandName, HistoryQuery, JSONObject, Refusal, Refused
+from mnote_mcp.kernel.port import AuditQuery, CommandName, HistoryQuery, JSONObject, Refused
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
     EXECUTE,
@@ -145,17 +145,8 @@ async def key_encoding(s: Session) -> str | None:
 )
 async def record_refusal(s: Session) -> str | None:
     page = "refusal"
-
-    def refusal(
-        key: str,
-        outcome: Refused = Refused.DECLINED,
-        actor: str = "editor",
-        name: str = CommandName.PAGE_BODY_SAVE,
-    ) -> Refusal:
-        return Refusal(name, s.ws, page, s.actor(actor), s.correlation(f"call_{key}"), s.key(key), outcome)
-
     for outcome in Refused:
-        await s.call(RECORD_REFUSAL, refusal("no", outcome))
+        await s.call(RECORD_REFUSAL, s.refusal(page, "no", outcome))
     await s.expect_revision(page, 1, "a refusal writes no page")
     await s.call(AUDIT_TRAIL, AuditQuery(trace_id=s.trace, limit=10), why="three refusal records")
     written = await s.written(
@@ -167,9 +158,9 @@ async def record_refusal(s: Session) -> str | None:
         )
     )
     s.expect(written.value["replayed"] is False, "the refused key is still a new write", actual=written.value)
-    await s.call(RECORD_REFUSAL, refusal("viewer", actor="viewer"))
-    await s.call(RECORD_REFUSAL, refusal("stranger", actor="stranger"))
-    await s.call(RECORD_REFUSAL, refusal("unknown", name="page.nuke"))
+    await s.call(RECORD_REFUSAL, s.refusal(page, "viewer", actor="viewer"))
+    await s.call(RECORD_REFUSAL, s.refusal(page, "stranger", actor="stranger"))
+    await s.call(RECORD_REFUSAL, s.refusal(page, "unknown", name="page.nuke"))
     await s.call(AUDIT_TRAIL, AuditQuery(trace_id=s.trace, limit=10), why="a refused refusal records nothing")
     return "three outcomes audited, three refusals refused"
 
@@ -305,18 +296,7 @@ async def command_id(s: Session) -> str | None:
     page = "audit"
     title = await s.written(s.command(CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "Audited"}, page, "a1"))
     summary = await s.written(s.command(CommandName.ARTIFACT_SUMMARY_UPSERT, {"summary": "s"}, page, "a2"))
-    refused = await s.call(
-        RECORD_REFUSAL,
-        Refusal(
-            CommandName.PAGE_BODY_SAVE,
-            s.ws,
-            page,
-            s.actor("editor"),
-            s.correlation("call_a3"),
-            s.key("a3"),
-            Refused.CANCELLED,
-        ),
-    )
+    refused = await s.call(RECORD_REFUSAL, s.refusal(page, "a3", Refused.CANCELLED))
     for answer in (title, summary, refused):
         await _found(s, answer)
     history = await s.call(PAGE_HISTORY, HistoryQuery(s.ws, page, s.actor("editor"), s.correlation()))

@@ -17,7 +17,6 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
@@ -26,7 +25,7 @@ from mnote_mcp.conformance import guards, handshake, reads, writes
 from mnote_mcp.conformance.checks import Check, operation_checks
 from mnote_mcp.conformance.options import KitOptions
 from mnote_mcp.conformance.probes import PROBES
-from mnote_mcp.conformance.report import Report, Result
+from mnote_mcp.conformance.report import Report, Result, Status
 from mnote_mcp.conformance.seed import Scratch
 from mnote_mcp.conformance.session import (
     CheckFailedError,
@@ -146,7 +145,7 @@ async def _one(check: Check, session: Session, deadline: float, total: float) ->
     session.check = check.name
     started = time.perf_counter()
 
-    def result(status: Any, why: str, failure: CheckFailedError | None = None) -> Result:
+    def result(status: Status, why: str, failure: CheckFailedError | None = None) -> Result:
         return Result(
             check.name,
             status,

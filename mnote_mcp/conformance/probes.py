@@ -26,7 +26,6 @@ from mnote_mcp.kernel.port import (
     PagesQuery,
     PageView,
     Refusal,
-    Refused,
     RevisionsQuery,
     SearchQuery,
     SearchResult,
@@ -90,16 +89,7 @@ async def audit_trail(s: Session, op: Operation[AuditQuery, list[AuditRecord]]) 
 
 
 async def record_refusal(s: Session, op: Operation[Refusal, AuditRecord]) -> str | None:
-    refusal = Refusal(
-        CommandName.PAGE_BODY_SAVE,
-        s.ws,
-        PROBE_PAGE,
-        s.actor("editor"),
-        s.correlation("call_refused", trace=_trace(s)),
-        s.key("refused"),
-        Refused.DECLINED,
-    )
-    await s.call(op, refusal)
+    await s.call(op, s.refusal(PROBE_PAGE, "refused", trace=_trace(s)))
     return "a declined write audited"
 
 

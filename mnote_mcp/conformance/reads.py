@@ -7,7 +7,6 @@ naming nothing outside the scratch workspaces (its actors belong to nothing else
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.conformance.checks import Registry
@@ -72,12 +71,9 @@ async def page_view(s: Session) -> str | None:
     )
     await s.call(GET_PAGE, s.query(READ_PAGE, format="markdown"))
     await s.call(GET_PAGE, s.query(READ_PAGE, block_ids=("p_2",)))
-    first = await s.call(GET_PAGE, s.query(READ_PAGE, max_blocks=2))
-    s.expect(
-        first.ok and "nextCursor" in first.value, "a read of 2 of 3 blocks names a cursor", actual=first.value
-    )
-    rest = s.query(READ_PAGE, max_blocks=2, cursor=first.value["nextCursor"])
-    await s.call(GET_PAGE, rest, mirror=replace(rest, cursor=first.expected_value["nextCursor"]))
+    piece = s.query(READ_PAGE, max_blocks=2)
+    first = await s.call(GET_PAGE, piece)
+    await s.rest(GET_PAGE, piece, first, "a read of 2 of 3 blocks names a cursor")
     return "whole, brief, Markdown, a subset, two pieces"
 
 
@@ -169,9 +165,7 @@ async def search(s: Session) -> str | None:
     await s.written(notes, "the most recently changed page of the other workspace")
     listing = ask("stranger", workspace_id=s.scratch.other_ws, limit=1)
     first = await s.call(SEARCH_PAGES, listing, why="the listing, most recently changed first")
-    s.expect("nextCursor" in first.value, "a listing of 1 of 2 pages names a cursor", actual=first.value)
-    rest = replace(listing, cursor=first.value["nextCursor"])
-    await s.call(SEARCH_PAGES, rest, mirror=replace(listing, cursor=first.expected_value["nextCursor"]))
+    await s.rest(SEARCH_PAGES, listing, first, "a listing of 1 of 2 pages names a cursor")
     await s.call(SEARCH_PAGES, ask("stranger", query="aurora"), why="not a member of the workspace asked")
     await s.call(SEARCH_PAGES, ask(query="！？"), why="a query with nothing to search")
     await s.call(SEARCH_PAGES, ask(query="aurora", limit=0))
@@ -255,7 +249,7 @@ async def non_member(s: Session) -> str | None:
 )
 async def role_writes(s: Session) -> str | None:
     page = "permissions"
-    refused: list[tuple[str, str, dict[str, Any]]] = [
+    refused: list[tuple[str, str, dict[str, object]]] = [
         ("viewer", CommandName.PAGE_BODY_SAVE, {"content": [{"type": "paragraph", "text": "x"}]}),
         ("viewer", CommandName.ARTIFACT_SUMMARY_UPSERT, {"summary": "s"}),
         ("viewer", CommandName.PAGE_BLOCK_UPDATE, {"blockId": "p_1", "text": "x"}),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 from xml.etree import ElementTree
 
 Status = Literal["pass", "fail", "skip"]
@@ -70,10 +70,10 @@ class Report:
         lines.append(self.summary)
         return "\n".join(lines) + "\n"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         checks = []
         for result in self.results:
-            entry: dict[str, Any] = {"name": result.name, "status": result.status, "why": result.why}
+            entry: dict[str, object] = {"name": result.name, "status": result.status, "why": result.why}
             entry["guarantees"] = result.guarantees
             entry["seconds"] = round(result.seconds, 3)
             if result.status == "fail":

@@ -21,7 +21,16 @@ from mnote_mcp.conformance.seed import Scratch
 from mnote_mcp.conformance.wire import Exchange, Wire
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.port import Command, Correlation, JSONObject, Kernel, PageQuery
+from mnote_mcp.kernel.port import (
+    Command,
+    CommandName,
+    Correlation,
+    JSONObject,
+    Kernel,
+    PageQuery,
+    Refusal,
+    Refused,
+)
 from mnote_mcp.kernel.protocol import EXECUTE, GET_PAGE, Ans, Operation, Req
 
 if TYPE_CHECKING:
@@ -342,6 +351,27 @@ class Session:
             base_revision=base,
         )
 
+    def refusal(
+        self,
+        page: str,
+        key: str,
+        outcome: Refused = Refused.DECLINED,
+        *,
+        actor: str = "editor",
+        name: str = CommandName.PAGE_BODY_SAVE,
+        trace: str | None = None,
+    ) -> Refusal:
+        """A write the person refused, named as `command` names one (its key is this check's own)."""
+        return Refusal(
+            name,
+            self.ws,
+            page,
+            self.actor(actor),
+            self.correlation(f"call_{key}", trace=trace),
+            self.key(key),
+            outcome,
+        )
+
     def query(
         self, page: str, actor: str = "editor", *, ws: str | None = None, **flags: Unpack[QueryFlags]
     ) -> PageQuery:
@@ -378,6 +408,16 @@ class Session:
         """The page is at `expected` (what a check's writes, or its refusals, left it at)."""
         revision = await self.revision(page)
         self.expect(revision == expected, message, expected=expected, actual=revision)
+
+    async def rest(self, op: Operation[D, Ans], request: D, first: Answer, message: str) -> Answer:
+        """What follows `first` (the answer to `request`, which must name a cursor): the runtime asked
+        with its cursor, the mirror with its own."""
+        self.expect(first.ok and "nextCursor" in first.value, message, actual=first.value)
+        return await self.call(
+            op,
+            replace(request, cursor=first.value["nextCursor"]),
+            mirror=replace(request, cursor=first.expected_value["nextCursor"]),
+        )
 
     def variant(self, request: D, **fields: object) -> D:
         """The same request with these fields changed (a dry run of it, another trace)."""

@@ -175,34 +175,22 @@ class HttpWire(Wire):
         )
         if status is None:
             return Exchange(op.name, wire, None, "", problem=text)
+        kept = text[:MAX_KEPT_CHARS]
         if status == 200:
             if not isinstance(reply, dict) or op.reply_key not in reply:
                 return Exchange(
-                    op.name,
-                    wire,
-                    status,
-                    text[:MAX_KEPT_CHARS],
-                    problem=f"200 without a JSON object holding {op.reply_key!r}",
+                    op.name, wire, status, kept, problem=f"200 without a JSON object holding {op.reply_key!r}"
                 )
-            return classify_answer(op, wire, reply[op.reply_key], status=status, text=text[:MAX_KEPT_CHARS])
+            return classify_answer(op, wire, reply[op.reply_key], status=status, text=kept)
         if status == SERVICE_TOKEN_STATUS:
-            return Exchange(
-                op.name,
-                wire,
-                status,
-                text[:MAX_KEPT_CHARS],
-                problem="401: the runtime refused the service token (MNOTE_RUNTIME_TOKEN, --runtime-token-file)",
-            )
+            why = "the runtime refused the service token (MNOTE_RUNTIME_TOKEN, --runtime-token-file)"
+            return Exchange(op.name, wire, status, kept, problem=f"401: {why}")
         error = reply.get("error") if isinstance(reply, dict) else None
         if error is None:
             return Exchange(
-                op.name,
-                wire,
-                status,
-                text[:MAX_KEPT_CHARS],
-                problem=f"status {status} without a protocol error body",
+                op.name, wire, status, kept, problem=f"status {status} without a protocol error body"
             )
-        return classify_error(op, wire, error, status=status, text=text[:MAX_KEPT_CHARS])
+        return classify_error(op, wire, error, status=status, text=kept)
 
     async def request(
         self,

@@ -66,7 +66,7 @@ async def every_command(s: Session) -> str | None:
 )
 async def dry_run(s: Session) -> str | None:
     page = "dryrun"
-    cases: list[tuple[str, dict[str, Any]]] = [
+    cases: list[tuple[str, dict[str, object]]] = [
         (CommandName.PAGE_BLOCK_INSERT, {"blocks": PARA, "afterBlockId": "p_1"}),
         (CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "Dry"}),
         (CommandName.ARTIFACT_SUMMARY_UPSERT, {"summary": "dry"}),
@@ -102,7 +102,7 @@ async def dry_run(s: Session) -> str | None:
 )
 async def validation(s: Session) -> str | None:
     page = "validation"
-    bad: list[tuple[str, dict[str, Any]]] = [
+    bad: list[tuple[str, dict[str, object]]] = [
         (CommandName.PAGE_BODY_SAVE, {"content": [{"type": "video"}]}),
         (CommandName.PAGE_BODY_SAVE, {"mode": "append", "content": []}),
         (CommandName.PAGE_HEAD_UPDATE_TITLE, {"title": "  "}),
@@ -336,10 +336,9 @@ async def history(s: Session) -> str | None:
 
     await s.call(PAGE_HISTORY, ask())
     await s.call(PAGE_HISTORY, ask(filter=HistoryFilter(run_id="run_a")))
-    first = await s.call(PAGE_HISTORY, ask(limit=1))
-    s.expect(first.ok and "nextCursor" in first.value, "one entry of two names a cursor", actual=first.value)
-    rest = ask(limit=1, cursor=first.value["nextCursor"])
-    await s.call(PAGE_HISTORY, rest, mirror=ask(limit=1, cursor=first.expected_value["nextCursor"]))
+    piece = ask(limit=1)
+    first = await s.call(PAGE_HISTORY, piece)
+    await s.rest(PAGE_HISTORY, piece, first, "one entry of two names a cursor")
     await s.call(PAGE_HISTORY, ask(since_revision=2))
     await s.call(PAGE_HISTORY, ask(limit=1, cursor="kit-junk"), why="a cursor that is none")
     return "whole, by run, in pieces, since a revision"

@@ -46,7 +46,7 @@ def page_view(
     query: PageQuery,
     *,
     title: str,
-    options: Mapping[str, Any],
+    options: Mapping[str, bool],
     revision: int,
     roots: list[Block],
     summary: str | None,

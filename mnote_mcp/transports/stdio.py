@@ -28,10 +28,10 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import anyio
 import mcp_types
@@ -58,6 +58,8 @@ _RESPONSE_TYPE = mcp_types.JSONRPCResponse
 # How many answers ready at once go to the pipe in one write.
 WRITE_BATCH: Final = 64
 _MISSING: Final = object()
+# What a JSON-RPC answer's `id` may be: the request's (a string or a number), or null.
+JsonRpcId = str | int | float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +70,11 @@ class Framed:
     answer: bytes | None = None
 
 
-def error_answer(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
+def error_answer(code: int, message: str, request_id: JsonRpcId = None) -> dict[str, object]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def _answer(value: Any) -> Framed:
+def _answer(value: object) -> Framed:
     return Framed(answer=orjson.dumps(value) + b"\n")
 
 
@@ -84,14 +86,14 @@ def _why_not_json(line: bytes, error: orjson.JSONDecodeError) -> str:
     return f"Parse error: {error.msg} at character {error.pos}"
 
 
-def _recoverable_id(value: Any) -> Any:
+def _recoverable_id(value: object) -> JsonRpcId:
     """An id fit to answer with: a string or a number (JSON-RPC allows fractions); else null."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
     return value
 
 
-def _invalid(obj: Any) -> tuple[str, Any] | None:
+def _invalid(obj: object) -> tuple[str, JsonRpcId] | None:
     """Why a parsed JSON value is not a JSON-RPC request, notification or response; None if it is."""
     if not isinstance(obj, dict):
         return "Invalid Request: a message is a JSON object", None
@@ -113,7 +115,7 @@ def _invalid(obj: Any) -> tuple[str, Any] | None:
     return None
 
 
-def _batch_answer(items: list[Any]) -> Framed:
+def _batch_answer(items: list[object]) -> Framed:
     if not items:
         return _answer(error_answer(INVALID_REQUEST, "Invalid Request: an empty batch"))
     answers = []
@@ -121,7 +123,7 @@ def _batch_answer(items: list[Any]) -> Framed:
         wrong = _invalid(item)
         if wrong is not None:
             answers.append(error_answer(INVALID_REQUEST, wrong[0], wrong[1]))
-        elif "method" in item and "id" in item:
+        elif isinstance(item, dict) and "method" in item and "id" in item:
             answers.append(
                 error_answer(INVALID_REQUEST, "Invalid Request: batches are not supported", item["id"])
             )
@@ -344,7 +346,7 @@ async def _open_out(fd: int) -> _Out | _BlockingOut:
 
 
 @contextlib.contextmanager
-def _claimed_stdio() -> Any:
+def _claimed_stdio() -> Iterator[tuple[int, int]]:
     """The wire on private duplicates of fd 0 and 1; fd 0 reads /dev/null and fd 1 writes to stderr
     while serving (a stray print or child process cannot touch the wire); all restored after."""
     wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.policy import DENIAL_REASON, Scope, effective_role, grants_of
 from mnote_mcp.kernel.port import PageKey, PageRef, PagesQuery
 from mnote_mcp.kernel.store.sql import Connection
+
+# A page's options: each a boolean (the fixture schema and `page.options.set` hold them to it).
+PageOptions = dict[str, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +27,7 @@ class PageHead:
     workspace_id: str
     id: str
     title: str
-    options: dict[str, Any]
+    options: PageOptions
     revision: int
     block_count: int
     byte_size: int

@@ -19,11 +19,11 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
 from mnote_mcp.kernel.port import Correlation, HistoryEntry, HistoryQuery, HistoryView
-from mnote_mcp.kernel.store.access import PageHead
+from mnote_mcp.kernel.store.access import PageHead, PageOptions
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.rows import BlockChange, BlockRow
 from mnote_mcp.kernel.store.sql import Connection
@@ -37,7 +37,7 @@ class HeadChange:
     """The title and options of a page before and after a write (None: unchanged)."""
 
     title: tuple[str, str] | None = None
-    options: tuple[dict[str, Any], dict[str, Any]] | None = None
+    options: tuple[PageOptions, PageOptions] | None = None
 
     def __bool__(self) -> bool:
         return self.title is not None or self.options is not None
@@ -52,7 +52,7 @@ class Revision:
     run_id: str
     blocks: list[tuple[str, list[Any] | None, list[Any] | None, bool]]
     title: tuple[str, str] | None
-    options: tuple[dict[str, Any], dict[str, Any]] | None
+    options: tuple[PageOptions, PageOptions] | None
     updated_before: str | None = None  # the page's `updated_at` before this write (None: not recorded)
 
     @classmethod
@@ -70,10 +70,20 @@ class Revision:
         )
 
 
+class SummaryOp(TypedDict):
+    """One op of a history entry's compact diff: a block, the title or an option that changed."""
+
+    op: Literal["set", "insert", "delete", "move", "update"]
+    field: NotRequired[Literal["title"]]
+    option: NotRequired[str]
+    blockId: NotRequired[str]
+    fields: NotRequired[list[str]]
+
+
 def change_set(
     blocks: Sequence[BlockChange], head: HeadChange, updated_before: str | None = None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {"b": [change.to_wire() for change in blocks]}
+) -> dict[str, object]:
+    out: dict[str, object] = {"b": [change.to_wire() for change in blocks]}
     if head.title is not None:
         out["t"] = list(head.title)
     if head.options is not None:
@@ -83,9 +93,9 @@ def change_set(
     return out
 
 
-def summary_ops(blocks: Sequence[BlockChange], head: HeadChange) -> list[dict[str, Any]]:
+def summary_ops(blocks: Sequence[BlockChange], head: HeadChange) -> list[SummaryOp]:
     """The compact diff a history entry lists: one op per block, title or option changed."""
-    ops: list[dict[str, Any]] = []
+    ops: list[SummaryOp] = []
     if head.title is not None:
         ops.append({"op": "set", "field": "title"})
     if head.options is not None:
@@ -205,7 +215,7 @@ def entries(
 ) -> tuple[list[HistoryEntry], str | None]:
     """History entries newest first, at most `limit`, and the cursor of the next ones (or None)."""
     clauses = ["workspace_id = ?", "page_id = ?"]
-    params: list[Any] = [workspace_id, page_id]
+    params: list[str | int] = [workspace_id, page_id]
     for column, value in (
         ("run_id", where.run_id),
         ("session_id", where.session_id),
@@ -377,7 +387,7 @@ class PageState:
 
     rows: dict[str, BlockRow]
     title: str
-    options: dict[str, Any]
+    options: PageOptions
     revision_of: dict[str, int] = field(default_factory=dict)
 
 
@@ -403,7 +413,7 @@ class Undo:
     """What undoing a set of revisions puts back, or the later writes that stand in its way."""
 
     target: PageState
-    conflicts: list[dict[str, Any]]
+    conflicts: list[dict[str, str | int]]
 
 
 def undo(state: PageState, undone: set[int], later: Sequence[Revision]) -> Undo:
@@ -416,7 +426,7 @@ def undo(state: PageState, undone: set[int], later: Sequence[Revision]) -> Undo:
     touched_at: dict[str, int] = {}
     conflicts: dict[tuple[str, str], int] = {}
     title_before: str | None = None
-    option_before: dict[str, Any] = {}
+    option_before: PageOptions = {}
     option_missing: set[str] = set()
     title_touched = False
     for revision in later:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from mnote_mcp.kernel.diff import Op
 from mnote_mcp.kernel.errors import Reason
@@ -32,11 +32,11 @@ class NotePayload(TypedDict):
     content: str
 
 
-def _validate_summary(payload: Mapping[str, Any]) -> SummaryPayload:
+def _validate_summary(payload: Mapping[str, object]) -> SummaryPayload:
     return {"summary": text_field(payload, "summary", MAX_ARTIFACT_LENGTH)}
 
 
-def _validate_note(payload: Mapping[str, Any]) -> NotePayload:
+def _validate_note(payload: Mapping[str, object]) -> NotePayload:
     return {"content": text_field(payload, "content", MAX_ARTIFACT_LENGTH)}
 
 
@@ -172,4 +172,4 @@ NOTE = CommandSpec(
     plan=_plan_note,
 )
 
-COMMANDS: tuple[CommandSpec[Any], ...] = (SUMMARY, NOTE)
+COMMANDS = (SUMMARY, NOTE)

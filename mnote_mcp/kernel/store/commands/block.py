@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from mnote_mcp.kernel.blocks import (
     BLOCK_TYPES,
@@ -42,7 +42,7 @@ class InsertPayload(Placement):
     blocks: list[NewBlock]
 
 
-def _validate_insert(payload: Mapping[str, Any]) -> InsertPayload:
+def _validate_insert(payload: Mapping[str, object]) -> InsertPayload:
     blocks = normalize_blocks(payload.get("blocks"), "/blocks")
     if not blocks:
         raise invalid("/blocks", "nothing to insert: blocks is empty")
@@ -113,10 +113,10 @@ class UpdatePayload(TypedDict):
     blockId: str
     type: NotRequired[str]
     text: NotRequired[str]
-    props: NotRequired[dict[str, Any]]
+    props: NotRequired[dict[str, object]]
 
 
-def _validate_update(payload: Mapping[str, Any]) -> UpdatePayload:
+def _validate_update(payload: Mapping[str, object]) -> UpdatePayload:
     target = block_id(payload.get("blockId"), "/blockId")
     given = {name: payload[name] for name in ("type", "text", "props") if payload.get(name) not in (None, {})}
     if not given:  # named at the argument meant (issue 30: the pointer was "", "invalid argument at : ...")
@@ -126,9 +126,10 @@ def _validate_update(payload: Mapping[str, Any]) -> UpdatePayload:
     out: UpdatePayload = {"blockId": target}
     if "type" in given:
         kind = given["type"]
-        if not isinstance(kind, str) or kind not in BLOCK_TYPES:
+        if isinstance(kind, str) and kind in BLOCK_TYPES:
+            out["type"] = kind
+        else:
             normalize_block({"type": kind})  # raises the block model's own block_type refusal
-        out["type"] = kind
     if "text" in given:
         if not isinstance(given["text"], str):
             raise invalid("/text", "must be a string")
@@ -152,7 +153,7 @@ def _plan_update(tx: Tx, p: UpdatePayload) -> Plan:
             f"the block has children; a {kind} block has none",
             typesWithChildren=[name for name, t in BLOCK_TYPES.items() if t.has_children],
         )
-    props = dict(row.props)
+    props: dict[str, object] = dict(row.props)
     if kind != row.type:  # props the new type does not have go; shared ones stay
         props = {name: value for name, value in props.items() if name in spec.props}
     props.update(p.get("props", {}))
@@ -207,14 +208,14 @@ class DeletePayload(TypedDict):
     section: bool
 
 
-def _validate_delete(payload: Mapping[str, Any]) -> DeletePayload:
+def _validate_delete(payload: Mapping[str, object]) -> DeletePayload:
     raw = payload.get("blockIds")
     if isinstance(raw, list) and not raw:
         raise invalid("/blockIds", "nothing to delete: blockIds is empty")
     return {"blockIds": block_ids(raw, "/blockIds", unique=True), "section": _flag(payload, "section")}
 
 
-def _flag(payload: Mapping[str, Any], name: str) -> bool:
+def _flag(payload: Mapping[str, object], name: str) -> bool:
     value = payload.get(name)
     if value is not None and not isinstance(value, bool):
         raise invalid(f"/{name}", "must be a boolean")
@@ -286,7 +287,7 @@ class MovePayload(Placement):
     section: bool
 
 
-def _validate_move(payload: Mapping[str, Any]) -> MovePayload:
+def _validate_move(payload: Mapping[str, object]) -> MovePayload:
     first = block_id(payload.get("blockId"), "/blockId")
     more = [] if payload.get("blockIds") is None else block_ids(payload["blockIds"], "/blockIds", unique=True)
     if first in more:
@@ -370,4 +371,4 @@ MOVE = CommandSpec(
     ),
 )
 
-COMMANDS: tuple[CommandSpec[Any], ...] = (INSERT, UPDATE, DELETE, MOVE)
+COMMANDS = (INSERT, UPDATE, DELETE, MOVE)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from mnote_mcp.kernel.blocks import NewBlock, assign_ids, ids_in, normalize_blocks
 from mnote_mcp.kernel.diff import Op, append_diff, replace_diff
@@ -27,7 +27,7 @@ class SavePayload(TypedDict):
     content: list[NewBlock]
 
 
-def _validate_save(payload: Mapping[str, Any]) -> SavePayload:
+def _validate_save(payload: Mapping[str, object]) -> SavePayload:
     mode = payload.get("mode", "replace")
     if mode not in ("replace", "append"):
         raise invalid("/mode", "must be 'replace' or 'append'")
@@ -77,7 +77,7 @@ class TitlePayload(TypedDict):
     title: str
 
 
-def _validate_title(payload: Mapping[str, Any]) -> TitlePayload:
+def _validate_title(payload: Mapping[str, object]) -> TitlePayload:
     return {"title": text_field(payload, "title", MAX_TITLE_LENGTH)}
 
 
@@ -109,7 +109,7 @@ class OptionsPayload(TypedDict):
     options: dict[str, bool]
 
 
-def _validate_options(payload: Mapping[str, Any]) -> OptionsPayload:
+def _validate_options(payload: Mapping[str, object]) -> OptionsPayload:
     options = payload.get("options")
     if not isinstance(options, dict):
         raise invalid("/options", "must be an object")
@@ -165,4 +165,4 @@ OPTIONS = CommandSpec(
     plan=_plan_options,
 )
 
-COMMANDS: tuple[CommandSpec[Any], ...] = (SAVE, TITLE, OPTIONS)
+COMMANDS = (SAVE, TITLE, OPTIONS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH, block_id, block_not_found
 from mnote_mcp.kernel.errors import invalid
@@ -27,7 +27,7 @@ class Placement(TypedDict):
     position: Position
 
 
-def placement(payload: Mapping[str, Any]) -> Placement:
+def placement(payload: Mapping[str, object]) -> Placement:
     """The placement arguments of a payload, checked (`afterBlockId` and `position` exclude each other)."""
     after = _optional_id(payload, "afterBlockId")
     position = payload.get("position")
@@ -42,7 +42,7 @@ def placement(payload: Mapping[str, Any]) -> Placement:
     }
 
 
-def _optional_id(payload: Mapping[str, Any], name: str) -> str | None:
+def _optional_id(payload: Mapping[str, object], name: str) -> str | None:
     value = payload.get(name)
     return None if value is None else block_id(value, f"/{name}")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_right, insort
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH
 from mnote_mcp.kernel.diff import Op, replace_diff
@@ -41,7 +41,7 @@ class RevertPayload(TypedDict, total=False):
     runId: str
 
 
-def _validate_revert(payload: Mapping[str, Any]) -> RevertPayload:
+def _validate_revert(payload: Mapping[str, object]) -> RevertPayload:
     given = [name for name in TARGETS if payload.get(name) is not None]
     if len(given) != 1:
         # Named at an argument (issue 30: the pointer was "", "invalid argument at : ..."): the second
@@ -102,7 +102,7 @@ def _undone(tx: Tx, p: RevertPayload) -> list[int]:
     return [revision]
 
 
-def _conflict(current: int, conflicts: list[dict[str, Any]]) -> MnoteError:
+def _conflict(current: int, conflicts: list[dict[str, str | int]]) -> MnoteError:
     return MnoteError(
         ErrorCode.CONFLICT,
         Reason.REVERT,
@@ -239,4 +239,4 @@ REVERT = CommandSpec(
     threaded=True,
 )
 
-COMMANDS: tuple[CommandSpec[Any], ...] = (REVERT,)
+COMMANDS = (REVERT,)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from mnote_mcp.kernel.errors import Reason, invalid
 from mnote_mcp.kernel.scopes import Scope
@@ -33,7 +33,7 @@ class CommandSpec(Generic[P]):
     scope: Scope
     payload: str  # the payload's shape, as the docs show it: `{blockId, type?, text?, props?}`
     does: str  # what it does, in one line
-    validate: Callable[[Mapping[str, Any]], P]
+    validate: Callable[[Mapping[str, object]], P]
     plan: Callable[[Tx, P], Plan]
     conflict_reason: Reason = Reason.GENERIC
     # Block edits: the blocks they rely on (`relies_on` says which, for the docs). A stale
@@ -53,7 +53,7 @@ class CommandSpec(Generic[P]):
             raise ValueError(f"{self.name}: a block-level command says what it relies on, and only it")
 
 
-def text_field(payload: Mapping[str, Any], name: str, limit: int) -> str:
+def text_field(payload: Mapping[str, object], name: str, limit: int) -> str:
     """A required string argument that must say something: not blank, at most `limit` characters."""
     value = payload.get(name)
     if not isinstance(value, str):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from mnote_mcp.kernel.blocks import MAX_TEXT_LENGTH, block_id, block_not_found
 from mnote_mcp.kernel.diff import UpdateOp
@@ -56,7 +56,7 @@ def _text(value: object, pointer: str, *, empty: bool) -> str:
     return value
 
 
-def _validate(payload: Mapping[str, Any]) -> ReplacePayload:
+def _validate(payload: Mapping[str, object]) -> ReplacePayload:
     raw = payload.get("edits")
     if not isinstance(raw, list) or not raw:
         raise invalid("/edits", "give at least one edit {oldText, newText}")
@@ -223,4 +223,4 @@ REPLACE = CommandSpec(
     named=lambda p: [p["blockId"]] if "blockId" in p else [],
 )
 
-COMMANDS: tuple[CommandSpec[Any], ...] = (REPLACE,)
+COMMANDS = (REPLACE,)
