@@ -22,11 +22,13 @@ import pytest
 from tests.support.grouping import assign_groups
 from tests.support.helpers import seeded_store
 from tests.support.postgres import PgServer, start_server
+from tests.support.schemacheck import remember_valid_schemas
 
 TESTS = Path(__file__).resolve().parent
 FOLDER_MARKERS = {"e2e": "e2e", "clients": "clients", "postgres": "postgres", "deploy": "deploy"}
 POSTGRES_FIXTURES = frozenset({"pg_server", "pg_url"})
 _POSTGRES_SELECTED = pytest.StashKey[bool]()
+remember_valid_schemas()  # each valid JSON Schema checked once per worker (tests/support/schemacheck.py)
 
 
 def is_postgres_case(item: pytest.Item) -> bool:

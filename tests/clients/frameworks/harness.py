@@ -55,6 +55,11 @@ def _require(present: bool, why: str) -> None:
     pytest.skip(f"{why} (bash .ci/run installs it)")
 
 
+# The framework's byte code goes to the run's cache where there is one (.ci/run's PYTHONPYCACHEPREFIX),
+# else nowhere: never into the framework's environment (a worktree's may be another checkout's).
+_BYTECODE = {} if os.environ.get("PYTHONPYCACHEPREFIX") else {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def run_in(name: str, script: str, *args: str, stdin: Any = None, timeout: float | None = None) -> Any:
     """Run `tests/clients/frameworks/<script>` with the framework's interpreter; its stdout is one JSON value."""
     completed = subprocess.run(
@@ -64,7 +69,7 @@ def run_in(name: str, script: str, *args: str, stdin: Any = None, timeout: float
         text=True,
         timeout=timeout or patience(180),
         cwd=ROOT,
-        env={**os.environ, **CLIENT_TIMEOUT, "PYTHONPATH": "", "PYTHONDONTWRITEBYTECODE": "1"},
+        env={**os.environ, **CLIENT_TIMEOUT, "PYTHONPATH": "", **_BYTECODE},
     )
     assert completed.returncode == 0, f"{name} {script} failed:\n{completed.stderr[-4000:]}"
     return json.loads(completed.stdout)

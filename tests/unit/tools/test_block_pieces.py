@@ -365,13 +365,22 @@ def _texts(draw: st.DrawFn) -> str:
     return (unit * draw(st.sampled_from([0, 1, 3, 200, 2_000, 20_000])))[:100_000]
 
 
+# A page's text in all, at most: the longest block and more, dozens of pieces at any budget drawn (up to
+# 700 with control characters, six JSON characters each). Without it the tail of the draws (up to 85
+# blocks of 100,000 characters) took one CI lane six minutes; at 300,000 one example still took 8 s.
+_PAGE_TEXT = 120_000
+
+
 @st.composite
 def _pages(draw: st.DrawFn) -> list[dict[str, Any]]:
     counter = iter(range(10_000))
+    left = [_PAGE_TEXT]
 
     def block(depth: int) -> dict[str, Any]:
         kind = draw(st.sampled_from(["paragraph", "bulleted_list", "numbered_list", "code", "quote"]))
-        made: dict[str, Any] = {"id": f"b{next(counter)}", "type": kind, "text": draw(_texts())}
+        text = draw(_texts())[: left[0]]
+        left[0] -= len(text)
+        made: dict[str, Any] = {"id": f"b{next(counter)}", "type": kind, "text": text}
         if kind.endswith("_list") and depth < 3:
             children = [block(depth + 1) for _ in range(draw(st.integers(0, 3)))]
             if children:
