@@ -6,6 +6,7 @@ from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import artifact as artifact_commands
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import KEY_OF_ANOTHER_TOOL, STALE_REVISION, WRITE_ERRORS, ErrorCase
+from mnote_mcp.tools.outputs import WriteAnswer
 from mnote_mcp.tools.permissions import WRITE_ARTIFACT
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
@@ -36,6 +37,7 @@ CREATE_SUMMARY = ToolSpec(
         KEY_OF_ANOTHER_TOOL,
     ),
     examples=(Example({"summary": "A summary written by an example."}),),
+    output=WriteAnswer,
     budget=SizeBudget(contract=560, strict=610),
 )
 
@@ -53,6 +55,7 @@ CREATE_AI_NOTE = ToolSpec(
     permissions=WRITE_ARTIFACT,
     errors=WRITE_ERRORS,
     examples=(Example({"content": "An AI note written by an example."}),),
+    output=WriteAnswer,
     budget=SizeBudget(contract=550, strict=600),
 )
 

@@ -21,6 +21,7 @@ from mnote_mcp.tools.failures import (
     WRITE_ERRORS,
     ErrorCase,
 )
+from mnote_mcp.tools.outputs import PageRead, WriteAnswer
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.pieces import fit_piece, read_page
 from mnote_mcp.tools.registry import Annotations, ToolSpec
@@ -74,6 +75,7 @@ PAGE_GET = ToolSpec(
         Example({"format": "markdown", "blockIds": [Ref.BLOCK_2]}, note="one block, as Markdown"),
     ),
     hostile=(Example({"format": "markdown"}, note="the whole page as Markdown"),),
+    output=PageRead,
     budget=SizeBudget(contract=730, strict=1_020),
 )
 
@@ -106,6 +108,7 @@ PAGE_SAVE = ToolSpec(
     examples=(
         Example({"content": [{"type": "paragraph", "text": "Appended by an example."}], "mode": "append"}),
     ),
+    output=WriteAnswer,
     budget=SizeBudget(contract=880, strict=2_120),
 )
 
@@ -124,6 +127,7 @@ PAGE_UPDATE_TITLE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=WRITE_ERRORS,
     examples=(Example({"title": "Renamed by an example"}),),
+    output=WriteAnswer,
     budget=SizeBudget(contract=540, strict=610),
 )
 
@@ -161,6 +165,7 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
         ),
     ),
     examples=(Example({"options": {"showToc": True}}),),
+    output=WriteAnswer,
     budget=SizeBudget(contract=700, strict=880),
 )
 
@@ -227,6 +232,7 @@ PAGE_EDIT_TEXT = ToolSpec(
         ),
         Example({"edits": [{"oldText": "a", "newText": "b" * MAX_TEXT_LENGTH, "replaceAll": True}]}),
     ),
+    output=WriteAnswer,
     budget=SizeBudget(contract=850, strict=950),
 )
 

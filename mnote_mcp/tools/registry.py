@@ -21,7 +21,7 @@ import copy
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import mcp.types as types
 import orjson
@@ -33,6 +33,7 @@ from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
 from mnote_mcp.tools.icons import TOOLSET_ICONS
+from mnote_mcp.tools.outputs import result_schema
 from mnote_mcp.tools.permissions import Permissions
 from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
 from mnote_mcp.tools.schemas import (
@@ -99,6 +100,9 @@ class ToolSpec:
     # per-tool test makes.
     examples: tuple[Example, ...]
     budget: SizeBudget
+    # The result's type (`tools/outputs.py`): `outputSchema.result` in `tools/list` is derived from it,
+    # and every result of the test suite is checked against that (`tools/resultcheck.py`).
+    output: object
     command: CommandSpec[Any] | None = None
     payload: PayloadMap | None = None
     read: Handler | None = None
@@ -299,6 +303,17 @@ class ToolSpec:
     def advertised_name(self, style: ToolNames) -> str:
         return spell(self.name, style)
 
+    @cached_property
+    def output_schema(self) -> dict[str, Any]:
+        """The contract's envelope (`OUTPUT_SCHEMA`, its failure branch as it is) with this tool's
+        result in `result`; a recursive definition of the result (a block) at the root, where its
+        `$ref` points."""
+        result = dict(result_schema(self.output))
+        defs = result.pop("$defs", None)
+        envelope = cast("dict[str, Any]", OUTPUT_SCHEMA["properties"])
+        properties = {**envelope, "result": {"anyOf": [result, {"type": "null"}]}}
+        return {**OUTPUT_SCHEMA, "properties": properties, **({"$defs": defs} if defs else {})}
+
     def mcp_annotations(self) -> types.ToolAnnotations:
         return types.ToolAnnotations(
             read_only_hint=not self.writes,
@@ -330,7 +345,7 @@ class ToolSpec:
                 max_block_ids=max_block_ids,
                 beside=beside,
             ),
-            output_schema=OUTPUT_SCHEMA if output_schema else None,
+            output_schema=self.output_schema if output_schema else None,
             icons=TOOLSET_ICONS[self.toolset],
             annotations=self.mcp_annotations(),
         )

@@ -11,6 +11,7 @@ from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import BAD_CURSOR, ErrorCase
 from mnote_mcp.tools.lists import fit_list
+from mnote_mcp.tools.outputs import Found
 from mnote_mcp.tools.permissions import FIND_PAGES
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.sizes import SizeBudget
@@ -93,6 +94,7 @@ PAGE_SEARCH = ToolSpec(
         Example({"query": "w*", "limit": MAX_LIMIT}, note="a prefix every page matches"),
         Example({"query": "alpha beta gamma delta", "limit": MAX_LIMIT}, note="words on every line"),
     ),
+    output=Found,
     budget=SizeBudget(contract=530, strict=730),
 )
 
