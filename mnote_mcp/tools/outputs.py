@@ -8,22 +8,19 @@ with a cursor (`warnings`), a write's report trimmed (`warnings`), a dry run's p
 `currentRevision`), a write-only caller's diff without the title's text (`from`/`to` left out).
 tests/conftest.py holds every result of the test suite to its tool's schema (`resultcheck.py`).
 
-The schemas are derived by pydantic (as the runtime protocol's are, `kernel/wireschema.py`), once per
-type and only when a listing first asks, so that starting a server does not pay for them.
+The schemas are derived by pydantic (`tools/typeschemas.py`), once per type, when the first listing
+is built.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from functools import cache
-from typing import Any, Literal, NotRequired
+from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict  # pydantic reads these and needs this one on Python < 3.12
 
 from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.diff import UpdatedField
-from mnote_mcp.kernel.port import HistoryView, JSONObject, OutcomeData, SearchResult
+from mnote_mcp.kernel.port import HistoryView, OutcomeData, SearchResult
 from mnote_mcp.vocabulary.messages import RenderedWarning
 
 # One item of a write's `diff`: the kernel's ops (kernel/diff.py) said as one object, its `op` saying
@@ -102,60 +99,3 @@ class HistoryRead(HistoryView):
     """`mnote.page.history`: the kernel's entries, fewer (or one cut) with a warning over the budget."""
 
     warnings: NotRequired[list[RenderedWarning]]
-
-
-def _inline(node: Any, defs: dict[str, Any], keep: frozenset[str]) -> Any:
-    """`node` with every `$ref` to a definition not in `keep` replaced by the definition itself, said
-    short: no `additionalProperties: {}` (what an object allows anyway), no `type` beside the values
-    of `const` or `enum`, and an `anyOf` of bare types as one list of types."""
-    if isinstance(node, list):
-        return [_inline(item, defs, keep) for item in node]
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] not in keep:
-        return _inline(defs[ref[8:]], defs, keep)
-    out = {
-        key: {name: _inline(sub, defs, keep) for name, sub in value.items()}
-        if key == "properties"  # names, not keywords
-        else _inline(value, defs, keep)
-        for key, value in node.items()
-    }
-    if out.get("additionalProperties") == {}:
-        del out["additionalProperties"]
-    if "const" in out or "enum" in out:
-        out.pop("type", None)  # the values say it
-    variants = out.get("anyOf")
-    if isinstance(variants, list) and all(isinstance(v, dict) and set(v) == {"type"} for v in variants):
-        del out["anyOf"]
-        out["type"] = [kind for variant in variants for kind in _types(variant["type"])]
-    return out
-
-
-def _types(kind: str | list[str]) -> list[str]:
-    return [kind] if isinstance(kind, str) else kind
-
-
-def _recursive(defs: dict[str, Any]) -> frozenset[str]:
-    """The definitions that refer to themselves (a block's children): only they stay as `$defs`."""
-    return frozenset(name for name, schema in defs.items() if f'"#/$defs/{name}"' in json.dumps(schema))
-
-
-@cache
-def result_schema(output: Any) -> JSONObject:
-    """The JSON Schema of a declared result type: no titles or descriptions, `null` as a type, every
-    definition inlined but a recursive one (left in `$defs`, which the caller lifts to the root of
-    the output schema, where `#/$defs/...` points)."""
-    from pydantic import JsonValue
-
-    from mnote_mcp.kernel.wireschema import schema_of
-
-    for module in (__name__, "mnote_mcp.vocabulary.messages", "mnote_mcp.kernel.port"):
-        vars(sys.modules[module]).setdefault("JsonValue", JsonValue)
-    schema: dict[str, Any] = dict(schema_of(output))
-    defs: dict[str, Any] = schema.pop("$defs", {})
-    keep = _recursive(defs)
-    inlined: JSONObject = _inline(schema, defs, keep)
-    if keep:
-        inlined["$defs"] = {name: _inline(defs[name], defs, keep) for name in sorted(keep)}
-    return inlined

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnote_mcp.kernel.blocks import MAX_BLOCKS, MAX_TEXT_LENGTH
+from mnote_mcp.kernel.blocks import MAX_TEXT_LENGTH
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import page as page_commands
 from mnote_mcp.kernel.store.commands import text as text_commands
@@ -20,6 +20,14 @@ from mnote_mcp.tools.failures import (
     STALE_CURSOR,
     WRITE_ERRORS,
     ErrorCase,
+)
+from mnote_mcp.tools.inputs import (
+    EditTextArgs,
+    OptionsArgs,
+    PageGetArgs,
+    PageSaveArgs,
+    TitleArgs,
+    typed_extensions,
 )
 from mnote_mcp.tools.outputs import PageRead, WriteAnswer
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
@@ -53,12 +61,7 @@ PAGE_GET = ToolSpec(
         },
         required=CORRELATION_FIELDS,
     ),
-    extensions={
-        "format": {"type": "string", "enum": ["blocks", "markdown"]},
-        "blockIds": {"type": "array", "items": {"type": "string"}},
-        "maxBlocks": {"type": "integer", "minimum": 1, "maximum": MAX_BLOCKS},
-        "cursor": {"type": "string"},
-    },
+    extensions=typed_extensions(PageGetArgs, "format", "blockIds", "maxBlocks", "cursor"),
     quiet=frozenset({"maxBlocks"}),  # pieces come by themselves (--max-result-chars)
     read=read_page,
     fit=fit_piece,
@@ -75,6 +78,7 @@ PAGE_GET = ToolSpec(
         Example({"format": "markdown", "blockIds": [Ref.BLOCK_2]}, note="one block, as Markdown"),
     ),
     hostile=(Example({"format": "markdown"}, note="the whole page as Markdown"),),
+    arguments=PageGetArgs,
     output=PageRead,
     budget=SizeBudget(contract=730, strict=1_020),
 )
@@ -108,6 +112,7 @@ PAGE_SAVE = ToolSpec(
     examples=(
         Example({"content": [{"type": "paragraph", "text": "Appended by an example."}], "mode": "append"}),
     ),
+    arguments=PageSaveArgs,
     output=WriteAnswer,
     budget=SizeBudget(contract=880, strict=2_120),
 )
@@ -127,6 +132,7 @@ PAGE_UPDATE_TITLE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=WRITE_ERRORS,
     examples=(Example({"title": "Renamed by an example"}),),
+    arguments=TitleArgs,
     output=WriteAnswer,
     budget=SizeBudget(contract=540, strict=610),
 )
@@ -165,6 +171,7 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
         ),
     ),
     examples=(Example({"options": {"showToc": True}}),),
+    arguments=OptionsArgs,
     output=WriteAnswer,
     budget=SizeBudget(contract=700, strict=880),
 )
@@ -232,6 +239,7 @@ PAGE_EDIT_TEXT = ToolSpec(
         ),
         Example({"edits": [{"oldText": "a", "newText": "b" * MAX_TEXT_LENGTH, "replaceAll": True}]}),
     ),
+    arguments=EditTextArgs,
     output=WriteAnswer,
     budget=SizeBudget(contract=850, strict=950),
 )

@@ -33,7 +33,6 @@ from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
 from mnote_mcp.tools.icons import TOOLSET_ICONS
-from mnote_mcp.tools.outputs import result_schema
 from mnote_mcp.tools.permissions import Permissions
 from mnote_mcp.tools.results import Fit, Handler, PayloadMap, command_handler
 from mnote_mcp.tools.schemas import (
@@ -45,6 +44,7 @@ from mnote_mcp.tools.schemas import (
 )
 from mnote_mcp.tools.sizes import SizeBudget, definition_bytes, function_definition
 from mnote_mcp.tools.toolsets import Toolset
+from mnote_mcp.tools.typeschemas import derived_schema
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, DEFAULT_MAX_ID_CHARS, ID_FIELDS, OUTPUT_SCHEMA
 from mnote_mcp.vocabulary.naming import ToolNames, respell, respell_all, spell
 from mnote_mcp.vocabulary.scopes import Scope
@@ -100,6 +100,9 @@ class ToolSpec:
     # per-tool test makes.
     examples: tuple[Example, ...]
     budget: SizeBudget
+    # The arguments' type (`tools/inputs.py`): what its handler reads them as (`inputs.arguments_of`),
+    # held to the schema calls are checked against (tests/unit/tools/test_inputs.py).
+    arguments: object
     # The result's type (`tools/outputs.py`): `outputSchema.result` in `tools/list` is derived from it,
     # and every result of the test suite is checked against that (`tools/resultcheck.py`).
     output: object
@@ -308,7 +311,7 @@ class ToolSpec:
         """The contract's envelope (`OUTPUT_SCHEMA`, its failure branch as it is) with this tool's
         result in `result`; a recursive definition of the result (a block) at the root, where its
         `$ref` points."""
-        result = dict(result_schema(self.output))
+        result = dict(derived_schema(self.output))
         defs = result.pop("$defs", None)
         envelope = cast("dict[str, Any]", OUTPUT_SCHEMA["properties"])
         properties = {**envelope, "result": {"anyOf": [result, {"type": "null"}]}}

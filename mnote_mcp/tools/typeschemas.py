@@ -1,0 +1,72 @@
+"""JSON Schemas derived from the types that declare a tool's result (`tools/outputs.py`) and
+arguments (`tools/inputs.py`), by pydantic as the runtime protocol's are (`kernel/wireschema.py`),
+in the spelling of the hand-written schemas beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import cache
+from typing import Any
+
+from mnote_mcp.kernel.port import JSONObject
+
+
+def _inline(node: Any, defs: dict[str, Any], keep: frozenset[str], lean: bool) -> Any:
+    """`node` with every `$ref` to a definition not in `keep` replaced by the definition itself, said
+    short: no `additionalProperties: {}` (what an object allows anyway), an `anyOf` of bare types as
+    one list of types, and where `lean`, no `type` beside the values of `const` or `enum` (an input
+    schema keeps it: strict hosts want a `type` on every property)."""
+    if isinstance(node, list):
+        return [_inline(item, defs, keep, lean) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] not in keep:
+        return _inline(defs[ref[8:]], defs, keep, lean)
+    out = {
+        key: {name: _inline(sub, defs, keep, lean) for name, sub in value.items()}
+        if key == "properties"  # names, not keywords
+        else _inline(value, defs, keep, lean)
+        for key, value in node.items()
+    }
+    if out.get("additionalProperties") == {}:
+        del out["additionalProperties"]
+    if lean and ("const" in out or "enum" in out):
+        out.pop("type", None)  # the values say it
+    variants = out.get("anyOf")
+    if isinstance(variants, list) and all(isinstance(v, dict) and set(v) == {"type"} for v in variants):
+        del out["anyOf"]
+        out["type"] = [kind for variant in variants for kind in _types(variant["type"])]
+    return out
+
+
+def _types(kind: str | list[str]) -> list[str]:
+    return [kind] if isinstance(kind, str) else kind
+
+
+def _recursive(defs: dict[str, Any]) -> frozenset[str]:
+    """The definitions that refer to themselves (a block's children): only they stay as `$defs`."""
+    return frozenset(name for name, schema in defs.items() if f'"#/$defs/{name}"' in json.dumps(schema))
+
+
+@cache
+def derived_schema(declared: object, *, lean: bool = True) -> JSONObject:
+    """The JSON Schema of a declared type: no titles or descriptions, `null` as a type, every
+    definition inlined but a recursive one (left in `$defs`, which an output schema lifts to its
+    root, where `#/$defs/...` points)."""
+    from pydantic import JsonValue
+
+    from mnote_mcp.kernel.wireschema import schema_of
+
+    # Names the declarations' modules import only for type checking, as kernel/wireschema.py gives them.
+    for module in (declared.__module__, "mnote_mcp.vocabulary.messages", "mnote_mcp.kernel.port"):
+        vars(sys.modules[module]).setdefault("JsonValue", JsonValue)
+    schema: dict[str, Any] = dict(schema_of(declared))
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    keep = _recursive(defs)
+    inlined: JSONObject = _inline(schema, defs, keep, lean)
+    if keep:
+        inlined["$defs"] = {name: _inline(defs[name], defs, keep, lean) for name in sorted(keep)}
+    return inlined
