@@ -13,12 +13,13 @@ adds beyond the contract may derive from the type (`typed_extensions`: `mnote.pa
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Any, Literal, NotRequired, Required, TypeVar, cast
+from typing import Annotated, Literal, NotRequired, Required, TypeVar, cast
 
 from annotated_types import Interval
 from typing_extensions import TypedDict  # pydantic reads these and needs this one on Python < 3.12
 
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, PropValue
+from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.tools.typeschemas import derived_schema
 from mnote_mcp.vocabulary.envelope import ToolRequest
 
@@ -137,9 +138,9 @@ def arguments_of(request: ToolRequest, kind: type[Arguments]) -> Arguments:
     return cast(Arguments, request.args)
 
 
-def typed_extensions(kind: object, *names: str) -> dict[str, dict[str, Any]]:
+def typed_extensions(kind: object, *names: str) -> dict[str, JSONObject]:
     """The schemas of the properties `names` of the arguments' type: what a tool adds to the
     contract's input schema, derived from the type rather than written beside it."""
     properties = derived_schema(kind, lean=False)["properties"]
     assert isinstance(properties, dict)
-    return {name: copy.deepcopy(cast(dict[str, Any], properties[name])) for name in names}
+    return {name: copy.deepcopy(cast(JSONObject, properties[name])) for name in names}

@@ -21,12 +21,13 @@ import copy
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
 import orjson
 
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
+from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.tools.consent import Destructive, never
 from mnote_mcp.tools.cost import Cost
@@ -307,14 +308,15 @@ class ToolSpec:
         return spell(self.name, style)
 
     @cached_property
-    def output_schema(self) -> dict[str, Any]:
+    def output_schema(self) -> JSONObject:
         """The contract's envelope (`OUTPUT_SCHEMA`, its failure branch as it is) with this tool's
         result in `result`; a recursive definition of the result (a block) at the root, where its
         `$ref` points."""
         result = dict(derived_schema(self.output))
         defs = result.pop("$defs", None)
-        envelope = cast("dict[str, Any]", OUTPUT_SCHEMA["properties"])
-        properties = {**envelope, "result": {"anyOf": [result, {"type": "null"}]}}
+        envelope = OUTPUT_SCHEMA["properties"]
+        assert isinstance(envelope, dict)
+        properties: JSONObject = {**envelope, "result": {"anyOf": [result, {"type": "null"}]}}
         return {**OUTPUT_SCHEMA, "properties": properties, **({"$defs": defs} if defs else {})}
 
     def mcp_annotations(self) -> types.ToolAnnotations:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from mnote_mcp.tools.registry import ToolSpec
+from mnote_mcp.tools.typeschemas import derived_schema
 from mnote_mcp.vocabulary.envelope import Envelope
 
 if TYPE_CHECKING:
@@ -39,10 +40,8 @@ class ResultCheck:
         if validator is None:
             from jsonschema_rs import Draft202012Validator
 
-            schema = spec.output_schema
-            result, _null = schema["properties"]["result"]["anyOf"]
-            defs = {"$defs": schema["$defs"]} if "$defs" in schema else {}
-            validator = self._validators[spec.name] = Draft202012Validator({**result, **defs})
+            # The result's own schema: its `$defs` at its root, where its `$ref`s point.
+            validator = self._validators[spec.name] = Draft202012Validator(derived_schema(spec.output))
         lines = [
             orjson.dumps(
                 {

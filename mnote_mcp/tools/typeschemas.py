@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from mnote_mcp.kernel.port import JSONObject
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
-def _inline(node: Any, defs: dict[str, Any], keep: frozenset[str], lean: bool) -> Any:
+
+def _inline(node: JsonValue, defs: Mapping[str, JsonValue], keep: frozenset[str], lean: bool) -> JsonValue:
     """`node` with every `$ref` to a definition not in `keep` replaced by the definition itself, said
     short: no `additionalProperties: {}` (what an object allows anyway), an `anyOf` of bare types as
     one list of types, and where `lean`, no `type` beside the values of `const` or `enum` (an input
@@ -25,12 +29,12 @@ def _inline(node: Any, defs: dict[str, Any], keep: frozenset[str], lean: bool) -
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] not in keep:
         return _inline(defs[ref[8:]], defs, keep, lean)
-    out = {
-        key: {name: _inline(sub, defs, keep, lean) for name, sub in value.items()}
-        if key == "properties"  # names, not keywords
-        else _inline(value, defs, keep, lean)
-        for key, value in node.items()
-    }
+    out: dict[str, JsonValue] = {}
+    for key, value in node.items():
+        if key == "properties" and isinstance(value, dict):  # names, not keywords
+            out[key] = {name: _inline(sub, defs, keep, lean) for name, sub in value.items()}
+        else:
+            out[key] = _inline(value, defs, keep, lean)
     if out.get("additionalProperties") == {}:
         del out["additionalProperties"]
     if lean and ("const" in out or "enum" in out):
@@ -38,15 +42,17 @@ def _inline(node: Any, defs: dict[str, Any], keep: frozenset[str], lean: bool) -
     variants = out.get("anyOf")
     if isinstance(variants, list) and all(isinstance(v, dict) and set(v) == {"type"} for v in variants):
         del out["anyOf"]
-        out["type"] = [kind for variant in variants for kind in _types(variant["type"])]
+        out["type"] = [
+            kind for variant in variants if isinstance(variant, dict) for kind in _types(variant["type"])
+        ]
     return out
 
 
-def _types(kind: str | list[str]) -> list[str]:
-    return [kind] if isinstance(kind, str) else kind
+def _types(kind: JsonValue) -> list[JsonValue]:
+    return kind if isinstance(kind, list) else [kind]
 
 
-def _recursive(defs: dict[str, Any]) -> frozenset[str]:
+def _recursive(defs: Mapping[str, JsonValue]) -> frozenset[str]:
     """The definitions that refer to themselves (a block's children): only they stay as `$defs`."""
     return frozenset(name for name, schema in defs.items() if f'"#/$defs/{name}"' in json.dumps(schema))
 
@@ -63,10 +69,11 @@ def derived_schema(declared: object, *, lean: bool = True) -> JSONObject:
     # Names the declarations' modules import only for type checking, as kernel/wireschema.py gives them.
     for module in (declared.__module__, "mnote_mcp.vocabulary.messages", "mnote_mcp.kernel.port"):
         vars(sys.modules[module]).setdefault("JsonValue", JsonValue)
-    schema: dict[str, Any] = dict(schema_of(declared))
-    defs: dict[str, Any] = schema.pop("$defs", {})
+    schema = dict(schema_of(declared))
+    defs = schema.pop("$defs", None)
+    defs = defs if isinstance(defs, dict) else {}
     keep = _recursive(defs)
-    inlined: JSONObject = _inline(schema, defs, keep, lean)
+    inlined = cast(JSONObject, _inline(schema, defs, keep, lean))
     if keep:
         inlined["$defs"] = {name: _inline(defs[name], defs, keep, lean) for name in sorted(keep)}
     return inlined
