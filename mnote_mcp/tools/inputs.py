@@ -76,11 +76,16 @@ class SearchArgs(TypedDict, total=False):
     cursor: str
 
 
-class InsertArgs(TypedDict, total=False):
-    blocks: Required[list[CallerBlock]]
+class Placement(TypedDict, total=False):
+    """Where blocks go (`block.py`'s `_PLACEMENT`), for an insert and a move alike."""
+
     afterBlockId: str
     parentId: str
     position: Position
+
+
+class InsertArgs(Placement, total=False):
+    blocks: Required[list[CallerBlock]]
 
 
 class UpdateArgs(TypedDict, total=False):
@@ -95,13 +100,10 @@ class DeleteArgs(TypedDict, total=False):
     section: bool
 
 
-class MoveArgs(TypedDict, total=False):
+class MoveArgs(Placement, total=False):
     blockId: Required[str]
     blockIds: list[str]
     section: bool
-    afterBlockId: str
-    parentId: str
-    position: Position
 
 
 class HistoryFilterArgs(TypedDict, total=False):
