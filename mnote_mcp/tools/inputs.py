@@ -20,7 +20,7 @@ from typing_extensions import TypedDict  # pydantic reads these and needs this o
 
 from mnote_mcp.kernel.blocks import MAX_BLOCKS, PropValue
 from mnote_mcp.kernel.port import JSONObject
-from mnote_mcp.tools.typeschemas import derived_schema
+from mnote_mcp.tools.typeschemas import declared_schema
 from mnote_mcp.vocabulary.envelope import ToolRequest
 
 Arguments = TypeVar("Arguments")
@@ -143,6 +143,6 @@ def arguments_of(request: ToolRequest, kind: type[Arguments]) -> Arguments:
 def typed_extensions(kind: object, *names: str) -> dict[str, JSONObject]:
     """The schemas of the properties `names` of the arguments' type: what a tool adds to the
     contract's input schema, derived from the type rather than written beside it."""
-    properties = derived_schema(kind, lean=False)["properties"]
+    properties = declared_schema(kind, lean=False)["properties"]
     assert isinstance(properties, dict)
     return {name: copy.deepcopy(cast(JSONObject, properties[name])) for name in names}

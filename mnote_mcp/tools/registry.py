@@ -45,7 +45,7 @@ from mnote_mcp.tools.schemas import (
 )
 from mnote_mcp.tools.sizes import SizeBudget, definition_bytes, function_definition
 from mnote_mcp.tools.toolsets import Toolset
-from mnote_mcp.tools.typeschemas import derived_schema
+from mnote_mcp.tools.typeschemas import declared_schema
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, DEFAULT_MAX_ID_CHARS, ID_FIELDS, OUTPUT_SCHEMA
 from mnote_mcp.vocabulary.naming import ToolNames, respell, respell_all, spell
 from mnote_mcp.vocabulary.scopes import Scope
@@ -312,7 +312,7 @@ class ToolSpec:
         """The contract's envelope (`OUTPUT_SCHEMA`, its failure branch as it is) with this tool's
         result in `result`; a recursive definition of the result (a block) at the root, where its
         `$ref` points."""
-        result = dict(derived_schema(self.output))
+        result = dict(declared_schema(self.output))
         defs = result.pop("$defs", None)
         envelope = OUTPUT_SCHEMA["properties"]
         assert isinstance(envelope, dict)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from mnote_mcp.tools.registry import ToolSpec
-from mnote_mcp.tools.typeschemas import derived_schema
+from mnote_mcp.tools.typeschemas import declared_schema
 from mnote_mcp.vocabulary.envelope import Envelope
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class ResultCheck:
             from jsonschema_rs import Draft202012Validator
 
             # The result's own schema: its `$defs` at its root, where its `$ref`s point.
-            validator = self._validators[spec.name] = Draft202012Validator(derived_schema(spec.output))
+            validator = self._validators[spec.name] = Draft202012Validator(declared_schema(spec.output))
         lines = [
             orjson.dumps(
                 {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, cast
 
@@ -77,3 +77,27 @@ def derived_schema(declared: object, *, lean: bool = True) -> JSONObject:
     if keep:
         inlined["$defs"] = {name: _inline(defs[name], defs, keep, lean) for name in sorted(keep)}
     return inlined
+
+
+def declared_schema(declared: object, *, lean: bool = True) -> JSONObject:
+    """`derived_schema`, as generated into `tools/typedschemas.py` (no pydantic at start), or derived
+    now for a type not generated yet (a new tool's, until `python -m mnote_mcp.tools.docs` runs)."""
+    from mnote_mcp.tools.typedschemas import TYPED_SCHEMAS
+
+    kept = TYPED_SCHEMAS.get(getattr(declared, "__name__", ""))
+    return kept if kept is not None else derived_schema(declared, lean=lean)
+
+
+TYPED_BEGIN = "# <!-- generated: typed schemas, by `python -m mnote_mcp.tools.docs`; do not edit -->"
+TYPED_END = "# <!-- end of generated: typed schemas -->"
+
+
+def typed_schemas_module(outputs: Iterable[object], arguments: Iterable[object]) -> str:
+    """tools/typedschemas.py's block: each result type's schema (lean) and each arguments type's."""
+    derived = {getattr(kind, "__name__", ""): derived_schema(kind) for kind in outputs}
+    derived |= {getattr(kind, "__name__", ""): derived_schema(kind, lean=False) for kind in arguments}
+    rows = ",\n".join(
+        f"{json.dumps(name)}: {json.dumps(schema, ensure_ascii=False)}"
+        for name, schema in sorted(derived.items())
+    )
+    return f'{TYPED_BEGIN}\n_SCHEMAS = r"""\n{{\n{rows}\n}}\n"""\n{TYPED_END}'
