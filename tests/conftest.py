@@ -10,15 +10,24 @@ or `pg_url` fixture, or one of whose parameters is `"postgres"` (the PostgreSQL 
 PostgreSQL without the marker fails in a run that deselected the marker (`pg_server` below), so the
 fast subset cannot start a PostgreSQL server behind its marker's back. Tests that share a module-scoped
 fixture share an xdist worker (`tests/support/grouping.py`), so under `-n` it is made once.
+
+Every result the run's servers answer is held to its tool's `outputSchema` (`MNOTE_CHECK_RESULTS`,
+`mnote_mcp/tools/resultcheck.py`): set here for the whole run, inherited by xdist workers and the
+servers tests start as processes, and the run fails at its end on any violation, naming the tool
+and the JSON pointer.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from mnote_mcp.tools.resultcheck import CHECK_RESULTS_ENV
 from tests.support.grouping import assign_groups
 from tests.support.helpers import seeded_store
 from tests.support.postgres import PgServer, start_server
@@ -36,6 +45,42 @@ def is_postgres_case(item: pytest.Item) -> bool:
         return True
     callspec = getattr(item, "callspec", None)
     return callspec is not None and "postgres" in callspec.params.values()
+
+
+def _controller(config: pytest.Config) -> bool:
+    """Not an xdist worker: the process that starts the run and reports its end."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The file every process of the run appends result violations to, empty at the start."""
+    if not _controller(config):
+        return
+    path = os.environ.get(CHECK_RESULTS_ENV, "").strip()
+    if not path:
+        descriptor, path = tempfile.mkstemp(prefix="mnote-results-", suffix=".jsonl")
+        os.close(descriptor)
+        os.environ[CHECK_RESULTS_ENV] = path
+    Path(path).write_bytes(b"")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fails the run if any result did not match its tool's `outputSchema` (one line per violation)."""
+    if not _controller(session.config):
+        return
+    path = Path(os.environ[CHECK_RESULTS_ENV])
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    if not lines:
+        return
+    violations = sorted({(v["tool"], v["pointer"], v["message"]) for v in map(json.loads, lines)})
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"{len(violations)} result(s) did not match their tool's outputSchema ({path}):", red=True
+        )
+        for tool, pointer, message in violations[:50]:
+            reporter.write_line(f"  {tool} {pointer or '/'}: {message}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -47,6 +47,7 @@ from mnote_mcp.kernel.port import Correlation, Kernel
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, fits, result_limit
 from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.registry import Registry, ToolSpec
+from mnote_mcp.tools.resultcheck import result_check
 from mnote_mcp.tools.results import trim_result
 from mnote_mcp.tools.titles import page_named
 from mnote_mcp.vocabulary.envelope import (
@@ -188,6 +189,7 @@ class Dispatcher:
         self.handles = Handles(ttl=confirmation.handle_ttl)
         self.inflight = InFlight()
         self.observer: CallObserver | None = None  # metrics, when served (telemetry.metrics.Metrics)
+        self.result_check = result_check()  # tests only: every result against its tool's outputSchema
 
     def exposes(self, spec: ToolSpec, scopes: frozenset[Scope]) -> bool:
         """Whether `tools/list` shows the tool to a connection granted `scopes`: a tool it could only
@@ -364,6 +366,8 @@ class Dispatcher:
                 scopes=scopes,
                 locale=request.locale,
             )
+            if self.result_check is not None:
+                self.result_check.check(spec, envelope)
             failed: MnoteError | None = None
         except MnoteError as error:
             envelope = failure(

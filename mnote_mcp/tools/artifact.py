@@ -6,6 +6,8 @@ from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import artifact as artifact_commands
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import KEY_OF_ANOTHER_TOOL, STALE_REVISION, WRITE_ERRORS, ErrorCase
+from mnote_mcp.tools.inputs import NoteArgs, SummaryArgs
+from mnote_mcp.tools.outputs import WriteAnswer
 from mnote_mcp.tools.permissions import WRITE_ARTIFACT
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import fields
@@ -36,6 +38,8 @@ CREATE_SUMMARY = ToolSpec(
         KEY_OF_ANOTHER_TOOL,
     ),
     examples=(Example({"summary": "A summary written by an example."}),),
+    arguments=SummaryArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=560, strict=610),
 )
 
@@ -53,6 +57,8 @@ CREATE_AI_NOTE = ToolSpec(
     permissions=WRITE_ARTIFACT,
     errors=WRITE_ERRORS,
     examples=(Example({"content": "An AI note written by an example."}),),
+    arguments=NoteArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=550, strict=600),
 )
 

@@ -22,6 +22,8 @@ from mnote_mcp.tools.failures import (
     PAGE_TOO_LARGE,
     ErrorCase,
 )
+from mnote_mcp.tools.inputs import DeleteArgs, InsertArgs, MoveArgs, UpdateArgs
+from mnote_mcp.tools.outputs import WriteAnswer
 from mnote_mcp.tools.permissions import WRITE_PAGE
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.results import PayloadMap, fields
@@ -99,6 +101,8 @@ BLOCK_INSERT = ToolSpec(
             {"blocks": [{"type": "todo", "text": "A task", "props": {"checked": False}}], "position": "end"}
         ),
     ),
+    arguments=InsertArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=1_090, strict=1_440),
 )
 
@@ -140,6 +144,8 @@ BLOCK_UPDATE = ToolSpec(
     ),
     examples=(Example({"blockId": Ref.BLOCK_2, "text": "Updated by an example."}),),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
+    arguments=UpdateArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=910, strict=1_200),
 )
 
@@ -162,6 +168,8 @@ BLOCK_DELETE = ToolSpec(
     examples=(Example({"blockIds": [Ref.BLOCK_3]}),),  # one: the per-tool tests run each in turn
     hostile=(Example({"blockIds": [Ref.BLOCK_1], "section": True}, note="a heading with its section"),),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
+    arguments=DeleteArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=700, strict=790),
 )
 
@@ -202,6 +210,8 @@ BLOCK_MOVE = ToolSpec(
             {"blockId": Ref.BLOCK_1, "section": True, "position": "end"}, note="a heading with its section"
         ),
     ),
+    arguments=MoveArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=940, strict=1_150),
 )
 

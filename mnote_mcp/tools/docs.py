@@ -29,6 +29,7 @@ from mnote_mcp.tools.permissions import Caller, Refusal
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.tools.schemas import WRITE_EXTENSIONS
 from mnote_mcp.tools.sizes import HERMES_UTILITY_TOOLS, utility_tool_bytes
+from mnote_mcp.tools.typeschemas import TYPED_BEGIN, TYPED_END, typed_schemas_module
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS
 from mnote_mcp.vocabulary.messages import CATALOGUE_BEGIN, CATALOGUE_END, catalogue_markdown
 from mnote_mcp.vocabulary.scopes import Scope
@@ -253,6 +254,15 @@ SECTIONS: tuple[Section, ...] = (
     Section("runtime protocol schemas", "docs/runtime-protocol.md", schemas_markdown),
     Section("wire schemas", "mnote_mcp/kernel/schemas.py", schemas_module, SCHEMAS_BEGIN, SCHEMAS_END),
     Section("kernel commands", "docs/kernel.md", command_table),
+    Section(
+        "typed schemas",
+        "mnote_mcp/tools/typedschemas.py",
+        lambda: typed_schemas_module(
+            {spec.output: None for spec in ALL_TOOLS}, {spec.arguments: None for spec in ALL_TOOLS}
+        ),
+        TYPED_BEGIN,
+        TYPED_END,
+    ),
 )
 
 

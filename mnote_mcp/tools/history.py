@@ -19,7 +19,9 @@ from mnote_mcp.tools.consent import reverts
 from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example, Ref
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
+from mnote_mcp.tools.inputs import HistoryArgs, HistoryFilterArgs, RevertArgs, arguments_of
 from mnote_mcp.tools.lists import fit_list
+from mnote_mcp.tools.outputs import HistoryRead, WriteAnswer
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.schemas import page_schema, write_schema
@@ -31,8 +33,8 @@ MAX_LIMIT = 100
 
 
 async def _history(request: ToolRequest, kernel: Kernel) -> ToolResult:
-    args = request.args
-    where: Mapping[str, Any] = args.get("filter") or {}
+    args = arguments_of(request, HistoryArgs)
+    where = args.get("filter") or HistoryFilterArgs()
     view = await kernel.page_history(
         HistoryQuery(
             workspace_id=request.workspace_id,
@@ -94,6 +96,8 @@ PAGE_HISTORY = ToolSpec(
         Example({"filter": {"runId": "run_example"}, "limit": 5}, note="what one run wrote"),
     ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
+    arguments=HistoryArgs,
+    output=HistoryRead,
     budget=SizeBudget(contract=810, strict=1_070),
 )
 
@@ -182,6 +186,8 @@ PAGE_REVERT = ToolSpec(
             note="undo everything since the page was seeded, after a write",
         ),
     ),
+    arguments=RevertArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=690, strict=820),
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnote_mcp.kernel.blocks import MAX_BLOCKS, MAX_TEXT_LENGTH
+from mnote_mcp.kernel.blocks import MAX_TEXT_LENGTH
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import page as page_commands
 from mnote_mcp.kernel.store.commands import text as text_commands
@@ -21,6 +21,15 @@ from mnote_mcp.tools.failures import (
     WRITE_ERRORS,
     ErrorCase,
 )
+from mnote_mcp.tools.inputs import (
+    EditTextArgs,
+    OptionsArgs,
+    PageGetArgs,
+    PageSaveArgs,
+    TitleArgs,
+    typed_extensions,
+)
+from mnote_mcp.tools.outputs import PageRead, WriteAnswer
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
 from mnote_mcp.tools.pieces import fit_piece, read_page
 from mnote_mcp.tools.registry import Annotations, ToolSpec
@@ -52,12 +61,7 @@ PAGE_GET = ToolSpec(
         },
         required=CORRELATION_FIELDS,
     ),
-    extensions={
-        "format": {"type": "string", "enum": ["blocks", "markdown"]},
-        "blockIds": {"type": "array", "items": {"type": "string"}},
-        "maxBlocks": {"type": "integer", "minimum": 1, "maximum": MAX_BLOCKS},
-        "cursor": {"type": "string"},
-    },
+    extensions=typed_extensions(PageGetArgs, "format", "blockIds", "maxBlocks", "cursor"),
     quiet=frozenset({"maxBlocks"}),  # pieces come by themselves (--max-result-chars)
     read=read_page,
     fit=fit_piece,
@@ -74,6 +78,8 @@ PAGE_GET = ToolSpec(
         Example({"format": "markdown", "blockIds": [Ref.BLOCK_2]}, note="one block, as Markdown"),
     ),
     hostile=(Example({"format": "markdown"}, note="the whole page as Markdown"),),
+    arguments=PageGetArgs,
+    output=PageRead,
     budget=SizeBudget(contract=730, strict=1_020),
 )
 
@@ -106,6 +112,8 @@ PAGE_SAVE = ToolSpec(
     examples=(
         Example({"content": [{"type": "paragraph", "text": "Appended by an example."}], "mode": "append"}),
     ),
+    arguments=PageSaveArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=880, strict=2_120),
 )
 
@@ -124,6 +132,8 @@ PAGE_UPDATE_TITLE = ToolSpec(
     permissions=WRITE_PAGE,
     errors=WRITE_ERRORS,
     examples=(Example({"title": "Renamed by an example"}),),
+    arguments=TitleArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=540, strict=610),
 )
 
@@ -161,6 +171,8 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
         ),
     ),
     examples=(Example({"options": {"showToc": True}}),),
+    arguments=OptionsArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=700, strict=880),
 )
 
@@ -227,6 +239,8 @@ PAGE_EDIT_TEXT = ToolSpec(
         ),
         Example({"edits": [{"oldText": "a", "newText": "b" * MAX_TEXT_LENGTH, "replaceAll": True}]}),
     ),
+    arguments=EditTextArgs,
+    output=WriteAnswer,
     budget=SizeBudget(contract=850, strict=950),
 )
 

@@ -19,6 +19,7 @@ from mnote_mcp.kernel.markdown import render_markdown
 from mnote_mcp.kernel.port import Kernel, PageQuery, PageView
 from mnote_mcp.tools.blockpieces import Position, cut, decode_cursor, is_piece_cursor, piece_at, read_piece
 from mnote_mcp.tools.budget import chars, text_chars
+from mnote_mcp.tools.inputs import PageGetArgs, arguments_of
 from mnote_mcp.vocabulary.envelope import ToolRequest, ToolResult
 from mnote_mcp.vocabulary.messages import render_warning
 
@@ -26,7 +27,7 @@ _CURSOR_ROOM = 200  # a nextCursor and its key
 
 
 def page_query(request: ToolRequest) -> PageQuery:
-    args = request.args
+    args = arguments_of(request, PageGetArgs)
     block_ids = args.get("blockIds")
     return PageQuery(
         workspace_id=request.workspace_id,

@@ -27,6 +27,7 @@ import mcp.types as types
 import orjson
 
 from mnote_mcp.kernel.blocks import DEFAULT_MAX_BLOCK_IDS
+from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.tools.consent import Destructive, never
 from mnote_mcp.tools.cost import Cost
@@ -44,6 +45,7 @@ from mnote_mcp.tools.schemas import (
 )
 from mnote_mcp.tools.sizes import SizeBudget, definition_bytes, function_definition
 from mnote_mcp.tools.toolsets import Toolset
+from mnote_mcp.tools.typeschemas import declared_schema
 from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, DEFAULT_MAX_ID_CHARS, ID_FIELDS, OUTPUT_SCHEMA
 from mnote_mcp.vocabulary.naming import ToolNames, respell, respell_all, spell
 from mnote_mcp.vocabulary.scopes import Scope
@@ -99,6 +101,12 @@ class ToolSpec:
     # per-tool test makes.
     examples: tuple[Example, ...]
     budget: SizeBudget
+    # The arguments' type (`tools/inputs.py`): what its handler reads them as (`inputs.arguments_of`),
+    # held to the schema calls are checked against (tests/unit/tools/test_inputs.py).
+    arguments: object
+    # The result's type (`tools/outputs.py`): `outputSchema.result` in `tools/list` is derived from it,
+    # and every result of the test suite is checked against that (`tools/resultcheck.py`).
+    output: object
     command: CommandSpec[Any] | None = None
     payload: PayloadMap | None = None
     read: Handler | None = None
@@ -299,6 +307,18 @@ class ToolSpec:
     def advertised_name(self, style: ToolNames) -> str:
         return spell(self.name, style)
 
+    @cached_property
+    def output_schema(self) -> JSONObject:
+        """The contract's envelope (`OUTPUT_SCHEMA`, its failure branch as it is) with this tool's
+        result in `result`; a recursive definition of the result (a block) at the root, where its
+        `$ref` points."""
+        result = dict(declared_schema(self.output))
+        defs = result.pop("$defs", None)
+        envelope = OUTPUT_SCHEMA["properties"]
+        assert isinstance(envelope, dict)
+        properties: JSONObject = {**envelope, "result": {"anyOf": [result, {"type": "null"}]}}
+        return {**OUTPUT_SCHEMA, "properties": properties, **({"$defs": defs} if defs else {})}
+
     def mcp_annotations(self) -> types.ToolAnnotations:
         return types.ToolAnnotations(
             read_only_hint=not self.writes,
@@ -330,7 +350,7 @@ class ToolSpec:
                 max_block_ids=max_block_ids,
                 beside=beside,
             ),
-            output_schema=OUTPUT_SCHEMA if output_schema else None,
+            output_schema=self.output_schema if output_schema else None,
             icons=TOOLSET_ICONS[self.toolset],
             annotations=self.mcp_annotations(),
         )

@@ -10,7 +10,9 @@ from mnote_mcp.kernel.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
 from mnote_mcp.tools.cost import Cost
 from mnote_mcp.tools.examples import Example
 from mnote_mcp.tools.failures import BAD_CURSOR, ErrorCase
+from mnote_mcp.tools.inputs import SearchArgs, arguments_of
 from mnote_mcp.tools.lists import fit_list
+from mnote_mcp.tools.outputs import Found
 from mnote_mcp.tools.permissions import FIND_PAGES
 from mnote_mcp.tools.registry import Annotations, ToolSpec
 from mnote_mcp.tools.sizes import SizeBudget
@@ -19,7 +21,7 @@ from mnote_mcp.vocabulary.envelope import CORRELATION_FIELDS, ToolRequest, ToolR
 
 
 async def _search(request: ToolRequest, kernel: Kernel) -> ToolResult:
-    args = request.args
+    args = arguments_of(request, SearchArgs)
     workspaces = request.workspaces
     hits = await kernel.search_pages(
         SearchQuery(
@@ -93,6 +95,8 @@ PAGE_SEARCH = ToolSpec(
         Example({"query": "w*", "limit": MAX_LIMIT}, note="a prefix every page matches"),
         Example({"query": "alpha beta gamma delta", "limit": MAX_LIMIT}, note="words on every line"),
     ),
+    arguments=SearchArgs,
+    output=Found,
     budget=SizeBudget(contract=530, strict=730),
 )
 

@@ -262,7 +262,8 @@ def test_the_write_schema_skeleton_is_written_once() -> None:
         path.name: text.count('"dryRun": {"type": "boolean"}')
         + text.count('"documentId": {"type": "string"}')
         for path in tools.glob("*.py")
-        if (text := path.read_text(encoding="utf-8"))
+        if path.name != "typedschemas.py"  # generated from the types: results name their pages too
+        and (text := path.read_text(encoding="utf-8"))
     }
     assert {name: n for name, n in copies.items() if n} == {"schemas.py": 2}
 
