@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from mnote_mcp.base.telemetry.tracing import TRACER
 from mnote_mcp.kernel.errors import RETRYABLE_CODES, ErrorCode, MnoteError
@@ -39,7 +40,7 @@ from mnote_mcp.kernel.scopes import Scope
 
 
 @contextmanager
-def kernel_span(operation: str, **attributes: Any) -> Iterator[Span]:
+def kernel_span(operation: str, **attributes: AttributeValue) -> Iterator[Span]:
     """One port call's span; a refusal is recorded (`error.type`, the reason) and raised on; an
     ERROR status only for the store's or runtime's own failures."""
     shown = {f"mnote.{key}": value for key, value in attributes.items() if value is not None}
