@@ -134,7 +134,7 @@ class IntrospectionVerifier:
         if answer.status != 200:
             raise TokenRefusedError(UNREACHABLE)
         try:
-            found: Any = answer.json()
+            found = answer.json()
         except ValueError:
             raise TokenRefusedError(UNREACHABLE) from None
         if not isinstance(found, dict) or found.get("active") is not True:
