@@ -741,6 +741,12 @@ def http_limit(limit: HttpLimit[T], group: str, *, env: str | None = None, defau
     )
 
 
+def rate_limit(default: CallLimit | None, help: str) -> CallLimit | None:
+    """One actor's rate of one kind of call (`--*-limit`): read, written and grouped alike, so that
+    what differs between them, the default and the words, is all each one says."""
+    return setting(default, call_limit, help, metavar="RATE", group=FAIR)
+
+
 def demo_switch() -> bool:
     return switch(
         "load the demo workspace into a new store named by --db (the default store gets it anyway;"
@@ -1053,50 +1059,32 @@ class ServerConfig(StoreSettings, LogSettings):
     )
     shutdown_grace: float = http_limit(SHUTDOWN_GRACE, HTTP)
     # fair share (issue 32): per-actor rates, on every transport, and the admission of expensive calls
-    read_limit: CallLimit | None = setting(
+    read_limit: CallLimit | None = rate_limit(
         DEFAULT_LIMITS[Cost.READ],
-        call_limit,
         "page reads (mnote.page.get, resources/read, prompts/get) one actor may make: N/min or N/s with"
         " 'burst N', or off; one more is answered mnote_tool_rate_limited with the seconds to wait",
-        metavar="RATE",
-        group=FAIR,
     )
-    write_limit: CallLimit | None = setting(
+    write_limit: CallLimit | None = rate_limit(
         DEFAULT_LIMITS[Cost.WRITE],
-        call_limit,
         "writes (every write tool) one actor may make",
-        metavar="RATE",
-        group=FAIR,
     )
-    search_limit: CallLimit | None = setting(
+    search_limit: CallLimit | None = rate_limit(
         DEFAULT_LIMITS[Cost.SEARCH],
-        call_limit,
         "searches and listings (mnote.page.search, resources/list) one actor may make",
-        metavar="RATE",
-        group=FAIR,
     )
-    heavy_limit: CallLimit | None = setting(
+    heavy_limit: CallLimit | None = rate_limit(
         DEFAULT_LIMITS[Cost.HEAVY],
-        call_limit,
         "heavy reads (mnote.page.history) one actor may make; a call with thousands of argument items"
         " (block ids) counts here too, one call per 2,000 items",
-        metavar="RATE",
-        group=FAIR,
     )
-    completion_limit: CallLimit | None = setting(
+    completion_limit: CallLimit | None = rate_limit(
         DEFAULT_LIMITS[Cost.COMPLETION],
-        call_limit,
         "completion/complete requests one actor may make",
-        metavar="RATE",
-        group=FAIR,
     )
-    request_limit: CallLimit | None = setting(
+    request_limit: CallLimit | None = rate_limit(
         DEFAULT_REQUEST_LIMIT,
-        call_limit,
         "HTTP requests one actor may send (/mcp, /sse, /messages/), counted from the headers: one more is"
         " answered 429 with Retry-After before its body is read",
-        metavar="RATE",
-        group=FAIR,
     )
     call_limits: bool = switch(
         "turn every rate above off (a single trusted client, benchmarks); the admission stays",

@@ -298,18 +298,15 @@ class ReadBody:
         await self.app(scope, replay, send)
 
 
-async def plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = text.encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                CLOSE,
-                *(headers or []),
-            ],
-        }
-    )
+async def respond(
+    send: Send, status: int, content_type: bytes, body: bytes, *headers: tuple[bytes, bytes]
+) -> None:
+    """A whole short answer that no app wrote (a refusal before or instead of the app): one place
+    that sets its type and length, so none of them can leave either out."""
+    start = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start})
     await send({"type": "http.response.body", "body": body})
+
+
+async def plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await respond(send, status, b"text/plain; charset=utf-8", text.encode(), CLOSE, *(headers or []))

@@ -308,10 +308,7 @@ async def _audit_refusal(
     command = spec.command.name
     refusal = Refusal(
         name=command,
-        workspace_id=request.workspace_id,
-        document_id=request.document_id,
-        actor_id=request.actor_id,
-        correlation=request.correlation,
+        **request.on_page(),
         idempotency_key=request.idempotency_key,
         outcome=outcome or Refused(error.reason.value),
     )
@@ -374,15 +371,7 @@ async def _question(
 async def _title(request: ToolRequest, kernel: Kernel) -> str:
     """The page's title, read as the caller (its id if it has none)."""
     view = await kernel.get_page(
-        PageQuery(
-            workspace_id=request.workspace_id,
-            document_id=request.document_id,
-            actor_id=request.actor_id,
-            correlation=request.correlation,
-            include_body=False,
-            include_options=False,
-            include_blocks=False,
-        )
+        PageQuery(**request.on_page(), include_body=False, include_options=False, include_blocks=False)
     )
     return str(view.get("title") or request.document_id)
 

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from mnote_mcp.base.telemetry.tracing import TRACER
 from mnote_mcp.kernel.errors import RETRYABLE_CODES, ErrorCode, MnoteError
@@ -39,7 +40,7 @@ from mnote_mcp.kernel.scopes import Scope
 
 
 @contextmanager
-def kernel_span(operation: str, **attributes: Any) -> Iterator[Span]:
+def kernel_span(operation: str, **attributes: AttributeValue) -> Iterator[Span]:
     """One port call's span; a refusal is recorded (`error.type`, the reason) and raised on; an
     ERROR status only for the store's or runtime's own failures."""
     shown = {f"mnote.{key}": value for key, value in attributes.items() if value is not None}
@@ -68,6 +69,11 @@ def _ids(correlation: Correlation) -> dict[str, str]:
     return {"trace_id": correlation.trace_id, "tool_call_id": correlation.tool_call_id}
 
 
+def _on_page(call: PageQuery | HistoryQuery | Command | Refusal) -> dict[str, str]:
+    """What every span of a call on one page carries, named alike whichever call it is."""
+    return {"workspace_id": call.workspace_id, "document_id": call.document_id, **_ids(call.correlation)}
+
+
 class TracedKernel:
     """`inner` with a span around each port call."""
 
@@ -78,13 +84,7 @@ class TracedKernel:
         return getattr(self.inner, name)  # the optional parts of an adapter (PageChangeFeed, ...)
 
     async def get_page(self, query: PageQuery) -> PageView:
-        with kernel_span(
-            "get_page",
-            workspace_id=query.workspace_id,
-            document_id=query.document_id,
-            format=query.format,
-            **_ids(query.correlation),
-        ) as span:
+        with kernel_span("get_page", format=query.format, **_on_page(query)) as span:
             view = await self.inner.get_page(query)
             span.set_attribute("mnote.revision", view["revision"])
             return view
@@ -93,11 +93,9 @@ class TracedKernel:
         with kernel_span(
             f"execute {command.name}",
             command=command.name,
-            workspace_id=command.workspace_id,
-            document_id=command.document_id,
             dry_run=command.dry_run,
             base_revision=command.base_revision,
-            **_ids(command.correlation),
+            **_on_page(command),
         ) as span:
             outcome = await self.inner.execute(command)
             span.set_attribute("mnote.revision", outcome.revision)
@@ -120,12 +118,7 @@ class TracedKernel:
             return await self.inner.page_revisions(actor_id, pages)
 
     async def page_history(self, query: HistoryQuery) -> HistoryView:
-        with kernel_span(
-            "page_history",
-            workspace_id=query.workspace_id,
-            document_id=query.document_id,
-            **_ids(query.correlation),
-        ):
+        with kernel_span("page_history", **_on_page(query)):
             return await self.inner.page_history(query)
 
     async def search_pages(self, query: SearchQuery) -> SearchResult:
@@ -142,10 +135,8 @@ class TracedKernel:
         with kernel_span(
             f"record_refusal {refusal.name}",
             command=refusal.name,
-            workspace_id=refusal.workspace_id,
-            document_id=refusal.document_id,
             outcome=refusal.outcome.value,
-            **_ids(refusal.correlation),
+            **_on_page(refusal),
         ) as span:
             record = await self.inner.record_refusal(refusal)
             span.set_attribute("mnote.command_id", record["commandId"])

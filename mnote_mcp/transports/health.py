@@ -3,6 +3,7 @@ of `--metrics-listen`: sessions, listen streams, resource watches, calls in flig
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
@@ -19,24 +20,16 @@ if TYPE_CHECKING:  # prometheus_client is loaded only when metrics are served
     from mnote_mcp.base.telemetry.metrics import Metrics
 
 
+@dataclass(frozen=True)
 class Health:
     """The figures `/healthz` and the gauges report, read when asked."""
 
-    def __init__(
-        self,
-        caps: SessionCaps,
-        listens: SessionCaps,
-        pages: PageResources,
-        inflight: InFlight,
-        readiness: Readiness,
-        fair: FairShare,
-    ) -> None:
-        self.caps = caps
-        self.listens = listens
-        self.pages = pages
-        self.inflight = inflight
-        self.readiness = readiness
-        self.fair = fair
+    caps: SessionCaps
+    listens: SessionCaps
+    pages: PageResources
+    inflight: InFlight
+    readiness: Readiness
+    fair: FairShare
 
     async def healthz(self, request: Request) -> JSONResponse:
         return JSONResponse(

@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mnote_mcp.base.httpguard import CLOSE
+from mnote_mcp.base.httpguard import CLOSE, respond
 from mnote_mcp.calls.fairshare import FairShare
 from mnote_mcp.transports.auth.bearer import CallerToken
 
@@ -139,8 +139,5 @@ def _announced(scope: Scope) -> int:
 
 async def _jsonrpc_error(send: Send, status: int, message: str, *, retry_after: int | None) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), CLOSE]
-    if retry_after is not None:
-        headers.append((b"retry-after", str(retry_after).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    wait = [] if retry_after is None else [(b"retry-after", str(retry_after).encode())]
+    await respond(send, status, b"application/json", body, CLOSE, *wait)

@@ -30,6 +30,15 @@ DEFAULT_MAX_ID_CHARS = 256
 DEFAULT_MAX_ARGUMENT_DEPTH = 32
 
 
+class OnPage(TypedDict):
+    """The page a call is on and who makes it, as the port's queries, commands and refusals name them."""
+
+    workspace_id: str
+    document_id: str
+    actor_id: str
+    correlation: Correlation
+
+
 @dataclass(frozen=True, slots=True)
 class ToolRequest:
     """The contract's request envelope (docs/contract.md, "The request"): one tool call, fully
@@ -55,6 +64,15 @@ class ToolRequest:
     # The call's own arguments named its `runId` (the model's choice), rather than the connection, its
     # `_meta` or the server: such a run is not the caller's own for an unasked undo (`tools/consent.py`).
     run_named: bool = False
+
+    def on_page(self) -> OnPage:
+        """For a port call made for this one: its page and caller are this call's, said once here."""
+        return {
+            "workspace_id": self.workspace_id,
+            "document_id": self.document_id,
+            "actor_id": self.actor_id,
+            "correlation": self.correlation,
+        }
 
 
 @dataclass(frozen=True, slots=True)

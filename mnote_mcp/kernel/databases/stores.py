@@ -13,12 +13,12 @@ import importlib
 import logging
 from pathlib import Path
 from types import ModuleType
+from typing import Unpack
 from urllib.parse import urlsplit, urlunsplit
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
-from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.postgres.bounds import SearchBounds
-from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
+from mnote_mcp.kernel.postgres.bounds import StoreOptions
+from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.store.kernel import StoreKernel
 from mnote_mcp.kernel.store.store import Store
 
@@ -55,36 +55,20 @@ def describe(db: StoreLocation) -> str:
 
 
 def open_kernel(
-    db: StoreLocation,
-    *,
-    seed: Path | None = None,
-    demo: bool = True,
-    limits: PageLimits | None = None,
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-    pool_size: int | None = None,
-    read_only: bool = False,
-    search: SearchBounds | None = None,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    db: StoreLocation, *, seed: Path | None = None, demo: bool = True, **options: Unpack[StoreOptions]
 ) -> StoreKernel:
     """The kernel on that store, with `seed` loaded into it, or the demo workspace if the store is new
     (and `demo`): what `serve` and `runtime serve` both do, so a first run of either has something to
     show. `read_only` opens an existing store read-only and unseeded, never created nor migrated
     (`open_store`). `pool_size` and `search` (its statement timeout: `kernel.postgres.bounds`) and
     `connect_timeout` are PostgreSQL's."""
+    read_only = options.get("read_only", False)
     if read_only and seed is not None:
         raise ValueError(
             "--seed writes the store, but --read-only only reads it: seed it first"
             " (mnote-mcp seed --db PATH FILE), then serve it read-only"
         )
-    store = open_store(
-        db,
-        read_only=read_only,
-        limits=limits,
-        busy_timeout=busy_timeout,
-        pool_size=pool_size,
-        search=search,
-        connect_timeout=connect_timeout,
-    )
+    store = open_store(db, **options)
     try:
         if seed is not None or (store.created and demo and not read_only):
             # only then: the fixture loader and its schema validator are no part of serving
@@ -101,32 +85,20 @@ def open_kernel(
     return StoreKernel(store)
 
 
-def open_store(
-    db: StoreLocation,
-    *,
-    read_only: bool = False,
-    limits: PageLimits | None = None,
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-    pool_size: int | None = None,
-    search: SearchBounds | None = None,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-) -> Store:
+def open_store(db: StoreLocation, **options: Unpack[StoreOptions]) -> Store:
     """The synchronous store (seed, audit, migrate); raises `StoreUnavailableError` naming the cause.
     `read_only` opens an existing store read-only, never created nor migrated: SQLite through a
     read-only URI (`kernel.sqlite.opening`), PostgreSQL with its schema checked and every transaction
     READ ONLY (`kernel.postgres.dialect`)."""
     if is_postgres(db):
         opening = postgres_module(str(db), "opening")
-        store: Store = opening.open_store(
-            str(db),
-            read_only=read_only,
-            limits=limits,
-            busy_timeout=busy_timeout,
-            pool_size=pool_size,
-            search=search,
-            connect_timeout=connect_timeout,
-        )
+        store: Store = opening.open_store(str(db), **options)
         return store
     from mnote_mcp.kernel.sqlite.opening import open_store as open_sqlite
 
-    return open_sqlite(db, read_only=read_only, limits=limits, busy_timeout=busy_timeout)
+    return open_sqlite(
+        db,
+        read_only=options.get("read_only", False),
+        limits=options.get("limits"),
+        busy_timeout=options.get("busy_timeout", DEFAULT_BUSY_TIMEOUT),
+    )

@@ -12,10 +12,27 @@ No psycopg here: `config.py` builds `SearchBounds` without the PostgreSQL adapte
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
+from mnote_mcp.kernel.limits import PageLimits
 
 DEFAULT_SEARCH_TIMEOUT = 10.0
+
+
+class StoreOptions(TypedDict, total=False):
+    """How a store is opened, whatever opens it (`databases.stores`, `postgres.opening`): declared once,
+    so that a layer which only passes them down to the dialect takes and passes them whole, and a new
+    one is one line here and one where it is used. The defaults are `postgres.opening.open_store`'s
+    (SQLite's, for the three it reads); `pool_size`, `search` and `connect_timeout` are PostgreSQL's.
+    Here, beside `SearchBounds`, because this module imports no psycopg."""
+
+    read_only: bool
+    limits: PageLimits | None
+    busy_timeout: float
+    pool_size: int | None
+    search: SearchBounds | None
+    connect_timeout: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Unpack
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
-from mnote_mcp.kernel.postgres.bounds import SearchBounds
+from mnote_mcp.kernel.postgres.bounds import SearchBounds, StoreOptions
 from mnote_mcp.kernel.postgres.database import DEFAULT_POOL_SIZE, redact
 from mnote_mcp.kernel.postgres.dialect import PostgresDialect
 from mnote_mcp.kernel.store.changes import WriteHook
@@ -55,24 +56,6 @@ def open_store(
     return Store(dialect, limits=limits, hooks=hooks)
 
 
-def open_kernel(
-    url: str,
-    *,
-    read_only: bool = False,
-    limits: PageLimits | None = None,
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-    pool_size: int | None = None,
-    search: SearchBounds | None = None,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-) -> StoreKernel:
+def open_kernel(url: str, **options: Unpack[StoreOptions]) -> StoreKernel:
     """The kernel port on that database (see `open_store`)."""
-    store = open_store(
-        url,
-        read_only=read_only,
-        limits=limits,
-        busy_timeout=busy_timeout,
-        pool_size=pool_size,
-        search=search,
-        connect_timeout=connect_timeout,
-    )
-    return StoreKernel(store)
+    return StoreKernel(open_store(url, **options))

@@ -12,14 +12,11 @@ read-only, checks it.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from pathlib import Path
 
 from mnote_mcp.kernel.sqlite.connection import FOLD, Database
 from mnote_mcp.kernel.sqlite.migrate import check_schema, open_schema
-from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
 from mnote_mcp.kernel.sqlite.search import Fts5Index
 from mnote_mcp.kernel.store.changes import InProcessFeed
-from mnote_mcp.kernel.store.dialect import DEFAULT_BUSY_TIMEOUT
 from mnote_mcp.kernel.store.figures import StoreFigures
 from mnote_mcp.kernel.store.sql import Connection
 
@@ -34,23 +31,18 @@ class SqliteDialect:
     snapshot_reads = True
     fold = FOLD  # Python's str.casefold, registered on each connection (`connection.py`)
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-        uri: str | None = None,
-        pool_size: int = POOL_SIZE,
-    ) -> None:
-        if uri is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        self.location = str(path)
-        self.threads = pool_size
+    def __init__(self, database: Database) -> None:
+        """`database` as `Database` was given it (its file, busy timeout, URI, pool): not opened yet,
+        so its options are declared once, there."""
+        if database.uri is None:
+            database.path.parent.mkdir(parents=True, exist_ok=True)
+        self.location = str(database.path)
+        self.threads = database.pool.size
         self.index = Fts5Index()
         self.feed = InProcessFeed()
-        self.database = Database(path, busy_timeout=busy_timeout, uri=uri, pool_size=pool_size)
+        self.database = database
         try:
-            self.created = open_schema(self.database) if uri is None else check_schema(self.database)
+            self.created = open_schema(database) if database.uri is None else check_schema(database)
         except BaseException:
             self.database.close()
             raise

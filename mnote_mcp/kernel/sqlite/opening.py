@@ -27,6 +27,7 @@ from pathlib import Path
 
 from mnote_mcp.kernel.errors import StoreUnavailableError
 from mnote_mcp.kernel.limits import PageLimits
+from mnote_mcp.kernel.sqlite.connection import Database
 from mnote_mcp.kernel.sqlite.dialect import SqliteDialect
 from mnote_mcp.kernel.sqlite.pool import POOL_SIZE
 from mnote_mcp.kernel.store.changes import WriteHook
@@ -53,7 +54,7 @@ def open_store(
         raise StoreUnavailableError(path, "it is a directory, not a store file")
     try:
         uri = read_only_uri(path) if read_only else None
-        dialect = SqliteDialect(path, busy_timeout=busy_timeout, uri=uri, pool_size=pool_size)
+        dialect = SqliteDialect(Database(path, busy_timeout=busy_timeout, uri=uri, pool_size=pool_size))
         return Store(dialect, limits=limits, hooks=hooks)
     except SchemaNotCurrentError as exc:
         raise StoreUnavailableError(path, str(exc)) from None

@@ -24,6 +24,8 @@ from starlette.authentication import AuthCredentials, BaseUser
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mnote_mcp.base.httpguard import respond
+
 _REFUSAL = "mnote.token_refused"  # where the backend leaves the reason for the gate, in the ASGI scope
 UNKNOWN = "unknown bearer token"
 MISSING = "a bearer token is required"
@@ -125,16 +127,5 @@ async def _challenge(
         "error_description": description,
         **({"scope": scope} if scope else {}),
     }
-    encoded = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(encoded)).encode()),
-                (b"www-authenticate", ("Bearer " + ", ".join(parts)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": encoded})
+    challenge = (b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())
+    await respond(send, status, b"application/json", json.dumps(body).encode(), challenge)

@@ -12,9 +12,14 @@ took the process from 80 to 1,280 MB). Time is the caller's to bound, around the
 from __future__ import annotations
 
 import json
+import math
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx2
 
 
@@ -27,8 +32,9 @@ class Answer:
     status: int
     body: bytes
 
-    def json(self) -> Any:
-        """The body as JSON; `ValueError` when it is not."""
+    def json(self) -> object:
+        """The body as JSON; `ValueError` when it is not. `object`: what an issuer sends is checked
+        (`isinstance`) before any of it is read."""
         return json.loads(self.body)
 
 
@@ -47,3 +53,43 @@ async def fetch(http: httpx2.AsyncClient, method: str, url: str, *, max_bytes: i
                 raise TooLargeError(f"it is over {max_bytes} bytes")
             chunks.append(chunk)
         return Answer(response.status_code, b"".join(chunks))
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How one issuer is asked, the same for its metadata, its keys and its introspection: so the
+    `--oauth-*` bounds are passed on once, not as four arguments to each of them."""
+
+    http: httpx2.AsyncClient
+    timeout: float
+    max_bytes: int
+    refetch_interval: float
+
+    async def get_json(self, url: str) -> Answer:
+        """A GET for a JSON document (metadata, a key set), redirects not followed, within `max_bytes`."""
+        return await fetch(
+            self.http, "GET", url, max_bytes=self.max_bytes, headers={"Accept": "application/json"}
+        )
+
+
+class Refetch:
+    """One fetch at a time, and none sooner than `interval` after the last try: however many requests
+    need what the issuer has not given, it is asked once per interval, and those that waited for a
+    fetch use what it brought instead of starting another."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._tried_at = -math.inf
+        self._lock = anyio.Lock()
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[bool]:
+        """Held while the caller fetches; yields whether it should (False: a fetch it waited for, or
+        one within the interval, already tried)."""
+        asked = time.monotonic()
+        async with self._lock:
+            yield self._tried_at < asked and time.monotonic() - self._tried_at >= self.interval
+
+    def tried(self) -> None:
+        """The interval counts from now (the start of a fetch, or its end, as the caller holds it)."""
+        self._tried_at = time.monotonic()

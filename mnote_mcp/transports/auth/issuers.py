@@ -12,8 +12,6 @@ misconfigured URL cannot make another server's keys trusted. Each answer is read
 from __future__ import annotations
 
 import logging
-import math
-import time
 
 import anyio
 import httpx2
@@ -22,7 +20,7 @@ from mcp.shared.auth import OAuthMetadata
 from pydantic import AnyHttpUrl, ValidationError
 
 from mnote_mcp.transports.auth.bearer import TokenRefusedError
-from mnote_mcp.transports.auth.bounded import TooLargeError, fetch
+from mnote_mcp.transports.auth.bounded import Reach, Refetch, TooLargeError
 from mnote_mcp.transports.auth.jwks import KeySet
 
 logger = logging.getLogger("mnote_mcp")
@@ -37,26 +35,13 @@ class IssuerMetadata(OAuthMetadata):
 
 
 class Issuer:
-    def __init__(
-        self,
-        url: str,
-        http: httpx2.AsyncClient,
-        *,
-        timeout: float,
-        keys_max_age: float,
-        refetch_interval: float,
-        max_response_bytes: int,
-    ) -> None:
+    def __init__(self, url: str, reach: Reach, *, keys_max_age: float) -> None:
         self.url = url
-        self.timeout = timeout
+        self.reach = reach
         self.keys_max_age = keys_max_age
-        self.refetch_interval = refetch_interval
-        self.max_response_bytes = max_response_bytes
-        self._http = http
         self._metadata: IssuerMetadata | None = None
         self._keys: KeySet | None = None
-        self._tried_at = -math.inf
-        self._lock = anyio.Lock()
+        self._refetch = Refetch(reach.refetch_interval)  # counted from the start of the last try
 
     def names(self, iss: object) -> bool:
         """Whether a token's `iss` is this issuer (a root issuer with or without its trailing slash)."""
@@ -65,14 +50,13 @@ class Issuer:
     async def metadata(self) -> IssuerMetadata:
         if self._metadata is not None:
             return self._metadata
-        asked = time.monotonic()
-        async with self._lock:
-            if self._tried_at < asked and time.monotonic() - self._tried_at >= self.refetch_interval:
-                self._tried_at = time.monotonic()
-                with anyio.move_on_after(self.timeout):
+        async with self._refetch.turn() as due:
+            if due:
+                self._refetch.tried()
+                with anyio.move_on_after(self.reach.timeout):
                     self._metadata = await self._discover()
                 if self._metadata is None:
-                    logger.warning("no metadata from the issuer %s within %s s", self.url, self.timeout)
+                    logger.warning("no metadata from the issuer %s within %s s", self.url, self.reach.timeout)
         if self._metadata is None:
             raise TokenRefusedError(UNREACHABLE)
         return self._metadata
@@ -83,26 +67,13 @@ class Issuer:
             if jwks_uri is None:
                 logger.error("the issuer %s publishes no jwks_uri: its JWTs cannot be checked", self.url)
                 raise TokenRefusedError(UNREACHABLE)
-            self._keys = KeySet(
-                str(jwks_uri),
-                self._http,
-                timeout=self.timeout,
-                max_age=self.keys_max_age,
-                refetch_interval=self.refetch_interval,
-                max_bytes=self.max_response_bytes,
-            )
+            self._keys = KeySet(str(jwks_uri), self.reach, max_age=self.keys_max_age)
         return self._keys
 
     async def _discover(self) -> IssuerMetadata | None:
         for url in build_oauth_authorization_server_metadata_discovery_urls(self.url, self.url):
             try:
-                answer = await fetch(
-                    self._http,
-                    "GET",
-                    url,
-                    max_bytes=self.max_response_bytes,
-                    headers={"Accept": "application/json"},
-                )
+                answer = await self.reach.get_json(url)
             except httpx2.HTTPError as exc:
                 logger.warning("the issuer's metadata at %s could not be fetched: %s", url, exc)
                 return None

@@ -26,7 +26,6 @@ failed fetch logs the issuer's URL and why.
 from __future__ import annotations
 
 import logging
-import math
 import time
 
 import anyio
@@ -34,7 +33,7 @@ import httpx2
 from jwt import PyJWK, PyJWKSet, PyJWTError
 
 from mnote_mcp.transports.auth.bearer import TokenRefusedError
-from mnote_mcp.transports.auth.bounded import TooLargeError, fetch
+from mnote_mcp.transports.auth.bounded import Reach, Refetch, TooLargeError
 
 logger = logging.getLogger("mnote_mcp")
 UNKNOWN_KEY = "token signed with a key the issuer does not publish"
@@ -42,26 +41,13 @@ NO_KID = "token names no signing key (kid) and the issuer publishes several"
 
 
 class KeySet:
-    def __init__(
-        self,
-        uri: str,
-        http: httpx2.AsyncClient,
-        *,
-        timeout: float,
-        max_age: float,
-        refetch_interval: float,
-        max_bytes: int,
-    ) -> None:
+    def __init__(self, uri: str, reach: Reach, *, max_age: float) -> None:
         self.uri = uri
-        self.timeout = timeout
+        self.reach = reach
         self.max_age = max_age
-        self.refetch_interval = refetch_interval
-        self.max_bytes = max_bytes
-        self._http = http
         self._keys: dict[str, PyJWK] = {}
         self._fetched_at: float | None = None  # the last fetch that succeeded (monotonic)
-        self._tried_at = -math.inf  # the end of the last fetch
-        self._lock = anyio.Lock()
+        self._refetch = Refetch(reach.refetch_interval)  # counted from the end of the last fetch
         self.fetches = 0  # how many fetches were started (tests, /healthz-style reporting)
 
     async def key(self, kid: str | None) -> PyJWK:
@@ -70,9 +56,8 @@ class KeySet:
         found = self._find(kid)
         if found is not None and not self._stale():
             return found
-        asked = time.monotonic()
-        async with self._lock:  # one fetch at a time; who waited here uses what it brought
-            if self._tried_at < asked and time.monotonic() - self._tried_at >= self.refetch_interval:
+        async with self._refetch.turn() as due:
+            if due:
                 await self._fetch()
         found = self._find(kid)
         if found is not None:
@@ -90,21 +75,19 @@ class KeySet:
     async def _fetch(self) -> None:
         self.fetches += 1
         try:
-            with anyio.move_on_after(self.timeout, shield=True):
+            with anyio.move_on_after(self.reach.timeout, shield=True):
                 keys = await self._signing_keys()
                 self._keys = {key.key_id: key for key in keys if key.key_id}
                 self._fetched_at = time.monotonic()
                 return
-            logger.warning("the signing keys at %s did not arrive within %s s", self.uri, self.timeout)
+            logger.warning("the signing keys at %s did not arrive within %s s", self.uri, self.reach.timeout)
         except (httpx2.HTTPError, TooLargeError, PyJWTError, ValueError) as exc:
             logger.warning("the signing keys at %s could not be fetched: %s", self.uri, exc)
         finally:
-            self._tried_at = time.monotonic()
+            self._refetch.tried()
 
     async def _signing_keys(self) -> list[PyJWK]:
-        answer = await fetch(
-            self._http, "GET", self.uri, max_bytes=self.max_bytes, headers={"Accept": "application/json"}
-        )
+        answer = await self.reach.get_json(self.uri)
         if answer.status != 200:
             raise ValueError(f"answered HTTP {answer.status}")
         document = answer.json()

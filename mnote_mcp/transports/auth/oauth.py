@@ -38,6 +38,7 @@ from mnote_mcp import __version__
 from mnote_mcp.base.secretfiles import read_secret
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.transports.auth.bearer import CallerToken
+from mnote_mcp.transports.auth.bounded import Reach
 from mnote_mcp.transports.auth.issuers import Issuer
 from mnote_mcp.transports.auth.oauth_introspection import InactiveTokens, IntrospectionVerifier
 from mnote_mcp.transports.auth.oauth_jwt import JwtVerifier
@@ -148,16 +149,14 @@ def resolve_oauth(config: ServerConfig) -> ResourceServer:
         follow_redirects=False,
         headers={"User-Agent": f"mnote-mcp/{__version__}"},
     )
+    reach = Reach(
+        http,
+        timeout=config.oauth_timeout,
+        max_bytes=config.oauth_max_response_bytes,
+        refetch_interval=config.oauth_refetch_interval,
+    )
     issuers = tuple(
-        Issuer(
-            url,
-            http,
-            timeout=config.oauth_timeout,
-            keys_max_age=config.oauth_keys_max_age,
-            refetch_interval=config.oauth_refetch_interval,
-            max_response_bytes=config.oauth_max_response_bytes,
-        )
-        for url in config.oauth_issuers
+        Issuer(url, reach, keys_max_age=config.oauth_keys_max_age) for url in config.oauth_issuers
     )
     verifier: Verifier
     if config.oauth_introspection:
@@ -172,7 +171,6 @@ def resolve_oauth(config: ServerConfig) -> ResourceServer:
         verifier = IntrospectionVerifier(
             policy,
             issuers[0],
-            http,
             config.oauth_client_id,
             secret,
             inactive=InactiveTokens(config.oauth_inactive_cache_seconds, config.oauth_inactive_cache_size),

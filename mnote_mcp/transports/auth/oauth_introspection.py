@@ -69,7 +69,6 @@ class IntrospectionVerifier:
         self,
         policy: Policy,
         issuer: Issuer,
-        http: httpx2.AsyncClient,
         client_id: str,
         secret: str,
         *,
@@ -79,7 +78,6 @@ class IntrospectionVerifier:
         self.policy = policy
         self.issuer = issuer
         self.inactive = inactive
-        self._http = http
         self._auth = (client_id, secret)
         self._turns = anyio.CapacityLimiter(max_in_flight)
         self._asking: dict[bytes, anyio.Event] = {}  # tokens being asked about now, by digest
@@ -112,15 +110,16 @@ class IntrospectionVerifier:
         """The issuer's answer about `token`, if it says the token is active."""
         answer = None
         turn = False
-        with anyio.move_on_after(self.issuer.timeout):
+        reach = self.issuer.reach
+        with anyio.move_on_after(reach.timeout):
             async with self._turns:
                 turn = True
                 try:
                     answer = await fetch(
-                        self._http,
+                        reach.http,
                         "POST",
                         endpoint,
-                        max_bytes=self.issuer.max_response_bytes,
+                        max_bytes=reach.max_bytes,
                         data={"token": token, "token_type_hint": "access_token"},
                         auth=self._auth,
                     )
@@ -135,7 +134,7 @@ class IntrospectionVerifier:
         if answer.status != 200:
             raise TokenRefusedError(UNREACHABLE)
         try:
-            found: Any = answer.json()
+            found = answer.json()
         except ValueError:
             raise TokenRefusedError(UNREACHABLE) from None
         if not isinstance(found, dict) or found.get("active") is not True:

@@ -22,7 +22,7 @@ from mnote_mcp.app import App, build_registry
 from mnote_mcp.calls.dispatch import Dispatcher
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.port import Command, CommandOutcome
-from mnote_mcp.kernel.sqlite.connection import StoreBusyError
+from mnote_mcp.kernel.sqlite.connection import Database, StoreBusyError
 from mnote_mcp.kernel.sqlite.dialect import SqliteDialect
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.kernel.store.kernel import StoreKernel
@@ -51,7 +51,7 @@ class SlowStore(Store):
     attempt is told the store is busy, and the waiting attempt (on a worker thread) waits."""
 
     def __init__(self, path: Path, delay: float) -> None:
-        super().__init__(SqliteDialect(path))
+        super().__init__(SqliteDialect(Database(path)))
         self.delay = delay
 
     def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome:

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import httpx2
@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from mnote_mcp.config import DEFAULT_OAUTH_MAX_RESPONSE_BYTES
 from mnote_mcp.transports.auth.bearer import TokenRefusedError
+from mnote_mcp.transports.auth.bounded import Reach
 from mnote_mcp.transports.auth.jwks import UNKNOWN_KEY, KeySet
 from tests.support.hostile_http import HostileServer
 from tests.support.oidc import SigningKey
@@ -68,9 +69,18 @@ async def http() -> AsyncIterator[httpx2.AsyncClient]:
         yield client
 
 
-def key_set(uri: str, http: httpx2.AsyncClient, **bounds: Any) -> KeySet:
-    defaults = {"timeout": 5.0, "max_age": 300.0, "refetch_interval": 60.0}
-    return KeySet(uri, http, max_bytes=DEFAULT_OAUTH_MAX_RESPONSE_BYTES, **{**defaults, **bounds})
+def key_set(
+    uri: str,
+    http: httpx2.AsyncClient,
+    *,
+    timeout: float = 5.0,
+    max_age: float = 300.0,
+    refetch_interval: float = 60.0,
+) -> KeySet:
+    reach = Reach(
+        http, timeout=timeout, max_bytes=DEFAULT_OAUTH_MAX_RESPONSE_BYTES, refetch_interval=refetch_interval
+    )
+    return KeySet(uri, reach, max_age=max_age)
 
 
 async def test_keys_are_fetched_once_and_kept(
