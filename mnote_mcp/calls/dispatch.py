@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import Protocol, TypeVar
@@ -21,6 +20,7 @@ import anyio
 import anyio.to_thread
 
 from mnote_mcp.base.logs import log_call
+from mnote_mcp.base.running import Running
 from mnote_mcp.base.telemetry.tracing import call_span, new_trace_id, record_outcome, span_ids, tracing_on
 from mnote_mcp.calls.confirmation import (
     DEFAULT_CONFIRMATION,
@@ -92,36 +92,13 @@ class CallObserver(Protocol):
     def call_answered(self, tool: str, code: str | None, reason: str | None, seconds: float) -> None: ...
 
 
-class InFlight:
-    """Counts calls in progress; `wait_idle` returns once there are none; `stop` ends them."""
+class InFlight(Running):
+    """The tool calls in progress; `wait_idle` returns once there are none; `stop` ends them."""
 
     def __init__(self) -> None:
-        self.count = 0
+        super().__init__()
         self.stopping = False  # set by `stop`: calls answer `shutting_down`
         self.closing = False  # set when the server stops accepting: it is no longer ready (/readyz)
-        self._idle: anyio.Event | None = None
-        self._scopes: set[anyio.CancelScope] = set()
-
-    @contextmanager
-    def track(self) -> Iterator[None]:
-        self.count += 1
-        try:
-            yield
-        finally:
-            self.count -= 1
-            if self.count == 0 and self._idle is not None:
-                self._idle.set()
-                self._idle = None
-
-    @contextmanager
-    def cancellable(self, scope: anyio.CancelScope) -> Iterator[anyio.CancelScope]:
-        """`scope` (a call's), cancelled by `stop`."""
-        self._scopes.add(scope)
-        try:
-            with scope:
-                yield scope
-        finally:
-            self._scopes.discard(scope)
 
     def stop(self) -> int:
         """The server is stopping and will not wait any longer: every call in flight is cancelled and
@@ -129,19 +106,11 @@ class InFlight:
         timeout: its transaction commits or rolls back whole, and the idempotency ledger makes the
         retry safe); a call that arrives from now on is answered so at once. How many were cancelled."""
         self.stopping = True
-        for scope in list(self._scopes):
-            scope.cancel()
-        return len(self._scopes)
+        return self.cancel()
 
     async def wait_idle(self, grace: float = DEFAULT_GRACE_SECONDS) -> bool:
         """True when idle; False when the grace period ran out first."""
-        with anyio.move_on_after(grace):
-            while self.count:
-                if self._idle is None:
-                    self._idle = anyio.Event()
-                await self._idle.wait()
-            return True
-        return False
+        return await self.settle(grace)
 
     async def settle(self, grace: float = DEFAULT_GRACE_SECONDS) -> bool:
         """Wait until idle and staying idle: a request read just before the end may not have reached

@@ -24,6 +24,7 @@ import anyio
 import uvicorn
 
 from mnote_mcp.base.httplisten import GuardedServer
+from mnote_mcp.base.running import Running
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 
 logger = logging.getLogger(__name__)
@@ -38,46 +39,22 @@ def shutting_down() -> MnoteError:
     return MnoteError(ErrorCode.RUNTIME_UNAVAILABLE, Reason.SHUTTING_DOWN, {"cause": "shutting_down"})
 
 
-class Requests:
+class Requests(Running):
     """The requests the runtime is running; `closing` once it stops accepting."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.closing = False
-        self._scopes: set[anyio.CancelScope] = set()
-        self._idle: anyio.Event | None = None
-
-    @property
-    def count(self) -> int:
-        return len(self._scopes)
 
     @contextmanager
     def running(self) -> Iterator[anyio.CancelScope]:
         """A request's cancel scope, cancelled by `stop`."""
-        with anyio.CancelScope() as scope:
-            self._scopes.add(scope)
-            try:
-                yield scope
-            finally:
-                self._scopes.discard(scope)
-                if not self._scopes and self._idle is not None:
-                    self._idle.set()
-                    self._idle = None
-
-    async def settle(self, seconds: float) -> bool:
-        """True once no request runs; False when `seconds` ran out first."""
-        with anyio.move_on_after(seconds):
-            while self._scopes:
-                if self._idle is None:
-                    self._idle = anyio.Event()
-                await self._idle.wait()
-            return True
-        return False
+        with self.track(), self.cancellable(anyio.CancelScope()) as scope:
+            yield scope
 
     def stop(self) -> int:
         """Cancel every request still running; how many."""
-        for scope in list(self._scopes):
-            scope.cancel()
-        return len(self._scopes)
+        return self.cancel()
 
 
 class StoppingServer(GuardedServer):
