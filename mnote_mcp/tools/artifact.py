@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import artifact as artifact_commands
-from mnote_mcp.tools.examples import Example
+from mnote_mcp.tools.examples import Example, Stage
 from mnote_mcp.tools.failures import KEY_OF_ANOTHER_TOOL, STALE_REVISION, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.permissions import WRITE_ARTIFACT
 from mnote_mcp.tools.registry import Annotations, ToolSpec
@@ -31,11 +31,11 @@ CREATE_SUMMARY = ToolSpec(
             ErrorCode.IDEMPOTENCY_CONFLICT,
             Reason.SUMMARY,
             "the `idempotencyKey` was used before with another summary",
-            "a retry repeats the first call exactly; a new summary takes a new key",
         ),
         KEY_OF_ANOTHER_TOOL,
     ),
     examples=(Example({"summary": "A summary written by an example."}),),
+    oversized=(Example({"summary": "s" * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"),),
     budget=SizeBudget(contract=560, strict=610),
 )
 
@@ -53,6 +53,7 @@ CREATE_AI_NOTE = ToolSpec(
     permissions=WRITE_ARTIFACT,
     errors=WRITE_ERRORS,
     examples=(Example({"content": "An AI note written by an example."}),),
+    oversized=(Example({"content": "n" * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"),),
     budget=SizeBudget(contract=550, strict=600),
 )
 

@@ -14,7 +14,7 @@ from typing import Any
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import block as block_commands
 from mnote_mcp.tools.consent import deletes_subtrees_or_many
-from mnote_mcp.tools.examples import Example, Ref
+from mnote_mcp.tools.examples import HUGE_KEY, MANY_NEW_BLOCKS, Example, Ref, Stage, edited_everywhere
 from mnote_mcp.tools.failures import (
     BLOCK_NOT_FOUND,
     BLOCK_TYPE,
@@ -99,6 +99,15 @@ BLOCK_INSERT = ToolSpec(
             {"blocks": [{"type": "todo", "text": "A task", "props": {"checked": False}}], "position": "end"}
         ),
     ),
+    oversized=(
+        Example({"blocks": MANY_NEW_BLOCKS, "position": "end"}, stage=Stage.BIG, note="2,000 blocks"),
+        Example(
+            {"blocks": [{"type": "paragraph", "text": "x", HUGE_KEY: 1}]},
+            stage=Stage.BIG,
+            fits=True,
+            note="a huge key",
+        ),
+    ),
     budget=SizeBudget(contract=1_090, strict=1_440),
 )
 
@@ -139,6 +148,14 @@ BLOCK_UPDATE = ToolSpec(
         PAGE_TOO_LARGE,
     ),
     examples=(Example({"blockId": Ref.BLOCK_2, "text": "Updated by an example."}),),
+    oversized=(
+        Example(
+            {"blockId": Ref.BLOCK_1, "text": "u" * 90_000},
+            stage=Stage.BIG,
+            fits=True,
+            note="90,000 characters",
+        ),
+    ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
     budget=SizeBudget(contract=910, strict=1_200),
 )
@@ -161,6 +178,16 @@ BLOCK_DELETE = ToolSpec(
     errors=(*BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
     examples=(Example({"blockIds": [Ref.BLOCK_3]}),),  # one: the per-tool tests run each in turn
     hostile=(Example({"blockIds": [Ref.BLOCK_1], "section": True}, note="a heading with its section"),),
+    oversized=(
+        Example({"blockIds": Ref.EVERY_BLOCK}, stage=Stage.BIG, note="2,000 blocks"),
+        Example(
+            {"blockIds": Ref.EVERY_BLOCK, "baseRevision": Ref.SEEDED_REVISION},
+            setup=(edited_everywhere("plan", "changed"),),
+            stage=Stage.BIG,
+            fits=True,
+            note="a conflict over 2,000 blocks",
+        ),
+    ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
     budget=SizeBudget(contract=700, strict=790),
 )
@@ -200,6 +227,14 @@ BLOCK_MOVE = ToolSpec(
         Example({"blockId": Ref.BLOCK_2, "position": "end"}, note="to the end of the page"),
         Example(
             {"blockId": Ref.BLOCK_1, "section": True, "position": "end"}, note="a heading with its section"
+        ),
+    ),
+    oversized=(
+        Example(
+            {"blockId": Ref.BLOCK_1, "afterBlockId": HUGE_KEY},
+            stage=Stage.BIG,
+            fits=True,
+            note="a huge anchor",
         ),
     ),
     budget=SizeBudget(contract=940, strict=1_150),

@@ -17,7 +17,7 @@ from mnote_mcp.kernel.port import HistoryFilter, HistoryQuery, Kernel
 from mnote_mcp.kernel.store.commands import revert as revert_commands
 from mnote_mcp.tools.consent import reverts
 from mnote_mcp.tools.cost import Cost
-from mnote_mcp.tools.examples import Example, Ref
+from mnote_mcp.tools.examples import HUGE_KEY, MANY_NEW_BLOCKS, Call, Example, Ref, Stage, edited_everywhere
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.lists import fit_list
 from mnote_mcp.tools.permissions import READ_PAGE, WRITE_PAGE
@@ -93,6 +93,10 @@ PAGE_HISTORY = ToolSpec(
         Example({}, note="the latest writes"),
         Example({"filter": {"runId": "run_example"}, "limit": 5}, note="what one run wrote"),
     ),
+    oversized=(
+        Example({"limit": MAX_LIMIT}, stage=Stage.HISTORY, note="60 writes"),
+        Example({"filter": {HUGE_KEY: "x"}}, stage=Stage.HISTORY, fits=True, note="a huge filter"),
+    ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
     budget=SizeBudget(contract=810, strict=1_070),
 )
@@ -143,13 +147,11 @@ PAGE_REVERT = ToolSpec(
             ErrorCode.CONFLICT,
             Reason.REVERT,
             "a later write changed what the revert would undo (`details.conflicts`)",
-            "`details.conflicts` gives the later revision that changed each; `toRevision` undoes them too",
         ),
         ErrorCase(
             ErrorCode.NOT_FOUND,
             Reason.RUN,
             "`undoRunId` names no run of yours that wrote to this page (nothing is recorded)",
-            "use the `runId` one of your writes' results names (every write's result has one)",
             example={"toRevision": None, "undoRunId": "run_that_wrote_nothing_here"},
         ),
         ErrorCase(
@@ -178,8 +180,27 @@ PAGE_REVERT = ToolSpec(
     examples=(
         Example(
             {"toRevision": Ref.SEEDED_REVISION},
-            prior="mnote.page.update_title",
+            setup=(Call("mnote.page.update_title", {"title": "Renamed to be reverted"}),),
             note="undo everything since the page was seeded, after a write",
+        ),
+    ),
+    oversized=(
+        Example(
+            {"toRevision": Ref.SEEDED_REVISION, "dryRun": True},
+            stage=Stage.HISTORY,
+            note="60 writes, dry run",
+        ),
+        Example(
+            {"undoRunId": "run_first"},
+            setup=(
+                Call(
+                    "mnote.block.insert", {"blocks": MANY_NEW_BLOCKS, "position": "end", "runId": "run_first"}
+                ),
+                edited_everywhere("New", "Later"),
+            ),
+            stage=Stage.BIG,
+            fits=True,
+            note="a conflict over 2,000 blocks",
         ),
     ),
     budget=SizeBudget(contract=690, strict=820),

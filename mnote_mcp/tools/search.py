@@ -8,7 +8,7 @@ from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import Kernel, SearchQuery
 from mnote_mcp.kernel.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
 from mnote_mcp.tools.cost import Cost
-from mnote_mcp.tools.examples import Example
+from mnote_mcp.tools.examples import Example, Stage
 from mnote_mcp.tools.failures import BAD_CURSOR, ErrorCase
 from mnote_mcp.tools.lists import fit_list
 from mnote_mcp.tools.permissions import FIND_PAGES
@@ -92,6 +92,10 @@ PAGE_SEARCH = ToolSpec(
     hostile=(
         Example({"query": "w*", "limit": MAX_LIMIT}, note="a prefix every page matches"),
         Example({"query": "alpha beta gamma delta", "limit": MAX_LIMIT}, note="words on every line"),
+    ),
+    oversized=(
+        Example({"query": "plan", "limit": 50}, stage=Stage.MANY_PAGES, note="60 hits"),
+        Example({"query": "q" * 50_000}, stage=Stage.MANY_PAGES, fits=True, note="a query too long"),
     ),
     budget=SizeBudget(contract=530, strict=730),
 )

@@ -572,6 +572,11 @@ def _lookup(
     return table.get((code, reason)) or table.get((code, None))
 
 
+def hint_of(code: ErrorCode, reason: Reason) -> dict[Locale, str] | None:
+    """The hint a refusal of `code` for `reason` reads, if any (its own, else its code's)."""
+    return _lookup(HINTS, code, reason)
+
+
 @dataclass(frozen=True, slots=True)
 class Shown:
     """How much of an error's details a refusal shows: lists cut to their first `items`, strings (a
