@@ -36,6 +36,7 @@ CREATE_SUMMARY = ToolSpec(
     ),
     examples=(Example({"summary": "A summary written by an example."}),),
     oversized=(Example({"summary": "s" * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"),),
+    asked=(("write a summary of this page", "给这个页面写一份摘要"),),
     budget=SizeBudget(contract=560, strict=610),
 )
 
@@ -54,6 +55,7 @@ CREATE_AI_NOTE = ToolSpec(
     errors=WRITE_ERRORS,
     examples=(Example({"content": "An AI note written by an example."}),),
     oversized=(Example({"content": "n" * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"),),
+    asked=(("attach an AI note with my suggestions", "附加一条AI笔记"),),
     budget=SizeBudget(contract=550, strict=600),
 )
 

@@ -108,6 +108,10 @@ BLOCK_INSERT = ToolSpec(
             note="a huge key",
         ),
     ),
+    asked=(
+        ("add a to-do to the launch checklist", "在发布清单里添加一个待办事项"),
+        ("add a paragraph at the end of the page", "在页面末尾添加一段内容"),
+    ),
     budget=SizeBudget(contract=1_090, strict=1_440),
 )
 
@@ -157,6 +161,10 @@ BLOCK_UPDATE = ToolSpec(
         ),
     ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
+    asked=(
+        ("tick off the first to-do", "把第一个待办勾选为完成"),
+        ("change this block's type to a quote", "把这个块的类型改成引用"),
+    ),
     budget=SizeBudget(contract=910, strict=1_200),
 )
 
@@ -189,6 +197,10 @@ BLOCK_DELETE = ToolSpec(
         ),
     ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
+    asked=(
+        ("delete the old risks section", "删除旧的风险章节"),
+        ("delete this block", "删除这个块"),
+    ),
     budget=SizeBudget(contract=700, strict=790),
 )
 
@@ -237,6 +249,7 @@ BLOCK_MOVE = ToolSpec(
             note="a huge anchor",
         ),
     ),
+    asked=(("move the next steps section to the top", "把下一步章节移动到页面开头"),),
     budget=SizeBudget(contract=940, strict=1_150),
 )
 

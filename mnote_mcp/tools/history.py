@@ -98,6 +98,7 @@ PAGE_HISTORY = ToolSpec(
         Example({"filter": {HUGE_KEY: "x"}}, stage=Stage.HISTORY, fits=True, note="a huge filter"),
     ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
+    asked=(("show the edit history of this page", "查看这个页面的修改历史"),),
     budget=SizeBudget(contract=810, strict=1_070),
 )
 
@@ -202,6 +203,10 @@ PAGE_REVERT = ToolSpec(
             fits=True,
             note="a conflict over 2,000 blocks",
         ),
+    ),
+    asked=(
+        ("undo what you just changed", "撤销刚才的修改"),
+        ("restore the page to an earlier version", "把页面恢复到之前的版本"),
     ),
     budget=SizeBudget(contract=690, strict=820),
 )

@@ -90,6 +90,10 @@ PAGE_GET = ToolSpec(
             note="2,000 missing ids",
         ),
     ),
+    asked=(
+        ("read the onboarding checklist page", "读取入职清单页面"),
+        ("show me what the project plan page says", "查看项目计划页面"),
+    ),
     budget=SizeBudget(contract=730, strict=1_020),
 )
 
@@ -132,6 +136,7 @@ PAGE_SAVE = ToolSpec(
             note="a huge key",
         ),
     ),
+    asked=(("rewrite the whole page body", "重写整个页面的正文"),),
     budget=SizeBudget(contract=880, strict=2_120),
 )
 
@@ -151,6 +156,10 @@ PAGE_UPDATE_TITLE = ToolSpec(
     errors=WRITE_ERRORS,
     examples=(Example({"title": "Renamed by an example"}),),
     oversized=(Example({"title": "T" * 50_000}, stage=Stage.BIG, fits=True, note="too long"),),
+    asked=(
+        ("rename the page to Q3 roadmap", "把页面重命名为第三季度路线图"),
+        ("change the title of this page", "修改这个页面的标题"),
+    ),
     budget=SizeBudget(contract=540, strict=610),
 )
 
@@ -188,6 +197,7 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
     ),
     examples=(Example({"options": {"showToc": True}}),),
     oversized=(Example({"options": {HUGE_KEY: True}}, stage=Stage.BIG, fits=True, note="a huge option"),),
+    asked=(("turn on the wide layout for this page", "把这个页面设为宽屏布局"),),
     budget=SizeBudget(contract=700, strict=880),
 )
 
@@ -270,6 +280,10 @@ PAGE_EDIT_TEXT = ToolSpec(
             note="doubling",
         ),
         Example({"edits": [{"oldText": "a", "newText": "b" * MAX_TEXT_LENGTH, "replaceAll": True}]}),
+    ),
+    asked=(
+        ("fix the typo in the meeting minutes", "改正会议纪要里的错别字"),
+        ("replace colour with color in the style guide", "把风格指南里的colour替换成color"),
     ),
     budget=SizeBudget(contract=850, strict=950),
 )

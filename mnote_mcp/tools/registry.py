@@ -132,6 +132,10 @@ class ToolSpec:
     # large enough to matter). tests/unit/tools/test_budget_everywhere.py runs them; a tool without
     # one fails it.
     oversized: tuple[Example, ...] = ()
+    # Everyday requests a person makes that mean this tool, each in English and in Chinese: a tool
+    # search over the definitions (name and first sentence) must rank it first for each
+    # (tests/unit/tools/test_catalog_search.py; a tool with none fails it).
+    asked: tuple[tuple[str, str], ...] = ()
     # Accepted properties the advertised schema leaves out: what a model rarely needs for this tool
     # (every byte goes with every model request). Still accepted and enforced. `baseRevision` is
     # advertised only where a write overwrites what the model read (a whole body, a block's text).

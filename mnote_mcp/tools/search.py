@@ -97,6 +97,10 @@ PAGE_SEARCH = ToolSpec(
         Example({"query": "plan", "limit": 50}, stage=Stage.MANY_PAGES, note="60 hits"),
         Example({"query": "q" * 50_000}, stage=Stage.MANY_PAGES, fits=True, note="a query too long"),
     ),
+    asked=(
+        ("search my notes for the database cutover", "搜索笔记里的数据库割接"),
+        ("find the pages that mention the budget", "查找提到预算的页面"),
+    ),
     budget=SizeBudget(contract=530, strict=730),
 )
 
