@@ -36,6 +36,7 @@ pytestmark = pytest.mark.anyio
 
 BUDGET = 4_000
 UNBOUNDED = 10_000_000
+Answer = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -49,11 +50,11 @@ class Case:
     def id(self) -> str:
         return f"{self.spec.name}: {self.example.note}"
 
-    async def run(self, client: Client) -> dict[str, Any]:
+    async def run(self, client: Client) -> Answer:
         """Its setup for real, then the call: the call's envelope."""
         assert self.example.stage is not None, f"{self.id}: a scenario names the stage it runs on"
         made = calls(self.spec, TARGETS[self.example.stage], "budget", example=self.example)
-        envelope: dict[str, Any] = {}
+        envelope: Answer = {}
         for index, (name, arguments) in enumerate(made):
             envelope = await call(client, name, **{**IDS, **arguments})
             assert index == len(made) - 1 or envelope["ok"], (self.id, "setup", envelope["error"])
@@ -67,7 +68,7 @@ def _cases(specs: Iterable[ToolSpec]) -> list[Case]:
 CASES = _cases(ALL_TOOLS)
 
 
-def _size(envelope: dict[str, Any]) -> int:
+def _size(envelope: Answer) -> int:
     return len(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")))
 
 
@@ -94,7 +95,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build(tmp_path_factory.mktemp("budget") / "template.db")
 
 
-async def _measure(template: Path, tmp_path: Path, case: Case, budget: int) -> dict[str, Any]:
+async def _measure(template: Path, tmp_path: Path, case: Case, budget: int) -> Answer:
     db = tmp_path / f"{budget}.db"
     shutil.copyfile(template, db)
     async with connect(db, max_result_chars=budget) as client:
@@ -154,13 +155,16 @@ def test_every_list_read_has_a_cut_scenario() -> None:
     )
 
 
-async def _walk(client: Client, case: Case) -> tuple[list[Any], list[dict[str, Any]]]:
+Entry = tuple[object, object]  # a listed entry by what names it: (documentId, revision)
+
+
+async def _walk(client: Client, case: Case) -> tuple[list[Entry], list[Answer]]:
     """The scenario read on with each answer's cursor to the end: every entry's identity, and every
     answer."""
     assert case.example.stage is not None
     arguments: dict[str, Any] = {**IDS, **case.spec.arguments_for(TARGETS[case.example.stage], case.example)}
-    seen: list[Any] = []
-    answers: list[dict[str, Any]] = []
+    seen: list[Entry] = []
+    answers: list[Answer] = []
     cursor = None
     while True:
         envelope = await call(
@@ -216,7 +220,6 @@ async def test_resources_read_comes_in_pieces_within_the_budget(template: Path) 
 
 PROMPT = types.PromptReference(type="ref/prompt", name="summarise_page")
 HUGE_URI = f"mnote://workspaces/ws_1/pages/{HUGE}"
-Answer = dict[str, Any]
 
 
 def _wire(result: Any) -> Answer:
