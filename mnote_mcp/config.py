@@ -462,11 +462,22 @@ class Setting(Generic[T]):
     group: str | None = None
     required: bool = False
     positional: bool = False
-    shown: str | None = None  # how the default reads in --help, when str(default) would not do
+    # How the default reads in --help, when str(default) would not do; a function where the words come
+    # from what is loaded only to show them (the tool declarations, which bring the MCP SDK).
+    shown: str | Callable[[], str] | None = None
 
 
 # Each function below returns a `dataclasses.field`, typed as the value the field holds: the default
 # and what the parser returns must both be the field's type, or mypy --strict fails on the field.
+
+
+def _default_tools_words() -> str:
+    """`--toolsets`' default in words: the tools it leaves out, as their declarations say
+    (`ToolSpec.by_default`), so that a tool declared out of the default is named here by itself."""
+    from mnote_mcp.tools.catalog import ALL_TOOLS
+
+    left_out = ", ".join(spec.name for spec in ALL_TOOLS if not spec.by_default)
+    return f"the default tools: every tool but {left_out}" if left_out else "every tool"
 
 
 def setting(
@@ -479,7 +490,7 @@ def setting(
     metavar: str | None = None,
     group: str | None = None,
     positional: bool = False,
-    shown: str | None = None,
+    shown: str | Callable[[], str] | None = None,
 ) -> T:
     """A setting with a value (`--port 8765`)."""
     declared = Setting(parse, help, flag, env, False, metavar, group, False, positional, shown)
@@ -536,6 +547,8 @@ class Option:
 
     @property
     def shown_default(self) -> str:
+        if callable(self.setting.shown):
+            return self.setting.shown()
         if self.setting.shown is not None:
             return self.setting.shown
         value = self.default
@@ -812,7 +825,7 @@ class ServerConfig(StoreSettings, LogSettings):
         frozenset(),
         toolset_list,
         f"expose these toolsets ({','.join(Toolset)}, or all: every tool)",
-        shown="the default tools: every tool but mnote.block.update, mnote.block.delete, mnote.page.history",
+        shown=_default_tools_words,
     )
     tools: tuple[str, ...] = setting((), csv, "also expose tools matching these globs (either spelling)")
     exclude_tools: tuple[str, ...] = setting((), csv, "hide tools matching these globs")

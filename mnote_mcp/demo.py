@@ -25,7 +25,7 @@ from pydantic import JsonValue
 from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.kernel.sqlite.opening import open_store
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from mnote_mcp.tools.examples import Example, Target
+from mnote_mcp.tools.examples import Call, Example, Target
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.vocabulary.messages import DEFAULT_LOCALE
 
@@ -46,7 +46,7 @@ class Step:
     call_id: str
     args: Mapping[str, JsonValue] = field(default_factory=dict)
     page: tuple[str, str] | None = (WS, DOC)  # None: the tool names no page (search)
-    example: Example | None = None  # a derived step: the tool's example, aimed at the demo page
+    example: Example | Call | None = None  # a derived step: the tool's example (or a setup call of it)
 
     def arguments(self, revision: JsonValue, target: Target | None = None) -> JSONObject:
         own = {name: revision if value == REVISION else value for name, value in self.args.items()}
@@ -188,11 +188,24 @@ STEPS = (
 
 def derived_steps(specs: Sequence[ToolSpec], narrated: set[str]) -> list[Step]:
     """A step for each tool in `specs` that no narrated step calls: its first example on the demo
-    page, as a dry run where it writes."""
+    page, as a dry run where it writes, after the real calls of the example's setup (the demo's store
+    is thrown away)."""
     steps = []
+    tools = {spec.name: spec for spec in specs}
     for spec in specs:
         if spec.name in narrated:
             continue
+        for index, call in enumerate(spec.example.setup):
+            before = tools[call.tool]
+            steps.append(
+                Step(
+                    f"{before.title}, to set up {spec.title}",
+                    before.name,
+                    f"call_{spec.underscore_name}_setup_{index}",
+                    {"idempotencyKey": f"demo_{spec.underscore_name}_setup_{index}", "dryRun": False},
+                    example=call,
+                )
+            )
         own: dict[str, JsonValue] = {"idempotencyKey": f"demo_{spec.underscore_name}", "dryRun": True}
         steps.append(
             Step(

@@ -9,8 +9,9 @@ instance). Both are enums: a reason raised in one layer and rendered in another 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class ErrorCode(StrEnum):
@@ -102,6 +103,22 @@ class Reason(StrEnum):
     UNKNOWN_ERROR_CODE = "unknown_error_code"
     # dry-run warnings
     REPLAY = "replay"
+
+
+Locale = Literal["zh-CN", "en"]
+
+
+@dataclass(frozen=True, slots=True)
+class Words:
+    """What a caller reads of one refusal: its message and its hint, each in both locales.
+
+    Declared here, beside the reasons, so that a kernel command can declare the refusals only it
+    raises with it (`CommandSpec.refusals`); `vocabulary/messages.py` gathers every declaration."""
+
+    code: ErrorCode
+    reason: Reason | None
+    message: dict[Locale, str] | None = None
+    hint: dict[Locale, str] | None = None
 
 
 RETRYABLE_CODES = frozenset({ErrorCode.RUNTIME_UNAVAILABLE, ErrorCode.RATE_LIMITED})

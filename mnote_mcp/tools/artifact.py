@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import artifact as artifact_commands
-from mnote_mcp.tools.examples import Example
+from mnote_mcp.tools.examples import Example, Stage
 from mnote_mcp.tools.failures import KEY_OF_ANOTHER_TOOL, STALE_REVISION, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.inputs import NoteArgs, SummaryArgs
 from mnote_mcp.tools.outputs import WriteAnswer
@@ -33,13 +33,14 @@ CREATE_SUMMARY = ToolSpec(
             ErrorCode.IDEMPOTENCY_CONFLICT,
             Reason.SUMMARY,
             "the `idempotencyKey` was used before with another summary",
-            "a retry repeats the first call exactly; a new summary takes a new key",
         ),
         KEY_OF_ANOTHER_TOOL,
     ),
     examples=(Example({"summary": "A summary written by an example."}),),
     arguments=SummaryArgs,
     output=WriteAnswer,
+    oversized=(Example({"summary": "s" * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"),),
+    asked=(("write a summary of this page", "给这个页面写一份摘要"),),
     budget=SizeBudget(contract=560, strict=610),
 )
 
@@ -59,6 +60,8 @@ CREATE_AI_NOTE = ToolSpec(
     examples=(Example({"content": "An AI note written by an example."}),),
     arguments=NoteArgs,
     output=WriteAnswer,
+    oversized=(Example({"content": "n" * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"),),
+    asked=(("attach an AI note with my suggestions", "附加一条AI笔记"),),
     budget=SizeBudget(contract=550, strict=600),
 )
 

@@ -14,7 +14,7 @@ from typing import Any
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import block as block_commands
 from mnote_mcp.tools.consent import deletes_subtrees_or_many
-from mnote_mcp.tools.examples import Example, Ref
+from mnote_mcp.tools.examples import HUGE_KEY, MANY_NEW_BLOCKS, Example, Ref, Stage, edited_everywhere
 from mnote_mcp.tools.failures import (
     BLOCK_NOT_FOUND,
     BLOCK_TYPE,
@@ -103,6 +103,19 @@ BLOCK_INSERT = ToolSpec(
     ),
     arguments=InsertArgs,
     output=WriteAnswer,
+    oversized=(
+        Example({"blocks": MANY_NEW_BLOCKS, "position": "end"}, stage=Stage.BIG, note="2,000 blocks"),
+        Example(
+            {"blocks": [{"type": "paragraph", "text": "x", HUGE_KEY: 1}]},
+            stage=Stage.BIG,
+            fits=True,
+            note="a huge key",
+        ),
+    ),
+    asked=(
+        ("add a to-do to the launch checklist", "在发布清单里添加一个待办事项"),
+        ("add a paragraph at the end of the page", "在页面末尾添加一段内容"),
+    ),
     budget=SizeBudget(contract=1_090, strict=1_440),
 )
 
@@ -143,9 +156,21 @@ BLOCK_UPDATE = ToolSpec(
         PAGE_TOO_LARGE,
     ),
     examples=(Example({"blockId": Ref.BLOCK_2, "text": "Updated by an example."}),),
+    oversized=(
+        Example(
+            {"blockId": Ref.BLOCK_1, "text": "u" * 90_000},
+            stage=Stage.BIG,
+            fits=True,
+            note="90,000 characters",
+        ),
+    ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
     arguments=UpdateArgs,
     output=WriteAnswer,
+    asked=(
+        ("tick off the first to-do", "把第一个待办勾选为完成"),
+        ("change this block's type to a quote", "把这个块的类型改成引用"),
+    ),
     budget=SizeBudget(contract=910, strict=1_200),
 )
 
@@ -167,9 +192,23 @@ BLOCK_DELETE = ToolSpec(
     errors=(*BLOCK_WRITE_ERRORS, BLOCK_NOT_FOUND.given({"blockIds": ["no_such_block"]})),
     examples=(Example({"blockIds": [Ref.BLOCK_3]}),),  # one: the per-tool tests run each in turn
     hostile=(Example({"blockIds": [Ref.BLOCK_1], "section": True}, note="a heading with its section"),),
+    oversized=(
+        Example({"blockIds": Ref.EVERY_BLOCK}, stage=Stage.BIG, note="2,000 blocks"),
+        Example(
+            {"blockIds": Ref.EVERY_BLOCK, "baseRevision": Ref.SEEDED_REVISION},
+            setup=(edited_everywhere("plan", "changed"),),
+            stage=Stage.BIG,
+            fits=True,
+            note="a conflict over 2,000 blocks",
+        ),
+    ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
     arguments=DeleteArgs,
     output=WriteAnswer,
+    asked=(
+        ("delete the old risks section", "删除旧的风险章节"),
+        ("delete this block", "删除这个块"),
+    ),
     budget=SizeBudget(contract=700, strict=790),
 )
 
@@ -212,6 +251,15 @@ BLOCK_MOVE = ToolSpec(
     ),
     arguments=MoveArgs,
     output=WriteAnswer,
+    oversized=(
+        Example(
+            {"blockId": Ref.BLOCK_1, "afterBlockId": HUGE_KEY},
+            stage=Stage.BIG,
+            fits=True,
+            note="a huge anchor",
+        ),
+    ),
+    asked=(("move the next steps section to the top", "把下一步章节移动到页面开头"),),
     budget=SizeBudget(contract=940, strict=1_150),
 )
 

@@ -170,7 +170,10 @@ def arguments_of(spec: ToolSpec) -> str:
 
 def _example(example: Example) -> str:
     shown = json.dumps(dict(example.arguments), ensure_ascii=False).replace("|", "\\|")
-    after = f" (after a real `{example.prior}`)" if example.prior else ""
+    made = [
+        f"`{step.tool}` `{json.dumps(dict(step.arguments), ensure_ascii=False)}`" for step in example.setup
+    ]
+    after = f" (after {', '.join(made)})".replace("|", "\\|") if made else ""
     return f"`{shown}`{after}" + (f": {example.note}" if example.note else "")
 
 

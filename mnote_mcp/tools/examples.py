@@ -5,6 +5,12 @@ blocks of the page, the revision the page was seeded at), filled in by `Example.
 `Target`. So one example serves every test that calls every tool (the permission matrix on a
 restricted page, Hermes on the demo workspace, the strict-host recipes), and a new tool is in all of
 them once it is declared.
+
+What an example needs of the page beyond what any page has (a text to edit, a write to undo) is its
+own `setup`, calls declared with it and made first by whatever runs it, so no example leans on another
+tool's example (issue 33: rewriting one tool's example once broke another's). A call made to be large,
+for the result budget (`ToolSpec.oversized`), names the `Stage` it needs: a page of data made large,
+which the tests build once (tests/support/stages.py).
 """
 
 from __future__ import annotations
@@ -14,7 +20,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-__all__ = ["Arg", "Example", "Ref", "Target", "Value", "overridden", "resolve"]
+__all__ = [
+    "Arg",
+    "Call",
+    "Example",
+    "Ref",
+    "Stage",
+    "Target",
+    "Value",
+    "edited_everywhere",
+    "overridden",
+    "resolve",
+]
 
 # An argument as an example writes it (a `Ref` where the page decides) and as a call sends it.
 Arg = None | bool | int | float | str | Sequence["Arg"] | Mapping[str, "Arg"]
@@ -28,6 +45,24 @@ class Ref(StrEnum):
     BLOCK_2 = "<block 2>"  # its second
     BLOCK_3 = "<block 3>"  # its third
     SEEDED_REVISION = "<seeded revision>"  # the page's revision before the test wrote to it
+    EVERY_BLOCK = "<every block>"  # the ids of all its top-level blocks, as a list
+
+
+class Stage(StrEnum):
+    """A page of data made large, which a budget scenario runs on (the value says what it holds)."""
+
+    BIG = "a 2,000-block page"
+    HISTORY = "a page written 60 times, 30 blocks each"
+    HUGE_BLOCK = "a page with one 65,000-character block between two small ones"
+    MANY_PAGES = "60 more pages, each matching the word 'plan' in its title and text"
+
+
+# Data the budget scenarios share (what no answer can hold whole at a small budget): 2,000 new
+# blocks, and a 50,000-character key the schema lets through to the kernel or refuses.
+MANY_NEW_BLOCKS: tuple[Mapping[str, Arg], ...] = tuple(
+    MappingProxyType({"type": "paragraph", "text": f"New block {n}."}) for n in range(2_000)
+)
+HUGE_KEY = "k" * 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +74,7 @@ class Target:
     document_id: str
     blocks: tuple[str, ...]
     revision: int = 1
+    every_block: tuple[str, ...] = ()  # all its top-level block ids, where a call names them all
 
     def __post_init__(self) -> None:
         if len(self.blocks) < 3:
@@ -48,18 +84,15 @@ class Target:
     def value(self, ref: Ref) -> Value:
         if ref is Ref.SEEDED_REVISION:
             return self.revision
+        if ref is Ref.EVERY_BLOCK:
+            return list(self.every_block or self.blocks)
         return self.blocks[(Ref.BLOCK_1, Ref.BLOCK_2, Ref.BLOCK_3).index(ref)]
 
 
-@dataclass(frozen=True)
-class Example:
-    """One call of the tool: its own arguments (the page ids, correlation ids, `idempotencyKey` and
-    `dryRun` are the caller's), and optionally the tool whose first example must run for real first
-    (`prior`), so that this one has something to act on (a revert, a write to undo)."""
+class _Arguments:
+    """Arguments as a declaration writes them, `Ref`s and all, kept read-only."""
 
     arguments: Mapping[str, Arg]
-    prior: str | None = None
-    note: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arguments", MappingProxyType(dict(self.arguments)))
@@ -68,6 +101,36 @@ class Example:
         resolved = resolve(dict(self.arguments), target)
         assert isinstance(resolved, dict)
         return resolved
+
+
+@dataclass(frozen=True)
+class Call(_Arguments):
+    """A real call an example's `setup` makes first, on the same page: `tool`'s own arguments, `Ref`s
+    resolved as the example's are (a write's key and `dryRun: false` are the runner's)."""
+
+    tool: str
+    arguments: Mapping[str, Arg]
+
+
+def edited_everywhere(old: str, new: str) -> Call:
+    """A setup that changes every block holding `old` (a text edit's replace-all): what makes a later
+    write on an older revision, or an undo of an earlier one, conflict over all of them."""
+    return Call("mnote.page.edit_text", {"edits": [{"oldText": old, "newText": new, "replaceAll": True}]})
+
+
+@dataclass(frozen=True)
+class Example(_Arguments):
+    """One call of the tool: its own arguments (the page ids, correlation ids, `idempotencyKey` and
+    `dryRun` are the caller's, unless the example sets them), the calls that make the page what it
+    needs, made for real first (`setup`: a text to edit, a write to undo), and for a budget scenario
+    the page of large data it runs on (`stage`) and whether its answer is small whatever the budget
+    (`fits`: an error, whose lists and strings are shown briefly; a write that answers ids)."""
+
+    arguments: Mapping[str, Arg]
+    setup: tuple[Call, ...] = ()
+    note: str = field(default="", compare=False)
+    stage: Stage | None = None
+    fits: bool = False
 
 
 def resolve(value: Arg, target: Target) -> Value:

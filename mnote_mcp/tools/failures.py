@@ -2,20 +2,24 @@
 
 Each `ErrorCase` is a code and the reason that picks its words (the catalogue in
 `vocabulary/messages.py` says them), when it happens and the recovery, as cyanheads'
-obsidian-mcp-server declares each tool's errors. Where one call shows it, the case carries that call
-(`example`: changes to the tool's first example), and tests/unit/tools/test_registry.py makes it and holds the
-answer to the case. The refusals of callers who may not call the tool are the tool's `Permissions`;
+obsidian-mcp-server declares each tool's errors. Where the refusal's words declare a hint
+(`vocabulary.messages.REFUSALS`), that hint is the recovery, said once: a case gives its own words
+only where there is none, and a case that says it again is refused at import. Where one call shows
+it, the case carries that call (`example`: changes to the tool's first example), and
+tests/unit/tools/test_registry.py makes it and holds the answer to the case. The refusals of callers who may not call the tool are the tool's `Permissions`;
 what any tool can answer (`EVERY_TOOL`) is listed once. docs/errors.md's per-tool list is generated
 from all three.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.tools.examples import Arg
+from mnote_mcp.vocabulary.messages import hint_of
 
 
 @dataclass(frozen=True)
@@ -23,10 +27,25 @@ class ErrorCase:
     code: ErrorCode
     reason: Reason
     when: str
-    recovery: str
+    # What to do: the refusal's hint in `REFUSALS` where it declares one (its `{placeholders}` named as
+    # the `details` they are), else the case's own words.
+    recovery: str = ""
     # Changes to the tool's first example that make this error (None: leave that argument out), or
     # None where one call cannot (a reused key, a store at its size limit, a runtime outage).
     example: Mapping[str, Arg] | None = None
+
+    def __post_init__(self) -> None:
+        hint = hint_of(self.code, self.reason)
+        said = None if hint is None else re.sub(r"\{(\w+)\}", r"`details.\1`", hint["en"])
+        if said is None and not self.recovery:
+            raise ValueError(
+                f"{self.code.value} ({self.reason.value}): say what to do; its words have no hint"
+            )
+        if said is not None and self.recovery not in ("", said):
+            raise ValueError(
+                f"{self.code.value} ({self.reason.value}): its hint says what to do, say it once"
+            )
+        object.__setattr__(self, "recovery", self.recovery or said)
 
     def given(self, example: Mapping[str, Arg]) -> ErrorCase:
         """This case, shown by these changes to the tool's first example."""
@@ -53,13 +72,11 @@ EVERY_TOOL: tuple[ErrorCase, ...] = (
         _C.RUNTIME_UNAVAILABLE,
         _R.GENERIC,
         "the runtime cannot be reached, answered badly or too slowly (`details.cause`)",
-        "retry later with the same `idempotencyKey`: a write is never made twice",
     ),
     ErrorCase(
         _C.RUNTIME_UNAVAILABLE,
         _R.STORE_BUSY,
         "the embedded store stayed locked by another writer past its busy timeout",
-        "retry with the same `idempotencyKey`",
     ),
     ErrorCase(
         _C.INTERNAL,
@@ -76,7 +93,6 @@ NAMED_PAGE: tuple[ErrorCase, ...] = (
         _R.TITLE_AMBIGUOUS,
         "`documentId` is a title that more than one page the caller may read has (`details.matches`,"
         " `details.candidates`: up to 5 `{workspaceId, documentId, title}`); nothing is done",
-        "name one of them by its `documentId` and `workspaceId`",
     ),
 )
 
@@ -86,31 +102,26 @@ CONSENT_ERRORS: tuple[ErrorCase, ...] = (
         _C.PERMISSION_DENIED,
         _R.DECLINED,
         "the person declined the write they were asked to confirm (`details.confirmation`: `declined`)",
-        "do not retry the same write; ask the person what they want",
     ),
     ErrorCase(
         _C.PERMISSION_DENIED,
         _R.CANCELLED,
         "the person dismissed the question, or the client could not show it (`cancelled`)",
-        "ask in the conversation first, then retry with the same `idempotencyKey`",
     ),
     ErrorCase(
         _C.PERMISSION_DENIED,
         _R.CONFIRM_TIMEOUT,
         "no answer within `--confirm-timeout` (`timeout`, `details.timeoutSeconds`)",
-        "retry with the same `idempotencyKey` when the person is there",
     ),
     ErrorCase(
         _C.PERMISSION_DENIED,
         _R.CONFIRM_UNAVAILABLE,
         "the write needs confirmation, the client cannot ask and `--confirm-fallback` is `refuse` (`unavailable`)",
-        "make the change in steps that need no confirmation, or ask the person to make it",
     ),
     ErrorCase(
         _C.CONFLICT,
         _R.PLAN_CHANGED,
         "the page kept changing while the person was asked (asked 3 times, `details.questions`)",
-        "read the page again before retrying",
     ),
 )
 
@@ -132,32 +143,27 @@ STALE_REVISION = ErrorCase(
     _C.CONFLICT,
     _R.REVISION,
     "`baseRevision` is not the page's revision: another write came first",
-    "read the page again, then retry with `baseRevision` = `details.currentRevision`",
     example={"baseRevision": 0},
 )
 STALE_BLOCKS = ErrorCase(
     _C.CONFLICT,
     _R.BLOCKS,
     "`baseRevision` is stale and a block the edit relies on changed since (`details.conflicts`)",
-    "read those blocks again, then retry with `baseRevision` = `details.currentRevision`",
 )
 STALE_CURSOR = ErrorCase(
     _C.CONFLICT,
     _R.CURSOR,
     "the page changed between two pieces of one read: the cursor is of an older revision",
-    "read again from the start, without `cursor`",
 )
 KEY_REUSED = ErrorCase(
     _C.IDEMPOTENCY_CONFLICT,
     _R.GENERIC,
     "the `idempotencyKey` was used before, by this tool, with other arguments",
-    "a retry repeats the first call exactly; a new change takes a new key",
 )
 KEY_OF_ANOTHER_TOOL = ErrorCase(
     _C.IDEMPOTENCY_CONFLICT,
     _R.OTHER_COMMAND,
     "the `idempotencyKey` was used before by another tool (`details.usedBy`)",
-    "use a new key for this change",
 )
 PAGE_TOO_LARGE = ErrorCase(
     _C.INVALID_ARGUMENT,
@@ -169,7 +175,6 @@ BLOCK_TYPE = ErrorCase(
     _C.INVALID_ARGUMENT,
     _R.BLOCK_TYPE,
     "a block's `type` is not one of the supported types (`details.supportedTypes`)",
-    "use a supported type",
 )
 BAD_CURSOR = ErrorCase(
     _C.INVALID_ARGUMENT,

@@ -17,7 +17,7 @@ from mnote_mcp.kernel.port import HistoryFilter, HistoryQuery, Kernel
 from mnote_mcp.kernel.store.commands import revert as revert_commands
 from mnote_mcp.tools.consent import reverts
 from mnote_mcp.tools.cost import Cost
-from mnote_mcp.tools.examples import Example, Ref
+from mnote_mcp.tools.examples import HUGE_KEY, MANY_NEW_BLOCKS, Call, Example, Ref, Stage, edited_everywhere
 from mnote_mcp.tools.failures import BAD_CURSOR, PAGE_NOT_FOUND, PAGE_TOO_LARGE, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.inputs import HistoryArgs, HistoryFilterArgs, RevertArgs, arguments_of
 from mnote_mcp.tools.lists import fit_list
@@ -95,9 +95,14 @@ PAGE_HISTORY = ToolSpec(
         Example({}, note="the latest writes"),
         Example({"filter": {"runId": "run_example"}, "limit": 5}, note="what one run wrote"),
     ),
+    oversized=(
+        Example({"limit": MAX_LIMIT}, stage=Stage.HISTORY, note="60 writes"),
+        Example({"filter": {HUGE_KEY: "x"}}, stage=Stage.HISTORY, fits=True, note="a huge filter"),
+    ),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
     arguments=HistoryArgs,
     output=HistoryRead,
+    asked=(("show the edit history of this page", "查看这个页面的修改历史"),),
     budget=SizeBudget(contract=810, strict=1_070),
 )
 
@@ -147,13 +152,11 @@ PAGE_REVERT = ToolSpec(
             ErrorCode.CONFLICT,
             Reason.REVERT,
             "a later write changed what the revert would undo (`details.conflicts`)",
-            "`details.conflicts` gives the later revision that changed each; `toRevision` undoes them too",
         ),
         ErrorCase(
             ErrorCode.NOT_FOUND,
             Reason.RUN,
             "`undoRunId` names no run of yours that wrote to this page (nothing is recorded)",
-            "use the `runId` one of your writes' results names (every write's result has one)",
             example={"toRevision": None, "undoRunId": "run_that_wrote_nothing_here"},
         ),
         ErrorCase(
@@ -182,12 +185,35 @@ PAGE_REVERT = ToolSpec(
     examples=(
         Example(
             {"toRevision": Ref.SEEDED_REVISION},
-            prior="mnote.page.update_title",
+            setup=(Call("mnote.page.update_title", {"title": "Renamed to be reverted"}),),
             note="undo everything since the page was seeded, after a write",
         ),
     ),
     arguments=RevertArgs,
     output=WriteAnswer,
+    oversized=(
+        Example(
+            {"toRevision": Ref.SEEDED_REVISION, "dryRun": True},
+            stage=Stage.HISTORY,
+            note="60 writes, dry run",
+        ),
+        Example(
+            {"undoRunId": "run_first"},
+            setup=(
+                Call(
+                    "mnote.block.insert", {"blocks": MANY_NEW_BLOCKS, "position": "end", "runId": "run_first"}
+                ),
+                edited_everywhere("New", "Later"),
+            ),
+            stage=Stage.BIG,
+            fits=True,
+            note="a conflict over 2,000 blocks",
+        ),
+    ),
+    asked=(
+        ("undo what you just changed", "撤销刚才的修改"),
+        ("restore the page to an earlier version", "把页面恢复到之前的版本"),
+    ),
     budget=SizeBudget(contract=690, strict=820),
 )
 

@@ -9,7 +9,7 @@ from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import page as page_commands
 from mnote_mcp.kernel.store.commands import text as text_commands
 from mnote_mcp.tools.consent import removes_blocks, renames_shared_page
-from mnote_mcp.tools.examples import Example, Ref
+from mnote_mcp.tools.examples import HUGE_KEY, MANY_NEW_BLOCKS, Call, Example, Ref, Stage
 from mnote_mcp.tools.failures import (
     BAD_CURSOR,
     BLOCK_NOT_FOUND,
@@ -80,6 +80,26 @@ PAGE_GET = ToolSpec(
     hostile=(Example({"format": "markdown"}, note="the whole page as Markdown"),),
     arguments=PageGetArgs,
     output=PageRead,
+    oversized=(
+        Example({}, stage=Stage.BIG, note="the whole page"),
+        Example({"format": "markdown"}, stage=Stage.BIG, note="as Markdown"),
+        Example({"blockIds": [Ref.BLOCK_2]}, stage=Stage.HUGE_BLOCK, note="one 65,000-character block"),
+        Example(
+            {"blockIds": [Ref.BLOCK_2], "format": "markdown"},
+            stage=Stage.HUGE_BLOCK,
+            note="one 65,000-character block as Markdown",
+        ),
+        Example(
+            {"blockIds": [f"missing_{n:05d}" for n in range(2_000)]},
+            stage=Stage.BIG,
+            fits=True,
+            note="2,000 missing ids",
+        ),
+    ),
+    asked=(
+        ("read the onboarding checklist page", "读取入职清单页面"),
+        ("show me what the project plan page says", "查看项目计划页面"),
+    ),
     budget=SizeBudget(contract=730, strict=1_020),
 )
 
@@ -114,6 +134,17 @@ PAGE_SAVE = ToolSpec(
     ),
     arguments=PageSaveArgs,
     output=WriteAnswer,
+    oversized=(
+        Example({"content": MANY_NEW_BLOCKS}, stage=Stage.BIG, note="a rewrite"),
+        Example({"content": MANY_NEW_BLOCKS, "dryRun": True}, stage=Stage.BIG, note="a rewrite, dry run"),
+        Example(
+            {"content": [{"type": "paragraph", "text": "x", HUGE_KEY: 1}]},
+            stage=Stage.BIG,
+            fits=True,
+            note="a huge key",
+        ),
+    ),
+    asked=(("rewrite the whole page body", "重写整个页面的正文"),),
     budget=SizeBudget(contract=880, strict=2_120),
 )
 
@@ -134,6 +165,11 @@ PAGE_UPDATE_TITLE = ToolSpec(
     examples=(Example({"title": "Renamed by an example"}),),
     arguments=TitleArgs,
     output=WriteAnswer,
+    oversized=(Example({"title": "T" * 50_000}, stage=Stage.BIG, fits=True, note="too long"),),
+    asked=(
+        ("rename the page to Q3 roadmap", "把页面重命名为第三季度路线图"),
+        ("change the title of this page", "修改这个页面的标题"),
+    ),
     budget=SizeBudget(contract=540, strict=610),
 )
 
@@ -166,13 +202,14 @@ PAGE_UPDATE_OPTIONS = ToolSpec(
             ErrorCode.OPTION_NOT_WIRED,
             Reason.OPTION,
             "an option the runtime has not wired yet (`protectEditing` by default), on a real call",
-            "leave the option out; a dry run shows it as a warning",
             example={"options": {"protectEditing": True}},
         ),
     ),
     examples=(Example({"options": {"showToc": True}}),),
     arguments=OptionsArgs,
     output=WriteAnswer,
+    oversized=(Example({"options": {HUGE_KEY: True}}, stage=Stage.BIG, fits=True, note="a huge option"),),
+    asked=(("turn on the wide layout for this page", "把这个页面设为宽屏布局"),),
     budget=SizeBudget(contract=700, strict=880),
 )
 
@@ -214,7 +251,6 @@ PAGE_EDIT_TEXT = ToolSpec(
             Reason.TEXT_MISSING,
             "an edit's `oldText` is not on the page, or in the block (`details.pointer`; `details.candidates`:"
             " blocks with similar text, `{blockId, text}`)",
-            "copy `oldText` exactly from the page",
             example={"blockId": None, "edits": [{"oldText": "text on no page", "newText": "x"}]},
         ),
         ErrorCase(
@@ -222,14 +258,32 @@ PAGE_EDIT_TEXT = ToolSpec(
             Reason.TEXT_AMBIGUOUS,
             "an edit's `oldText` occurs more than once and `replaceAll` is not set (`details.matches`;"
             " `details.candidates`: where, `{blockId, text}`)",
-            "add surrounding words, give `blockId`, or set `replaceAll`",
         ),
         PAGE_TOO_LARGE,
     ),
     examples=(
         Example(
-            {"edits": [{"oldText": "by an example", "newText": "by a text edit"}], "blockId": Ref.BLOCK_2},
-            prior="mnote.block.update",
+            {"edits": [{"oldText": "for an edit", "newText": "by a text edit"}], "blockId": Ref.BLOCK_2},
+            setup=(Call("mnote.block.update", {"blockId": Ref.BLOCK_2, "text": "Written for an edit."}),),
+        ),
+    ),
+    oversized=(
+        Example(
+            {"edits": [{"oldText": "plan", "newText": "p", "replaceAll": True}]},
+            stage=Stage.BIG,
+            note="2,000 blocks replaced",
+        ),
+        Example(
+            {"edits": [{"oldText": "plan", "newText": "p"}]},
+            stage=Stage.BIG,
+            fits=True,
+            note="2,000 matches, ambiguous",
+        ),
+        Example(
+            {"edits": [{"oldText": "plan " * 18_000, "newText": "x"}]},
+            stage=Stage.BIG,
+            fits=True,
+            note="a huge text found nowhere",
         ),
     ),
     hostile=(
@@ -241,6 +295,10 @@ PAGE_EDIT_TEXT = ToolSpec(
     ),
     arguments=EditTextArgs,
     output=WriteAnswer,
+    asked=(
+        ("fix the typo in the meeting minutes", "改正会议纪要里的错别字"),
+        ("replace colour with color in the style guide", "把风格指南里的colour替换成color"),
+    ),
     budget=SizeBudget(contract=850, strict=950),
 )
 

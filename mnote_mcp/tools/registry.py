@@ -31,7 +31,7 @@ from mnote_mcp.kernel.port import JSONObject
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
 from mnote_mcp.tools.consent import Destructive, never
 from mnote_mcp.tools.cost import Cost
-from mnote_mcp.tools.examples import Example, Target, Value
+from mnote_mcp.tools.examples import Call, Example, Target, Value
 from mnote_mcp.tools.failures import ErrorCase
 from mnote_mcp.tools.icons import TOOLSET_ICONS
 from mnote_mcp.tools.permissions import Permissions
@@ -97,8 +97,8 @@ class ToolSpec:
     permissions: Permissions
     # What can go wrong for a caller who may call it (at least one), besides `failures.EVERY_TOOL`.
     errors: tuple[ErrorCase, ...]
-    # At least one call, aimed at no page in particular (`examples.Ref`); the first is the one every
-    # per-tool test makes.
+    # At least one call, aimed at no page in particular (`examples.Ref`), each with the calls that make
+    # the page what it needs (`setup`); the first is the one every per-tool test makes.
     examples: tuple[Example, ...]
     budget: SizeBudget
     # The arguments' type (`tools/inputs.py`): what its handler reads them as (`inputs.arguments_of`),
@@ -134,6 +134,16 @@ class ToolSpec:
     # schema and examples (tests/support/sweep.py runs them on a long and a wide page; issue 30):
     # replace-all doubling, broad searches, the longest history.
     hostile: tuple[Example, ...] = ()
+    # Its worst cases for the result budget: calls on a `Stage` of large data (a 2,000-block page, a
+    # long history, 60 matching pages) whose every answer must fit a small `--max-result-chars`, and,
+    # unless an example `fits` whatever the budget, be larger than it unbounded (so that the data is
+    # large enough to matter). tests/unit/tools/test_budget_everywhere.py runs them; a tool without
+    # one fails it.
+    oversized: tuple[Example, ...] = ()
+    # Everyday requests a person makes that mean this tool, each in English and in Chinese: a tool
+    # search over the definitions (name and first sentence) must rank it first for each
+    # (tests/unit/tools/test_catalog_search.py; a tool with none fails it).
+    asked: tuple[tuple[str, str], ...] = ()
     # Accepted properties the advertised schema leaves out: what a model rarely needs for this tool
     # (every byte goes with every model request). Still accepted and enforced. `baseRevision` is
     # advertised only where a write overwrites what the model read (a whole body, a block's text).
@@ -198,9 +208,10 @@ class ToolSpec:
         """The example every per-tool test makes."""
         return self.examples[0]
 
-    def arguments_for(self, target: Target, example: Example | None = None) -> dict[str, Value]:
-        """`example` (the first by default) aimed at `target`: the page's ids where the tool names a
-        page, then the example's own arguments (which may name another page)."""
+    def arguments_for(self, target: Target, example: Example | Call | None = None) -> dict[str, Value]:
+        """`example` (the first by default, or a setup call of this tool) aimed at `target`: the page's
+        ids where the tool names a page, then the example's own arguments (which may name another
+        page)."""
         page: dict[str, Value] = (
             {"workspaceId": target.workspace_id, "documentId": target.document_id} if self.page_bound else {}
         )

@@ -8,7 +8,7 @@ from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.port import Kernel, SearchQuery
 from mnote_mcp.kernel.search import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS
 from mnote_mcp.tools.cost import Cost
-from mnote_mcp.tools.examples import Example
+from mnote_mcp.tools.examples import Example, Stage
 from mnote_mcp.tools.failures import BAD_CURSOR, ErrorCase
 from mnote_mcp.tools.inputs import SearchArgs, arguments_of
 from mnote_mcp.tools.lists import fit_list
@@ -97,6 +97,14 @@ PAGE_SEARCH = ToolSpec(
     ),
     arguments=SearchArgs,
     output=Found,
+    oversized=(
+        Example({"query": "plan", "limit": 50}, stage=Stage.MANY_PAGES, note="60 hits"),
+        Example({"query": "q" * 50_000}, stage=Stage.MANY_PAGES, fits=True, note="a query too long"),
+    ),
+    asked=(
+        ("search my notes for the database cutover", "搜索笔记里的数据库割接"),
+        ("find the pages that mention the budget", "查找提到预算的页面"),
+    ),
     budget=SizeBudget(contract=530, strict=730),
 )
 

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NotRequired
+from typing import TYPE_CHECKING, NotRequired
 
 from typing_extensions import TypedDict
 
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, reason_of
+from mnote_mcp.kernel.errors import Locale as Locale
+from mnote_mcp.kernel.errors import Words as Words
+from mnote_mcp.kernel.store.commands import ALL as COMMANDS
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-Locale = Literal["zh-CN", "en"]
 DEFAULT_LOCALE: Locale = "zh-CN"
 _LANGUAGES: dict[str, Locale] = {"zh": "zh-CN", "en": "en", "c": "en", "posix": "en"}
 
@@ -37,20 +39,11 @@ _C = ErrorCode
 _R = Reason
 
 
-@dataclass(frozen=True, slots=True)
-class Words:
-    """What a caller reads of one refusal: its message and its hint, each in both locales."""
-
-    code: ErrorCode
-    reason: Reason | None
-    message: dict[Locale, str] | None = None
-    hint: dict[Locale, str] | None = None
-
-
 # Every refusal's words, one declaration each: its (code, reason), the message and the hint a caller
 # reads, in both locales. Reason None is the code's fallback; a reason without a message of its own
-# reads its code's, and one without a hint has none.
-REFUSALS: tuple[Words, ...] = (
+# reads its code's, and one without a hint has none. A refusal only one kernel command raises is
+# declared with the command (`CommandSpec.refusals`), the others here.
+_DECLARED: tuple[Words, ...] = (
     Words(
         _C.UNAUTHENTICATED,
         None,
@@ -268,31 +261,6 @@ REFUSALS: tuple[Words, ...] = (
     ),
     Words(
         _C.INVALID_ARGUMENT,
-        _R.TEXT_MISSING,
-        message={
-            "zh-CN": "{pointer} 的文本不在页面上（须逐字一致），未写入任何内容",
-            "en": "the text at {pointer} is not on the page (it must match exactly); nothing was written",
-        },
-        hint={
-            "zh-CN": "按页面原文逐字给出 oldText（details.candidates 列出相似文本所在的块）",
-            "en": "give oldText exactly as the page has it (details.candidates shows blocks with similar text)",
-        },
-    ),
-    Words(
-        _C.INVALID_ARGUMENT,
-        _R.TEXT_AMBIGUOUS,
-        message={
-            "zh-CN": "{pointer} 的文本在页面上出现 {matches} 次，未写入任何内容",
-            "en": "the text at {pointer} occurs {matches} times; nothing was written",
-        },
-        hint={
-            "zh-CN": "在 oldText 中加入前后文使其唯一，或给出 blockId，或设 replaceAll=true（details.candidates 列出出现位置）",
-            "en": "add surrounding words to oldText to make it unique, give blockId, or set replaceAll=true "
-            "(details.candidates shows where it occurs)",
-        },
-    ),
-    Words(
-        _C.INVALID_ARGUMENT,
         _R.TITLE_AMBIGUOUS,
         message={
             "zh-CN": "你可读的页面中有 {matches} 个页面使用这个标题，未执行任何操作",
@@ -342,19 +310,6 @@ REFUSALS: tuple[Words, ...] = (
             "zh-CN": "页面当前 revision 为 {currentRevision}：用 mnote.page.get 重新读取这些块，再以 baseRevision={currentRevision} 重试",
             "en": "the page is at revision {currentRevision}: read these blocks again with mnote.page.get, then retry "
             "with baseRevision={currentRevision}",
-        },
-    ),
-    Words(
-        _C.CONFLICT,
-        _R.REVERT,
-        message={
-            "zh-CN": "之后的写入修改了撤销所涉及的内容：{blockIds}",
-            "en": "later writes changed what the revert would undo: {blockIds}",
-        },
-        hint={
-            "zh-CN": "details.conflicts 给出之后改动各处的 revision；撤销到更早的 revision（toRevision）会一并撤销那些写入",
-            "en": "details.conflicts gives the later revision that changed each; reverting to an earlier revision"
-            " (toRevision) undoes those writes too",
         },
     ),
     Words(
@@ -558,6 +513,7 @@ REFUSALS: tuple[Words, ...] = (
         message={"zh-CN": "内部错误，已记录日志", "en": "internal error; it has been logged"},
     ),
 )
+REFUSALS: tuple[Words, ...] = (*_DECLARED, *(words for command in COMMANDS for words in command.refusals))
 MESSAGES: dict[tuple[ErrorCode, Reason | None], dict[Locale, str]] = {
     (words.code, words.reason): words.message for words in REFUSALS if words.message is not None
 }
@@ -570,6 +526,11 @@ def _lookup(
     table: Mapping[tuple[ErrorCode, Reason | None], dict[Locale, str]], code: ErrorCode, reason: Reason
 ) -> dict[Locale, str] | None:
     return table.get((code, reason)) or table.get((code, None))
+
+
+def hint_of(code: ErrorCode, reason: Reason) -> dict[Locale, str] | None:
+    """The hint a refusal of `code` for `reason` reads, if any (its own, else its code's)."""
+    return _lookup(HINTS, code, reason)
 
 
 @dataclass(frozen=True, slots=True)

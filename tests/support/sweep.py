@@ -43,8 +43,8 @@ _GENERIC_KEYS = frozenset({"workspaceId", "documentId", *IDS, "idempotencyKey", 
 @dataclass(frozen=True)
 class Attack:
     """One request of the sweep: `target` (a tool's name or a request kind) `variant` (what amplifies),
-    the JSON-RPC `method` and `params`, and the real calls to make first (`prior`: a revert needs a
-    write to undo). `budgeted`: its answer must fit `--max-result-chars`."""
+    the JSON-RPC `method` and `params`, and the real calls to make first (`prior`: the example's setup,
+    as a revert's write to undo). `budgeted`: its answer must fit `--max-result-chars`."""
 
     target: str
     variant: str
@@ -93,10 +93,17 @@ def _call(spec: ToolSpec, arguments: Mapping[str, Any], key: str, *, dry_run: bo
 
 
 def _prior(spec: ToolSpec, example: Example, target: Target) -> tuple[tuple[str, Mapping[str, Any]], ...]:
-    if example.prior is None:
-        return ()
-    before = next(tool for tool in ALL_TOOLS if tool.name == example.prior)
-    return (("tools/call", _call(before, before.arguments_for(target), f"prior-{spec.name}")),)
+    """The real calls `example`'s setup makes first."""
+    tools = {tool.name: tool for tool in ALL_TOOLS}
+    return tuple(
+        (
+            "tools/call",
+            _call(
+                tools[step.tool], tools[step.tool].arguments_for(target, step), f"setup-{index}-{spec.name}"
+            ),
+        )
+        for index, step in enumerate(example.setup)
+    )
 
 
 def _longest(value: Value, key: str = "") -> Value:

@@ -16,7 +16,7 @@ from typing import Any
 from mcp import Client
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from mnote_mcp.tools.examples import Example, Target, overridden
+from mnote_mcp.tools.examples import Call, Example, Target, overridden
 from mnote_mcp.tools.permissions import Caller
 from mnote_mcp.tools.registry import ToolSpec
 from mnote_mcp.vocabulary.naming import ToolNames
@@ -48,13 +48,18 @@ def target(document_id: str, workspace_id: str | None = None, fixture: Path = FI
 
 
 def arguments(
-    spec: ToolSpec, page: Target, key: str = "k", *, dry_run: bool = False, example: Example | None = None
+    spec: ToolSpec,
+    page: Target,
+    key: str = "k",
+    *,
+    dry_run: bool = False,
+    example: Example | Call | None = None,
 ) -> dict[str, Any]:
     """A call of `spec`'s example (the first by default) on `page`, without correlation ids: the page's
-    ids where the tool names one, the example's arguments, and a write's `idempotencyKey` and `dryRun`
-    (the key is `key` and the tool's name, so no two tools share one)."""
+    ids where the tool names one, a write's `idempotencyKey` and `dryRun` (the key is `key` and the
+    tool's name, so no two tools share one), and the example's arguments (which may set them)."""
     write = {"idempotencyKey": f"{key}-{spec.name}", "dryRun": dry_run} if spec.writes else {}
-    return {**spec.arguments_for(page, example), **write}
+    return {**write, **spec.arguments_for(page, example)}
 
 
 def error_examples(spec: ToolSpec, *, same_page: bool = False) -> list[Example]:
@@ -100,15 +105,16 @@ def calls(
     style: ToolNames = "dotted",
 ) -> list[tuple[str, dict[str, Any]]]:
     """The calls (tool name as advertised in `style`, arguments) that make `example` (the first by
-    default) on `page`: the real call its `prior` names first, if any, then the example itself."""
+    default) on `page`: the real calls of its `setup` first, then the example itself."""
     chosen = example or spec.example
-    made = [(spec.advertised_name(style), arguments(spec, page, key, dry_run=dry_run, example=chosen))]
-    if chosen.prior is not None:
-        before = TOOLS[chosen.prior]
-        made.insert(
-            0, (before.advertised_name(style), arguments(before, page, f"{key}-prior-of-{spec.name}"))
+    made = [
+        (
+            TOOLS[step.tool].advertised_name(style),
+            arguments(TOOLS[step.tool], page, f"{key}-setup-{index}-of-{spec.name}", example=step),
         )
-    return made
+        for index, step in enumerate(chosen.setup)
+    ]
+    return [*made, (spec.advertised_name(style), arguments(spec, page, key, dry_run=dry_run, example=chosen))]
 
 
 async def call_example(

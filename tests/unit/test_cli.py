@@ -142,6 +142,18 @@ def test_a_tool_the_narration_leaves_out_gets_a_step_of_its_own() -> None:
     assert step.tool == "mnote.block.delete" and step.example == spec.example
 
 
+def test_a_derived_step_makes_its_examples_setup_first() -> None:
+    """For real (the demo's store is thrown away), then the example's dry run on what it set up."""
+    specs = [spec for spec in ALL_TOOLS if spec.name in ("mnote.page.edit_text", "mnote.block.update")]
+    edit = next(spec for spec in specs if spec.name == "mnote.page.edit_text")
+    steps = derived_steps(specs, {"mnote.block.update"})
+    assert [(step.tool, step.example) for step in steps] == [
+        ("mnote.block.update", edit.example.setup[0]),
+        ("mnote.page.edit_text", edit.example),
+    ]
+    assert [step.args["dryRun"] for step in steps] == [False, True]
+
+
 @pytest.mark.slow
 def test_demo_runs_every_tool() -> None:
     result = run_cli("demo")

@@ -1,19 +1,21 @@
 """Every tool and `resources/read`, errors included, within a small `--max-result-chars` (issue 22).
 
-Each registered tool declares nothing about its worst case, so the data here is made to be oversized
-for each: a 2,000-block page, 60 writes of 30 blocks, 60 pages matching one word, a conflict over
-2,000 blocks, arguments naming a 50,000-character key. Every scenario runs twice on copies of one
-store: once at 4,000 characters, where every envelope must fit, and once at a budget no answer
-reaches, where the ones marked `oversized` must not (so the test cannot pass on data too small to
-matter). A tool registered without a scenario fails the test; so does a list cut without a cursor
-that reaches the rest.
+Each tool declares its worst cases (`ToolSpec.oversized`): calls on pages of data made large for them
+(`examples.Stage`, built in tests/support/stages.py: a 2,000-block page, 60 writes of 30 blocks, 60
+pages matching one word, one 65,000-character block), conflicts over 2,000 blocks, arguments naming a
+50,000-character key. Every scenario runs twice on copies of one store: once at 4,000 characters,
+where every envelope must fit, and once at a budget no answer reaches, where the ones not declared to
+fit whatever the budget must not (so the test cannot pass on data too small to matter). A tool
+registered without a scenario fails the test; so does a list cut without a cursor that reaches the
+rest.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,323 +26,101 @@ from mcp import Client, MCPError
 
 from mnote_mcp.surface.answers import WithinBudget
 from mnote_mcp.tools.catalog import ALL_TOOLS
-from tests.support.helpers import FIXTURE, MODES, call, connect, page_args, store_with_pages, write_args
+from mnote_mcp.tools.examples import Example
+from mnote_mcp.tools.registry import ToolSpec
+from tests.support.helpers import IDS, MODES, call, connect
+from tests.support.stages import BIG, BIG_IDS, HISTORY, HUGE, TARGETS, build
+from tests.support.tool_calls import calls
 
 pytestmark = pytest.mark.anyio
 
 BUDGET = 4_000
 UNBOUNDED = 10_000_000
-BIG, HISTORY, HUGE = "doc_big", "doc_history", "doc_huge_block"
-# One block of 65,000 characters (prose, Chinese, emoji, quotes, line breaks: what JSON escapes and
-# what a host counts differently) with two children, between two small blocks.
-HUGE_TEXT = ('Notes on the plan, "quoted" \\ 计划与迁移 🙂👍🏽\n' * 2_000)[:65_000]
-HUGE_BLOCK = {
-    "id": "huge_root",
-    "type": "bulleted_list",
-    "text": HUGE_TEXT,
-    "children": [
-        {"id": "huge_child_1", "type": "paragraph", "text": "first child"},
-        {"id": "huge_child_2", "type": "paragraph", "text": "second child 第二"},
-    ],
-}
-COMPLETED = [f"doc_completes_{index:03d}_{'c' * 40}" for index in range(100)]
-BIG_IDS = [f"big_block_{index:05d}" for index in range(2_000)]
-HUGE_KEY = "k" * 50_000
-SEARCHED = 60
-
-Scenario = Callable[[Client], Awaitable[dict[str, Any]]]
+Answer = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Case:
-    tool: str
-    name: str
-    run: Scenario
-    # Unbounded, the answer is longer than BUDGET. Not said of errors: an error's lists and strings are
-    # shown briefly whatever the budget (`vocabulary.messages.Shown`); on the base commit, before
-    # that, the conflict over 2,000 blocks was a 102,467-character envelope.
-    oversized: bool = True
+    """One of a tool's declared scenarios."""
+
+    spec: ToolSpec
+    example: Example
+
+    @property
+    def id(self) -> str:
+        return f"{self.spec.name}: {self.example.note}"
+
+    async def run(self, client: Client) -> Answer:
+        """Its setup for real, then the call: the call's envelope."""
+        assert self.example.stage is not None, f"{self.id}: a scenario names the stage it runs on"
+        made = calls(self.spec, TARGETS[self.example.stage], "budget", example=self.example)
+        envelope: Answer = {}
+        for index, (name, arguments) in enumerate(made):
+            envelope = await call(client, name, **{**IDS, **arguments})
+            assert index == len(made) - 1 or envelope["ok"], (self.id, "setup", envelope["error"])
+        return envelope
 
 
-def _pages() -> list[dict[str, Any]]:
-    text = "Notes on the plan and the migration, written as people write meeting minutes."
-    big = {
-        "id": BIG,
-        "title": "A 2,000-block page",
-        "blocks": [
-            {"id": block_id, "type": "paragraph", "text": f"{i} {text}"} for i, block_id in enumerate(BIG_IDS)
-        ],
-    }
-    history = {
-        "id": HISTORY,
-        "title": "Written often",
-        "blocks": [{"id": "h_0", "type": "paragraph", "text": "x"}],
-    }
-    searched = [
-        {
-            "id": f"doc_plan_{index:02d}",
-            "title": f"Plan {index} " + "planning " * 50,
-            "blocks": [
-                {"id": f"plan_{index}_{n}", "type": "paragraph", "text": "plan " * 100} for n in range(3)
-            ],
-        }
-        for index in range(SEARCHED)
-    ]
-    huge = {
-        "id": HUGE,
-        "title": "One huge block",
-        "blocks": [
-            {"id": "huge_before", "type": "paragraph", "text": "before"},
-            HUGE_BLOCK,
-            {"id": "huge_after", "type": "paragraph", "text": "after"},
-        ],
-    }
-    completed = [
-        {"id": document_id, "title": f"Completes {index}", "blocks": []}
-        for index, document_id in enumerate(COMPLETED)
-    ]
-    return [big, history, huge, *searched, *completed]
+def _cases(specs: Iterable[ToolSpec]) -> list[Case]:
+    return [Case(spec, example) for spec in specs for example in spec.oversized]
+
+
+CASES = _cases(ALL_TOOLS)
+
+
+def _size(envelope: Answer) -> int:
+    return len(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")))
+
+
+def _without_a_scenario(specs: Iterable[ToolSpec]) -> set[str]:
+    """The tools among `specs` that declare no scenario, and those that say how an answer too large is
+    made to fit (`fit`: a page in pieces, a list cut) none of whose scenarios needs it."""
+    cases = _cases(specs)
+    bare = {spec.name for spec in specs} - {case.spec.name for case in cases}
+    cut = {spec.name for spec in specs if spec.fit is not None}
+    return bare | cut - {case.spec.name for case in cases if not case.example.fits}
+
+
+def test_every_tool_has_an_oversized_scenario() -> None:
+    assert not _without_a_scenario(ALL_TOOLS), "a tool declared without a budget scenario (oversized=)"
+    search = next(spec for spec in ALL_TOOLS if spec.name == "mnote.page.search")
+    small = dataclasses.replace(search, oversized=tuple(e for e in search.oversized if e.fits))
+    assert _without_a_scenario([small]) == {search.name}
+    assert _without_a_scenario([dataclasses.replace(search, oversized=())]) == {search.name}
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The store every scenario starts from: the pages above, and 60 writes of 30 blocks each."""
-    db = store_with_pages(tmp_path_factory.mktemp("budget") / "template.db", FIXTURE, *_pages())
-
-    async def write_history() -> None:
-        async with connect(db) as client:
-            for write in range(60):
-                blocks = [{"type": "paragraph", "text": f"write {write}, block {n}"} for n in range(30)]
-                arguments = write_args(f"history-{write}", document_id=HISTORY, content=blocks, mode="append")
-                assert (await call(client, "mnote.page.save", **arguments))["ok"]
-
-    import anyio
-
-    anyio.run(write_history)
-    return db
+    """The store every scenario starts from: every stage (tests/support/stages.py)."""
+    return build(tmp_path_factory.mktemp("budget") / "template.db")
 
 
-def _big(**extra: Any) -> dict[str, Any]:
-    return page_args(BIG, **extra)
-
-
-def _write(key: str, document_id: str = BIG, **extra: Any) -> dict[str, Any]:
-    return write_args(key, document_id=document_id, **extra)
-
-
-async def _current(client: Client, document_id: str = BIG) -> int:
-    envelope = await call(client, "mnote.page.get", **page_args(document_id, includeBlocks=False))
-    revision: int = envelope["result"]["revision"]
-    return revision
-
-
-async def _stale_conflict(client: Client) -> dict[str, Any]:
-    """Every block changed after the revision a delete of all of them names."""
-    base = await _current(client)
-    rewritten = [{"id": block_id, "type": "paragraph", "text": "changed"} for block_id in BIG_IDS]
-    assert (await call(client, "mnote.page.save", **_write("rewrite", content=rewritten)))["ok"]
-    return await call(client, "mnote.block.delete", **_write("stale", blockIds=BIG_IDS, baseRevision=base))
-
-
-async def _revert_conflict(client: Client) -> dict[str, Any]:
-    """An undo of a run whose 2,000 blocks a later run changed."""
-    blocks = [{"type": "paragraph", "text": f"{n}"} for n in range(2_000)]
-    first = {**_write("first", blocks=blocks, position="end"), "runId": "run_first"}
-    inserted = await call(client, "mnote.block.insert", **first)
-    ids = inserted["result"]["blockIds"]
-    later = [{"id": block_id, "type": "paragraph", "text": "later"} for block_id in ids]
-    assert (await call(client, "mnote.page.save", **_write("later", content=later)))["ok"]
-    return await call(client, "mnote.page.revert", **_write("undo", undoRunId="run_first"))
-
-
-def _cases() -> list[Case]:
-    many = [{"type": "paragraph", "text": f"New block {n}."} for n in range(2_000)]
-    bad_block = [{"type": "paragraph", "text": "x", HUGE_KEY: 1}]
-    return [
-        Case("mnote.page.get", "whole page", lambda c: call(c, "mnote.page.get", **_big())),
-        Case("mnote.page.get", "as Markdown", lambda c: call(c, "mnote.page.get", **_big(format="markdown"))),
-        Case(
-            "mnote.page.get",
-            "one 65,000-character block",
-            lambda c: call(c, "mnote.page.get", **page_args(HUGE, blockIds=["huge_root"])),
-        ),
-        Case(
-            "mnote.page.get",
-            "one 65,000-character block as Markdown",
-            lambda c: call(c, "mnote.page.get", **page_args(HUGE, blockIds=["huge_root"], format="markdown")),
-        ),
-        Case(
-            "mnote.page.get",
-            "2,000 missing ids",
-            lambda c: call(c, "mnote.page.get", **_big(blockIds=[f"missing_{n:05d}" for n in range(2_000)])),
-            oversized=False,
-        ),
-        Case(
-            "mnote.page.save", "a rewrite", lambda c: call(c, "mnote.page.save", **_write("s", content=many))
-        ),
-        Case(
-            "mnote.page.save",
-            "a rewrite, dry run",
-            lambda c: call(c, "mnote.page.save", **_write("d", dry_run=True, content=many)),
-        ),
-        Case(
-            "mnote.page.save",
-            "a huge key",
-            lambda c: call(c, "mnote.page.save", **_write("k", content=bad_block)),
-            oversized=False,
-        ),
-        Case(
-            "mnote.page.update_title",
-            "too long",
-            lambda c: call(c, "mnote.page.update_title", **_write("t", title="T" * 50_000)),
-            oversized=False,
-        ),
-        Case(
-            "mnote.page.update_options",
-            "a huge option",
-            lambda c: call(c, "mnote.page.update_options", **_write("o", options={HUGE_KEY: True})),
-            oversized=False,
-        ),
-        Case(
-            "mnote.page.edit_text",
-            "2,000 blocks replaced",
-            lambda c: call(
-                c,
-                "mnote.page.edit_text",
-                **_write("e", edits=[{"oldText": "plan", "newText": "p", "replaceAll": True}]),
-            ),
-        ),
-        Case(
-            "mnote.page.edit_text",
-            "2,000 matches, ambiguous",
-            lambda c: call(
-                c, "mnote.page.edit_text", **_write("e", edits=[{"oldText": "plan", "newText": "p"}])
-            ),
-            oversized=False,
-        ),
-        Case(
-            "mnote.page.edit_text",
-            "a huge text found nowhere",
-            lambda c: call(
-                c,
-                "mnote.page.edit_text",
-                **_write("e", edits=[{"oldText": "plan " * 18_000, "newText": "x"}]),
-            ),
-            oversized=False,
-        ),
-        Case("mnote.page.search", "60 hits", lambda c: call(c, "mnote.page.search", query="plan", limit=50)),
-        Case(
-            "mnote.page.search",
-            "a query too long",
-            lambda c: call(c, "mnote.page.search", query="q" * 50_000),
-            oversized=False,
-        ),
-        Case(
-            "mnote.block.insert",
-            "2,000 blocks",
-            lambda c: call(c, "mnote.block.insert", **_write("i", blocks=many, position="end")),
-        ),
-        Case(
-            "mnote.block.insert",
-            "a huge key",
-            lambda c: call(c, "mnote.block.insert", **_write("k", blocks=bad_block)),
-            oversized=False,
-        ),
-        Case(
-            "mnote.block.update",
-            "90,000 characters",
-            lambda c: call(c, "mnote.block.update", **_write("u", blockId=BIG_IDS[0], text="u" * 90_000)),
-            oversized=False,
-        ),
-        Case(
-            "mnote.block.delete",
-            "2,000 blocks",
-            lambda c: call(c, "mnote.block.delete", **_write("x", blockIds=BIG_IDS)),
-        ),
-        Case("mnote.block.delete", "a conflict over 2,000 blocks", _stale_conflict, oversized=False),
-        Case(
-            "mnote.block.move",
-            "a huge anchor",
-            lambda c: call(c, "mnote.block.move", **_write("m", blockId=BIG_IDS[0], afterBlockId=HUGE_KEY)),
-            oversized=False,
-        ),
-        Case(
-            "mnote.page.history",
-            "60 writes",
-            lambda c: call(c, "mnote.page.history", **page_args(HISTORY, limit=100)),
-        ),
-        Case(
-            "mnote.page.history",
-            "a huge filter",
-            lambda c: call(c, "mnote.page.history", **page_args(HISTORY, filter={HUGE_KEY: "x"})),
-            oversized=False,
-        ),
-        Case(
-            "mnote.page.revert",
-            "60 writes, dry run",
-            lambda c: call(c, "mnote.page.revert", **_write("r", HISTORY, dry_run=True, toRevision=1)),
-        ),
-        Case("mnote.page.revert", "a conflict over 2,000 blocks", _revert_conflict, oversized=False),
-        Case(
-            "mnote.artifact.create_summary",
-            "90,000 characters",
-            lambda c: call(c, "mnote.artifact.create_summary", **_write("a", summary="s" * 90_000)),
-            oversized=False,
-        ),
-        Case(
-            "mnote.artifact.create_ai_note",
-            "90,000 characters",
-            lambda c: call(c, "mnote.artifact.create_ai_note", **_write("n", content="n" * 90_000)),
-            oversized=False,
-        ),
-    ]
-
-
-CASES = _cases()
-
-
-def _size(envelope: dict[str, Any]) -> int:
-    return len(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")))
-
-
-def test_every_tool_has_an_oversized_scenario() -> None:
-    covered = {case.tool for case in CASES}
-    assert covered == {spec.name for spec in ALL_TOOLS}, "a tool registered without a budget scenario"
-    assert {case.tool for case in CASES if case.oversized} >= {
-        "mnote.page.get",
-        "mnote.page.save",
-        "mnote.page.search",
-        "mnote.page.history",
-        "mnote.page.revert",
-        "mnote.block.insert",
-        "mnote.block.delete",
-    }
-
-
-async def _measure(template: Path, tmp_path: Path, case: Case, budget: int) -> dict[str, Any]:
+async def _measure(template: Path, tmp_path: Path, case: Case, budget: int) -> Answer:
     db = tmp_path / f"{budget}.db"
     shutil.copyfile(template, db)
     async with connect(db, max_result_chars=budget) as client:
         return await case.run(client)
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.tool}: {case.name}")
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 async def test_every_answer_fits_a_small_budget(template: Path, tmp_path: Path, case: Case) -> None:
     bounded = await _measure(template, tmp_path, case, BUDGET)
-    assert _size(bounded) <= BUDGET, (case.tool, case.name, _size(bounded))
+    assert _size(bounded) <= BUDGET, (case.id, _size(bounded))
     if bounded["ok"]:
         codes = [warning["code"] for warning in bounded["result"].get("warnings", [])]
         assert "result_oversized" not in codes
-    if case.oversized:
+    if not case.example.fits:
         unbounded = await _measure(template, tmp_path, case, UNBOUNDED)
-        assert _size(unbounded) > BUDGET, f"{case.name}: not oversized data ({_size(unbounded)} characters)"
+        assert _size(unbounded) > BUDGET, f"{case.id}: not oversized data ({_size(unbounded)} characters)"
         assert unbounded["ok"] == bounded["ok"]
 
 
-@pytest.mark.parametrize("tool", ["mnote.block.delete", "mnote.page.revert"])
-async def test_an_error_says_how_many_it_left_out(template: Path, tmp_path: Path, tool: str) -> None:
+CONFLICTS = [case for case in CASES if case.example.note == "a conflict over 2,000 blocks"]
+
+
+@pytest.mark.parametrize("case", CONFLICTS, ids=lambda case: case.id)
+async def test_an_error_says_how_many_it_left_out(template: Path, tmp_path: Path, case: Case) -> None:
     """Not every id: the first ones, the count in the message, what `details` left out per list."""
-    case = next(case for case in CASES if (case.tool, case.name) == (tool, "a conflict over 2,000 blocks"))
     error = (await _measure(template, tmp_path, case, UNBOUNDED))["error"]
     assert error["code"] == "mnote_tool_conflict"
     assert "(2,000 in all)" in error["message"]
@@ -350,35 +130,67 @@ async def test_an_error_says_how_many_it_left_out(template: Path, tmp_path: Path
     assert len(error["details"]["conflicts"]) == len(shown)
 
 
-@pytest.mark.parametrize(
-    ("tool", "key", "arguments", "expected"),
-    [
-        ("mnote.page.history", "entries", page_args(HISTORY, limit=100), 60),
-        ("mnote.page.search", "hits", {"query": "plan", "limit": 50}, SEARCHED + 3),  # doc_1, BIG, HUGE too
-    ],
-)
-async def test_a_list_cut_to_the_budget_goes_on_with_its_cursor(
-    template: Path, tool: str, key: str, arguments: dict[str, Any], expected: int
-) -> None:
+def test_the_conflicts_are_declared() -> None:
+    assert {case.spec.name for case in CONFLICTS} == {"mnote.block.delete", "mnote.page.revert"}
+
+
+# The scenarios of a list read (paged by `limit` and `cursor`) that answer more than the budget holds.
+LISTS = [
+    case
+    for case in CASES
+    if not case.example.fits
+    and {"limit", "cursor"} <= set(case.spec.accepted_schema(strict=False)["properties"])
+]
+
+
+def test_every_list_read_has_a_cut_scenario() -> None:
+    assert (
+        {case.spec.name for case in LISTS}
+        == {
+            spec.name
+            for spec in ALL_TOOLS
+            if {"limit", "cursor"} <= set(spec.accepted_schema(strict=False)["properties"])
+        }
+        >= {"mnote.page.history", "mnote.page.search"}
+    )
+
+
+Entry = tuple[object, object]  # a listed entry by what names it: (documentId, revision)
+
+
+async def _walk(client: Client, case: Case) -> tuple[list[Entry], list[Answer]]:
+    """The scenario read on with each answer's cursor to the end: every entry's identity, and every
+    answer."""
+    assert case.example.stage is not None
+    arguments: dict[str, Any] = {**IDS, **case.spec.arguments_for(TARGETS[case.example.stage], case.example)}
+    seen: list[Entry] = []
+    answers: list[Answer] = []
+    cursor = None
+    while True:
+        envelope = await call(
+            client, case.spec.name, **{**arguments, **({"cursor": cursor} if cursor else {})}
+        )
+        assert envelope["ok"], envelope["error"]
+        answers.append(envelope)
+        key = next(k for k, v in envelope["result"].items() if k != "warnings" and isinstance(v, list))
+        seen += [(entry.get("documentId"), entry.get("revision")) for entry in envelope["result"][key]]
+        cursor = envelope["result"].get("nextCursor")
+        if cursor is None:
+            return seen, answers
+
+
+@pytest.mark.parametrize("case", LISTS, ids=lambda case: case.id)
+async def test_a_list_cut_to_the_budget_goes_on_with_its_cursor(template: Path, case: Case) -> None:
     """Fewer entries than asked, a `result_list` warning, and the kernel's cursor to the rest: read on,
-    every entry comes once, in order, each answer within the budget."""
+    every entry comes once, in order (as read unbounded), each answer within the budget."""
     async with connect(template, max_result_chars=BUDGET) as client:
-        whole = await call(client, tool, **{**arguments})
-        seen: list[Any] = []
-        cursor = None
-        answers = 0
-        while True:
-            envelope = await call(client, tool, **{**arguments, **({"cursor": cursor} if cursor else {})})
-            assert envelope["ok"] and _size(envelope) <= BUDGET
-            seen += envelope["result"][key]
-            answers += 1
-            cursor = envelope["result"].get("nextCursor")
-            if cursor is None:
-                break
-    assert [w["code"] for w in whole["result"]["warnings"]] == ["result_list"]
-    assert answers > 2
-    names = [entry["revision"] if key == "entries" else entry["documentId"] for entry in seen]
-    assert len(names) == len(set(names)) == expected
+        seen, answers = await _walk(client, case)
+    async with connect(template, max_result_chars=UNBOUNDED) as client:
+        whole, _ = await _walk(client, case)
+    assert [w["code"] for w in answers[0]["result"]["warnings"]] == ["result_list"]
+    assert all(_size(answer) <= BUDGET for answer in answers)
+    assert len(answers) > 2
+    assert seen == whole and len(set(seen)) == len(seen) > 50
 
 
 @pytest.mark.slow
@@ -401,14 +213,13 @@ async def test_resources_read_comes_in_pieces_within_the_budget(template: Path) 
             nexts = [line for line in text.splitlines() if "mnote://" in line]
             uri = nexts[0].split(": ", 1)[1].removesuffix(" -->") if nexts else None
     assert pieces > 10
-    assert ids == BIG_IDS
+    assert tuple(ids) == BIG_IDS
 
 
 # -- every other request kind the server answers (issue 30) -------------------------------------
 
 PROMPT = types.PromptReference(type="ref/prompt", name="summarise_page")
 HUGE_URI = f"mnote://workspaces/ws_1/pages/{HUGE}"
-Answer = dict[str, Any]
 
 
 def _wire(result: Any) -> Answer:

@@ -21,34 +21,10 @@ from tests.support.helpers import MODES, connect
 
 pytestmark = pytest.mark.anyio
 
-# Everyday requests, each in English and in Chinese, and the tool a person means by it.
-REQUESTS: tuple[tuple[str, str, str], ...] = (
-    ("mnote.page.get", "read the onboarding checklist page", "读取入职清单页面"),
-    ("mnote.page.get", "show me what the project plan page says", "查看项目计划页面"),
-    ("mnote.page.search", "search my notes for the database cutover", "搜索笔记里的数据库割接"),
-    ("mnote.page.search", "find the pages that mention the budget", "查找提到预算的页面"),
-    ("mnote.page.edit_text", "fix the typo in the meeting minutes", "改正会议纪要里的错别字"),
-    (
-        "mnote.page.edit_text",
-        "replace colour with color in the style guide",
-        "把风格指南里的colour替换成color",
-    ),
-    ("mnote.page.update_title", "rename the page to Q3 roadmap", "把页面重命名为第三季度路线图"),
-    ("mnote.page.update_title", "change the title of this page", "修改这个页面的标题"),
-    ("mnote.block.insert", "add a to-do to the launch checklist", "在发布清单里添加一个待办事项"),
-    ("mnote.block.insert", "add a paragraph at the end of the page", "在页面末尾添加一段内容"),
-    ("mnote.block.update", "tick off the first to-do", "把第一个待办勾选为完成"),
-    ("mnote.block.update", "change this block's type to a quote", "把这个块的类型改成引用"),
-    ("mnote.block.delete", "delete the old risks section", "删除旧的风险章节"),
-    ("mnote.block.delete", "delete this block", "删除这个块"),
-    ("mnote.block.move", "move the next steps section to the top", "把下一步章节移动到页面开头"),
-    ("mnote.page.history", "show the edit history of this page", "查看这个页面的修改历史"),
-    ("mnote.page.revert", "undo what you just changed", "撤销刚才的修改"),
-    ("mnote.page.revert", "restore the page to an earlier version", "把页面恢复到之前的版本"),
-    ("mnote.artifact.create_summary", "write a summary of this page", "给这个页面写一份摘要"),
-    ("mnote.artifact.create_ai_note", "attach an AI note with my suggestions", "附加一条AI笔记"),
-    ("mnote.page.update_options", "turn on the wide layout for this page", "把这个页面设为宽屏布局"),
-    ("mnote.page.save", "rewrite the whole page body", "重写整个页面的正文"),
+# Everyday requests, each in English and in Chinese, and the tool a person means by it: each tool's
+# own (`ToolSpec.asked`).
+REQUESTS: tuple[tuple[str, str, str], ...] = tuple(
+    (spec.name, english, chinese) for spec in ALL_TOOLS for english, chinese in spec.asked
 )
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -150,7 +126,7 @@ def definitions_index() -> Bm25:
 
 
 def test_every_tool_is_asked_for() -> None:
-    assert {tool for tool, _, _ in REQUESTS} == {spec.name for spec in ALL_TOOLS}
+    assert {tool for tool, _, _ in REQUESTS} == {spec.name for spec in ALL_TOOLS}, "declare asked="
     assert len(REQUESTS) >= 20
 
 

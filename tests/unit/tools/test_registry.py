@@ -46,8 +46,14 @@ def test_every_registered_tool_is_declared_whole(name: str) -> None:
         call_arguments = {**IDS, **arguments(spec, DOC_1, example=example)}
         errors = [error.message for error in schema.iter_errors(call_arguments)]
         assert not errors, (name, example, errors)
-        if example.prior is not None:
-            assert example.prior in TOOLS and TOOLS[example.prior].writes, (name, example.prior)
+        for step in example.setup:  # a real write, valid as its tool accepts it
+            before = TOOLS[step.tool]
+            assert before.writes, (name, step)
+            made = {**IDS, **arguments(before, DOC_1, example=step)}
+            accepts = before.accepted_schema(strict=False)
+            accepted = Draft202012Validator(accepts)
+            assert set(step.arguments) <= set(accepts["properties"]), (name, step)
+            assert not [error.message for error in accepted.iter_errors(made)], (name, step)
     assert any(case.example is not None for case in spec.errors), f"{name}: show one error by example"
     for case in spec.errors:
         assert case.when and case.recovery, (name, case)
@@ -130,3 +136,15 @@ def test_the_docs_command_rewrites_a_stale_page_and_checks(tmp_path: Path) -> No
     assert main(["--root", str(tmp_path)]) == 0
     assert main(["--root", str(tmp_path), "--check"]) == 0
     assert readme.read_text(encoding="utf-8") == (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_case_says_what_to_do_once() -> None:
+    """Where the refusal's words declare a hint, that is the case's recovery; words of its own beside it
+    are refused, and a case with neither."""
+    with pytest.raises(ValueError, match="say it once"):
+        ErrorCase(ErrorCode.CONFLICT, Reason.REVISION, "another write came first", "read it again")
+    with pytest.raises(ValueError, match="say what to do"):
+        ErrorCase(ErrorCode.NOT_FOUND, Reason.PAGE, "the page does not exist")
+    derived = ErrorCase(ErrorCode.CONFLICT, Reason.REVISION, "another write came first")
+    assert derived.recovery.startswith("the page is at revision `details.currentRevision`: read it again")
+    assert derived.given({"baseRevision": 0}).recovery == derived.recovery

@@ -20,7 +20,7 @@ from typing import TypedDict
 
 from mnote_mcp.kernel.blocks import BLOCK_TYPES, MAX_DEPTH
 from mnote_mcp.kernel.diff import Op, replace_diff
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, Words, invalid
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store import history
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
@@ -237,6 +237,21 @@ REVERT = CommandSpec(
     validate=_validate_revert,
     plan=_plan_revert,
     threaded=True,
+    refusals=(
+        Words(
+            ErrorCode.CONFLICT,
+            Reason.REVERT,
+            message={
+                "zh-CN": "之后的写入修改了撤销所涉及的内容：{blockIds}",
+                "en": "later writes changed what the revert would undo: {blockIds}",
+            },
+            hint={
+                "zh-CN": "details.conflicts 给出之后改动各处的 revision；撤销到更早的 revision（toRevision）会一并撤销那些写入",
+                "en": "details.conflicts gives the later revision that changed each; reverting to an earlier revision"
+                " (toRevision) undoes those writes too",
+            },
+        ),
+    ),
 )
 
 COMMANDS = (REVERT,)

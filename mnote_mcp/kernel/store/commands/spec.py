@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from mnote_mcp.kernel.errors import Reason, invalid
+from mnote_mcp.kernel.errors import Reason, Words, invalid
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.plan import Plan, Tx
 
@@ -47,6 +47,10 @@ class CommandSpec(Generic[P]):
     # The blocks the payload names, asked for with the page lock (`PageBlocks.ask`): on PostgreSQL one
     # round trip with the lock, the checkpoints and the ledger instead of one query each later.
     named: Callable[[P], list[str]] | None = None
+    # The refusals only this command raises, with what the caller reads of each (both locales):
+    # declared where they are raised, so a new command's new refusal is one place besides its reason's
+    # name (`kernel/errors.py`); `vocabulary/messages.py`'s `REFUSALS` gathers them.
+    refusals: tuple[Words, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.depends is None) != (not self.relies_on):

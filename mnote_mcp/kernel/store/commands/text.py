@@ -22,7 +22,7 @@ from typing import NotRequired, TypedDict
 
 from mnote_mcp.kernel.blocks import MAX_TEXT_LENGTH, block_id, block_not_found
 from mnote_mcp.kernel.diff import UpdateOp
-from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, invalid
+from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason, Words, invalid
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.bounds import Growth
 from mnote_mcp.kernel.store.commands.spec import CommandSpec
@@ -221,6 +221,33 @@ REPLACE = CommandSpec(
     depends=_depends,
     relies_on="the blocks whose text it changes (with `blockId`, that block)",
     named=lambda p: [p["blockId"]] if "blockId" in p else [],
+    refusals=(
+        Words(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.TEXT_MISSING,
+            message={
+                "zh-CN": "{pointer} 的文本不在页面上（须逐字一致），未写入任何内容",
+                "en": "the text at {pointer} is not on the page (it must match exactly); nothing was written",
+            },
+            hint={
+                "zh-CN": "按页面原文逐字给出 oldText（details.candidates 列出相似文本所在的块）",
+                "en": "give oldText exactly as the page has it (details.candidates shows blocks with similar text)",
+            },
+        ),
+        Words(
+            ErrorCode.INVALID_ARGUMENT,
+            Reason.TEXT_AMBIGUOUS,
+            message={
+                "zh-CN": "{pointer} 的文本在页面上出现 {matches} 次，未写入任何内容",
+                "en": "the text at {pointer} occurs {matches} times; nothing was written",
+            },
+            hint={
+                "zh-CN": "在 oldText 中加入前后文使其唯一，或给出 blockId，或设 replaceAll=true（details.candidates 列出出现位置）",
+                "en": "add surrounding words to oldText to make it unique, give blockId, or set replaceAll=true "
+                "(details.candidates shows where it occurs)",
+            },
+        ),
+    ),
 )
 
 COMMANDS = (REPLACE,)
