@@ -78,12 +78,7 @@ def open_kernel(config: ServerConfig) -> tuple[Kernel, str]:
             config.store,
             seed=config.seed,
             demo=config.seeds_demo,
-            limits=config.page_limits,
-            busy_timeout=config.store_busy_timeout,
-            pool_size=config.db_pool_size,
-            read_only=config.read_only,
-            search=config.search_bounds,
-            connect_timeout=config.db_connect_timeout,
+            **config.store_options(read_only=config.read_only),
         )
         return kernel, describe(config.store)
     if not spec.startswith(("http://", "https://", "cli:")):

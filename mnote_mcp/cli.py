@@ -322,16 +322,7 @@ def _runtime_serve(config: RuntimeConfig) -> int:
 
     db = store_or_default(config.db)
     serve_runtime(
-        lambda: open_kernel(
-            db,
-            seed=config.seed,
-            demo=config.seeds_demo,
-            limits=config.page_limits,
-            busy_timeout=config.store_busy_timeout,
-            pool_size=config.db_pool_size,
-            search=config.search_bounds,
-            connect_timeout=config.db_connect_timeout,
-        ),
+        lambda: open_kernel(db, seed=config.seed, demo=config.seeds_demo, **config.store_options()),
         host=config.host,
         port=config.port,
         token=token,
@@ -378,15 +369,7 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
 
     db = store_or_default(config.db)
     return answer_one(
-        lambda: open_kernel(
-            db,
-            demo=config.seeds_demo,
-            limits=config.page_limits,
-            busy_timeout=config.store_busy_timeout,
-            pool_size=1,
-            search=config.search_bounds,
-            connect_timeout=config.db_connect_timeout,
-        ),
+        lambda: open_kernel(db, demo=config.seeds_demo, **(config.store_options() | {"pool_size": 1})),
         max_bytes=config.max_body_bytes,
     )
 

@@ -61,7 +61,7 @@ from mnote_mcp.kernel.limits import (
     DEFAULT_MAX_PAGE_BYTES,
     PageLimits,
 )
-from mnote_mcp.kernel.postgres.bounds import DEFAULT_SEARCH_TIMEOUT, SearchBounds
+from mnote_mcp.kernel.postgres.bounds import DEFAULT_SEARCH_TIMEOUT, SearchBounds, StoreOptions
 from mnote_mcp.kernel.store.dialect import DEFAULT_CONNECT_TIMEOUT
 from mnote_mcp.surface.delivery import REFUSAL_STYLES, RESULT_FORMS, Delivery, RefusalStyle, ResultForm
 from mnote_mcp.surface.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPLETIONS
@@ -676,6 +676,17 @@ class StoreSettings:
     @property
     def search_bounds(self) -> SearchBounds:
         return SearchBounds(self.db_search_timeout)
+
+    def store_options(self, *, read_only: bool = False) -> StoreOptions:
+        """How every command that opens the embedded store opens it: these settings, once."""
+        return StoreOptions(
+            read_only=read_only,
+            limits=self.page_limits,
+            busy_timeout=self.store_busy_timeout,
+            pool_size=self.db_pool_size,
+            search=self.search_bounds,
+            connect_timeout=self.db_connect_timeout,
+        )
 
 
 def store_location(value: str) -> Path | str | None:

@@ -18,24 +18,8 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from mnote_mcp.base.telemetry.tracing import TRACER
+from mnote_mcp.kernel import port
 from mnote_mcp.kernel.errors import RETRYABLE_CODES, ErrorCode, MnoteError
-from mnote_mcp.kernel.port import (
-    AuditRecord,
-    Command,
-    CommandOutcome,
-    Correlation,
-    HistoryQuery,
-    HistoryView,
-    Kernel,
-    PageKey,
-    PageQuery,
-    PageRef,
-    PagesQuery,
-    PageView,
-    Refusal,
-    SearchQuery,
-    SearchResult,
-)
 from mnote_mcp.kernel.scopes import Scope
 
 
@@ -65,11 +49,11 @@ def kernel_span(operation: str, **attributes: AttributeValue) -> Iterator[Span]:
             raise
 
 
-def _ids(correlation: Correlation) -> dict[str, str]:
+def _ids(correlation: port.Correlation) -> dict[str, str]:
     return {"trace_id": correlation.trace_id, "tool_call_id": correlation.tool_call_id}
 
 
-def _on_page(call: PageQuery | HistoryQuery | Command | Refusal) -> dict[str, str]:
+def _on_page(call: port.PageQuery | port.HistoryQuery | port.Command | port.Refusal) -> dict[str, str]:
     """What every span of a call on one page carries, named alike whichever call it is."""
     return {"workspace_id": call.workspace_id, "document_id": call.document_id, **_ids(call.correlation)}
 
@@ -77,19 +61,19 @@ def _on_page(call: PageQuery | HistoryQuery | Command | Refusal) -> dict[str, st
 class TracedKernel:
     """`inner` with a span around each port call."""
 
-    def __init__(self, inner: Kernel) -> None:
+    def __init__(self, inner: port.Kernel) -> None:
         self.inner = inner
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)  # the optional parts of an adapter (PageChangeFeed, ...)
 
-    async def get_page(self, query: PageQuery) -> PageView:
+    async def get_page(self, query: port.PageQuery) -> port.PageView:
         with kernel_span("get_page", format=query.format, **_on_page(query)) as span:
             view = await self.inner.get_page(query)
             span.set_attribute("mnote.revision", view["revision"])
             return view
 
-    async def execute(self, command: Command) -> CommandOutcome:
+    async def execute(self, command: port.Command) -> port.CommandOutcome:
         with kernel_span(
             f"execute {command.name}",
             command=command.name,
@@ -109,29 +93,29 @@ class TracedKernel:
         with kernel_span("authorize", workspace_id=workspace_id, document_id=document_id, scope=scope.value):
             await self.inner.authorize(actor_id, workspace_id, document_id, scope)
 
-    async def list_pages(self, query: PagesQuery) -> list[PageRef]:
+    async def list_pages(self, query: port.PagesQuery) -> list[port.PageRef]:
         with kernel_span("list_pages"):
             return await self.inner.list_pages(query)
 
-    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
+    async def page_revisions(self, actor_id: str, pages: Sequence[port.PageKey]) -> dict[port.PageKey, int]:
         with kernel_span("page_revisions", pages=len(pages)):
             return await self.inner.page_revisions(actor_id, pages)
 
-    async def page_history(self, query: HistoryQuery) -> HistoryView:
+    async def page_history(self, query: port.HistoryQuery) -> port.HistoryView:
         with kernel_span("page_history", **_on_page(query)):
             return await self.inner.page_history(query)
 
-    async def search_pages(self, query: SearchQuery) -> SearchResult:
+    async def search_pages(self, query: port.SearchQuery) -> port.SearchResult:
         with kernel_span("search_pages", workspace_id=query.workspace_id, **_ids(query.correlation)):
             return await self.inner.search_pages(query)
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[AuditRecord]:
+    ) -> list[port.AuditRecord]:
         with kernel_span("audit_trail"):
             return await self.inner.audit_trail(trace_id=trace_id, command_id=command_id, limit=limit)
 
-    async def record_refusal(self, refusal: Refusal) -> AuditRecord:
+    async def record_refusal(self, refusal: port.Refusal) -> port.AuditRecord:
         with kernel_span(
             f"record_refusal {refusal.name}",
             command=refusal.name,
@@ -146,6 +130,6 @@ class TracedKernel:
         await self.inner.aclose()
 
 
-def traced(kernel: Kernel) -> Kernel:
+def traced(kernel: port.Kernel) -> port.Kernel:
     """`kernel` with spans, or as it is when already traced."""
     return kernel if isinstance(kernel, TracedKernel) else TracedKernel(kernel)

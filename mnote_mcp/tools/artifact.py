@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import artifact as artifact_commands
-from mnote_mcp.tools.examples import Example, Stage
+from mnote_mcp.tools.examples import Example, long_text
 from mnote_mcp.tools.failures import KEY_OF_ANOTHER_TOOL, STALE_REVISION, WRITE_ERRORS, ErrorCase
 from mnote_mcp.tools.inputs import NoteArgs, SummaryArgs
 from mnote_mcp.tools.outputs import WriteAnswer
@@ -39,7 +39,7 @@ CREATE_SUMMARY = ToolSpec(
     examples=(Example({"summary": "A summary written by an example."}),),
     arguments=SummaryArgs,
     output=WriteAnswer,
-    oversized=(Example({"summary": "s" * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"),),
+    oversized=(long_text("summary"),),
     asked=(("write a summary of this page", "给这个页面写一份摘要"),),
     budget=SizeBudget(contract=560, strict=610),
 )
@@ -60,7 +60,7 @@ CREATE_AI_NOTE = ToolSpec(
     examples=(Example({"content": "An AI note written by an example."}),),
     arguments=NoteArgs,
     output=WriteAnswer,
-    oversized=(Example({"content": "n" * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"),),
+    oversized=(long_text("content"),),
     asked=(("attach an AI note with my suggestions", "附加一条AI笔记"),),
     budget=SizeBudget(contract=550, strict=600),
 )

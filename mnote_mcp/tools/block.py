@@ -14,7 +14,15 @@ from typing import Any
 from mnote_mcp.kernel.errors import ErrorCode, Reason
 from mnote_mcp.kernel.store.commands import block as block_commands
 from mnote_mcp.tools.consent import deletes_subtrees_or_many
-from mnote_mcp.tools.examples import HUGE_KEY, MANY_NEW_BLOCKS, Example, Ref, Stage, edited_everywhere
+from mnote_mcp.tools.examples import (
+    HUGE_KEY,
+    MANY_NEW_BLOCKS,
+    Example,
+    Ref,
+    Stage,
+    edited_everywhere,
+    long_text,
+)
 from mnote_mcp.tools.failures import (
     BLOCK_NOT_FOUND,
     BLOCK_TYPE,
@@ -156,14 +164,7 @@ BLOCK_UPDATE = ToolSpec(
         PAGE_TOO_LARGE,
     ),
     examples=(Example({"blockId": Ref.BLOCK_2, "text": "Updated by an example."}),),
-    oversized=(
-        Example(
-            {"blockId": Ref.BLOCK_1, "text": "u" * 90_000},
-            stage=Stage.BIG,
-            fits=True,
-            note="90,000 characters",
-        ),
-    ),
+    oversized=(long_text("text", blockId=Ref.BLOCK_1),),
     by_default=False,  # --toolsets all (or block / history, or --tools) adds it
     arguments=UpdateArgs,
     output=WriteAnswer,

@@ -133,6 +133,14 @@ class Example(_Arguments):
     fits: bool = False
 
 
+def long_text(field: str, **arguments: Arg) -> Example:
+    """A write of 90,000 characters into `field` on the big page: its report names what changed, never
+    the text, so the answer fits any budget (a write tool's worst case for the answer is elsewhere)."""
+    return Example(
+        {**arguments, field: field[0] * 90_000}, stage=Stage.BIG, fits=True, note="90,000 characters"
+    )
+
+
 def resolve(value: Arg, target: Target) -> Value:
     """`value` with every `Ref` in it replaced by what it is on `target`."""
     if isinstance(value, Ref):

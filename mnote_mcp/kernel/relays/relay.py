@@ -10,24 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from mnote_mcp.kernel.port import (
-    AuditQuery,
-    AuditRecord,
-    AuthorizeQuery,
-    Command,
-    CommandOutcome,
-    HistoryQuery,
-    HistoryView,
-    PageKey,
-    PageQuery,
-    PageRef,
-    PagesQuery,
-    PageView,
-    Refusal,
-    RevisionsQuery,
-    SearchQuery,
-    SearchResult,
-)
+from mnote_mcp.kernel import port
 from mnote_mcp.kernel.protocol import (
     AUDIT_TRAIL,
     AUTHORIZE,
@@ -53,31 +36,31 @@ class Relay(ABC):
         """Send `request` as `op` says and return its checked answer, or raise the runtime's refusal
         (`MnoteError`) or `runtime_unavailable`; never a transport exception, never half an answer."""
 
-    async def get_page(self, query: PageQuery) -> PageView:
+    async def get_page(self, query: port.PageQuery) -> port.PageView:
         return await self.call(GET_PAGE, query)
 
-    async def execute(self, command: Command) -> CommandOutcome:
+    async def execute(self, command: port.Command) -> port.CommandOutcome:
         return await self.call(EXECUTE, command)
 
     async def authorize(self, actor_id: str, workspace_id: str, document_id: str, scope: Scope) -> None:
-        await self.call(AUTHORIZE, AuthorizeQuery(actor_id, workspace_id, document_id, scope))
+        await self.call(AUTHORIZE, port.AuthorizeQuery(actor_id, workspace_id, document_id, scope))
 
-    async def list_pages(self, query: PagesQuery) -> list[PageRef]:
+    async def list_pages(self, query: port.PagesQuery) -> list[port.PageRef]:
         return await self.call(LIST_PAGES, query)
 
-    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
-        return await self.call(PAGE_REVISIONS, RevisionsQuery(actor_id, tuple(pages)))
+    async def page_revisions(self, actor_id: str, pages: Sequence[port.PageKey]) -> dict[port.PageKey, int]:
+        return await self.call(PAGE_REVISIONS, port.RevisionsQuery(actor_id, tuple(pages)))
 
-    async def page_history(self, query: HistoryQuery) -> HistoryView:
+    async def page_history(self, query: port.HistoryQuery) -> port.HistoryView:
         return await self.call(PAGE_HISTORY, query)
 
-    async def search_pages(self, query: SearchQuery) -> SearchResult:
+    async def search_pages(self, query: port.SearchQuery) -> port.SearchResult:
         return await self.call(SEARCH_PAGES, query)
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[AuditRecord]:
-        return await self.call(AUDIT_TRAIL, AuditQuery(trace_id, command_id, limit))
+    ) -> list[port.AuditRecord]:
+        return await self.call(AUDIT_TRAIL, port.AuditQuery(trace_id, command_id, limit))
 
-    async def record_refusal(self, refusal: Refusal) -> AuditRecord:
+    async def record_refusal(self, refusal: port.Refusal) -> port.AuditRecord:
         return await self.call(RECORD_REFUSAL, refusal)

@@ -31,22 +31,7 @@ from typing import TypeVar
 import anyio.to_thread
 from anyio import CapacityLimiter
 
-from mnote_mcp.kernel.port import (
-    AuditRecord,
-    Command,
-    CommandOutcome,
-    HistoryQuery,
-    HistoryView,
-    PageChangeListener,
-    PageKey,
-    PageQuery,
-    PageRef,
-    PagesQuery,
-    PageView,
-    Refusal,
-    SearchQuery,
-    SearchResult,
-)
+from mnote_mcp.kernel import port
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.dialect import MoveToThread
 from mnote_mcp.kernel.store.figures import StoreFigures
@@ -84,10 +69,10 @@ class StoreKernel:
             partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
         )
 
-    async def get_page(self, query: PageQuery) -> PageView:
+    async def get_page(self, query: port.PageQuery) -> port.PageView:
         return await self._run(partial(self.store.get_page, query))
 
-    async def execute(self, command: Command) -> CommandOutcome:
+    async def execute(self, command: port.Command) -> port.CommandOutcome:
         if self._group is None or command.dry_run:  # a dry run only reads
             return await self._run(partial(self.store.execute, command))
         done = await self._group.submit(command)
@@ -103,31 +88,31 @@ class StoreKernel:
     # Listings, searches, history and audit reads cost what the data a caller reaches costs (every
     # page it may read, every write of a run), not a small page: they never run on the event loop.
 
-    async def list_pages(self, query: PagesQuery) -> list[PageRef]:
+    async def list_pages(self, query: port.PagesQuery) -> list[port.PageRef]:
         return await self._threaded(partial(self.store.list_pages, query))
 
-    async def page_revisions(self, actor_id: str, pages: Sequence[PageKey]) -> dict[PageKey, int]:
+    async def page_revisions(self, actor_id: str, pages: Sequence[port.PageKey]) -> dict[port.PageKey, int]:
         asked = partial(self.store.page_revisions, actor_id, list(pages))
         return await (self._run(asked) if len(pages) <= FEW_IDS else self._threaded(asked))
 
-    async def page_history(self, query: HistoryQuery) -> HistoryView:
+    async def page_history(self, query: port.HistoryQuery) -> port.HistoryView:
         return await self._threaded(partial(self.store.page_history, query))
 
-    async def search_pages(self, query: SearchQuery) -> SearchResult:
+    async def search_pages(self, query: port.SearchQuery) -> port.SearchResult:
         return await self._threaded(partial(self.store.search_pages, query))
 
     async def audit_trail(
         self, *, trace_id: str | None = None, command_id: str | None = None, limit: int = 100
-    ) -> list[AuditRecord]:
+    ) -> list[port.AuditRecord]:
         return await self._threaded(
             partial(self.store.audit_trail, trace_id=trace_id, command_id=command_id, limit=limit)
         )
 
-    async def record_refusal(self, refusal: Refusal) -> AuditRecord:
+    async def record_refusal(self, refusal: port.Refusal) -> port.AuditRecord:
         """One audit record (a write transaction of its own, outside the group commit: it is rare)."""
         return await self._run(partial(self.store.record_refusal, refusal))
 
-    def watch_changes(self, listener: PageChangeListener) -> Callable[[], None]:
+    def watch_changes(self, listener: port.PageChangeListener) -> Callable[[], None]:
         """`PageChangeFeed`: hear page writes as they commit (see the module)."""
         return self.store.dialect.feed.watch(listener)
 

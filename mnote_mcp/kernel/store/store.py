@@ -15,24 +15,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager
 from typing import Any
 
+from mnote_mcp.kernel import port
 from mnote_mcp.kernel.blocks import Block, block_ids, summary_of
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.policy import Scope
-from mnote_mcp.kernel.port import (
-    AuditRecord,
-    Command,
-    CommandOutcome,
-    HistoryQuery,
-    HistoryView,
-    PageKey,
-    PageQuery,
-    PageRef,
-    PagesQuery,
-    PageView,
-    Refusal,
-    SearchQuery,
-    SearchResult,
-)
 from mnote_mcp.kernel.store import access, bounds, history, ledger, rows, search
 from mnote_mcp.kernel.store.changes import PageChange, WriteHook, Writes
 from mnote_mcp.kernel.store.commands import CommandSpec, command_spec
@@ -97,7 +83,7 @@ class Store:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def get_page(self, query: PageQuery, *, inline: bool = False) -> PageView:
+    def get_page(self, query: port.PageQuery, *, inline: bool = False) -> port.PageView:
         """A whole-page read is the checkpoints' query, then the page cache's tree for the stamp the
         page's row carries, or the tree query, in the dialect's `statements` (on PostgreSQL statements
         of their own); where those are not one snapshot and a write came between, the read runs again
@@ -150,19 +136,19 @@ class Store:
             summary=summary,
         )
 
-    def list_pages(self, query: PagesQuery, *, inline: bool = False) -> list[PageRef]:
+    def list_pages(self, query: port.PagesQuery, *, inline: bool = False) -> list[port.PageRef]:
         with self.transaction(write=False, inline=inline) as conn:
             return access.readable_pages(conn, query, self.dialect.fold)
 
     def page_revisions(
-        self, actor_id: str, pages: Sequence[PageKey], *, inline: bool = False
-    ) -> dict[PageKey, int]:
+        self, actor_id: str, pages: Sequence[port.PageKey], *, inline: bool = False
+    ) -> dict[port.PageKey, int]:
         if not actor_id:
             return {}
         with self.transaction(write=False, inline=inline) as conn:
             return access.readable_revisions(conn, actor_id, pages)
 
-    def page_history(self, query: HistoryQuery, *, inline: bool = False) -> HistoryView:
+    def page_history(self, query: port.HistoryQuery, *, inline: bool = False) -> port.HistoryView:
         where = history.filter_of(query)
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
@@ -170,7 +156,7 @@ class Store:
             )
             return history.view(conn, page, where, limit=query.limit, cursor=query.cursor)
 
-    def search_pages(self, query: SearchQuery, *, inline: bool = False) -> SearchResult:
+    def search_pages(self, query: port.SearchQuery, *, inline: bool = False) -> port.SearchResult:
         """Search (on a worker thread: it may take milliseconds) or list the pages the actor may read
         (the dialect's index; its listing is portable SQL, `search.listing`)."""
         segments = search.check(query)
@@ -186,11 +172,11 @@ class Store:
         command_id: str | None = None,
         limit: int = 100,
         inline: bool = False,
-    ) -> list[AuditRecord]:
+    ) -> list[port.AuditRecord]:
         with self.transaction(write=False, inline=inline) as conn:
             return ledger.audit_trail(conn, trace_id=trace_id, command_id=command_id, limit=limit)
 
-    def record_refusal(self, refusal: Refusal, *, inline: bool = False) -> AuditRecord:
+    def record_refusal(self, refusal: port.Refusal, *, inline: bool = False) -> port.AuditRecord:
         """Audit a write the person refused (`ledger.record_refusal`), authorised as the command itself."""
         scope = command_spec(refusal.name).scope
         with self.transaction(write=True, inline=inline) as conn:
@@ -206,7 +192,7 @@ class Store:
 
     # -- commands -----------------------------------------------------------------------------
 
-    def execute(self, command: Command, *, inline: bool = False) -> CommandOutcome:
+    def execute(self, command: port.Command, *, inline: bool = False) -> port.CommandOutcome:
         spec = command_spec(command.name)
         if spec.threaded or bounds.heavy_request(command.payload):
             if inline:
@@ -228,8 +214,8 @@ class Store:
                 attempt += 1
 
     def _execute(
-        self, command: Command, spec: CommandSpec[Any], payload: Any, print_: str, inline: bool
-    ) -> CommandOutcome:
+        self, command: port.Command, spec: CommandSpec[Any], payload: Any, print_: str, inline: bool
+    ) -> port.CommandOutcome:
         if command.dry_run:
             with self.transaction(write=False, inline=inline) as conn:
                 return self.run_command(conn, None, command, spec, payload, print_, inline)
@@ -240,12 +226,12 @@ class Store:
         self,
         conn: Connection,
         writes: Writes | None,
-        command: Command,
+        command: port.Command,
         spec: CommandSpec[Any],
         payload: Any,
         print_: str,
         inline: bool,
-    ) -> CommandOutcome:
+    ) -> port.CommandOutcome:
         """One command in the transaction `conn` is in: a real one writes through `writes`, a dry run
         (`writes` None) only reads."""
         if writes is not None:

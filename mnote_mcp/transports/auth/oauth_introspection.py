@@ -90,10 +90,12 @@ class IntrospectionVerifier:
         endpoint = (await self.issuer.metadata()).introspection_endpoint
         if endpoint is None:
             raise TokenRefusedError("the token's issuer offers no introspection")
-        while (pending := self._asking.get(digest)) is not None:
-            await pending.wait()  # the same token is being asked about: its answer may be ours
-            if digest in self.inactive:
-                raise TokenRefusedError(NOT_ACTIVE)
+        # Looked at again after every wait (the metadata's included): the same token may have been
+        # asked about and refused meanwhile, and its answer is ours.
+        while digest not in self.inactive and (pending := self._asking.get(digest)) is not None:
+            await pending.wait()
+        if digest in self.inactive:
+            raise TokenRefusedError(NOT_ACTIVE)
         asking = self._asking[digest] = anyio.Event()
         try:
             answer = await self._introspect(str(endpoint), token)

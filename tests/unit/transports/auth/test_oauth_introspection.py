@@ -28,7 +28,9 @@ from starlette.routing import Route
 from mnote_mcp.cli import parse
 from mnote_mcp.config import ServerConfig
 from mnote_mcp.transports.auth.bearer import TokenRefusedError
+from mnote_mcp.transports.auth.issuers import IssuerMetadata
 from mnote_mcp.transports.auth.oauth import ResourceServer, resolve_oauth
+from mnote_mcp.transports.auth.oauth_introspection import IntrospectionVerifier
 from tests.support.runtimes import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -213,3 +215,35 @@ def test_the_bounds_are_settings() -> None:
     found: Any = parse(["serve"], {})[1]
     assert (found.oauth_inactive_cache_seconds, found.oauth_inactive_cache_size) == (30.0, 10_000)
     assert found.oauth_max_introspections == 8
+
+
+async def test_a_use_held_up_until_the_first_was_refused_is_not_asked_about_again() -> None:
+    """The same token's second use, held up (here by the issuer's metadata) until the first use's
+    refusal came back, is refused without asking: the merge of issue 33 saw one of 100 uses at once ask
+    again at a load of 9, having passed the cache before the refusal and the wait after it."""
+    token = "held-up-token-AbC+/_.~"
+    async with introspecting() as (issuer, server):
+        verifier = server.verifier
+        assert isinstance(verifier, IntrospectionVerifier)
+        metadata = verifier.issuer.metadata
+        first_refused = anyio.Event()
+        calls = 0
+
+        async def held_up_metadata() -> IssuerMetadata:
+            nonlocal calls
+            calls += 1
+            if calls > 1:
+                await first_refused.wait()
+            return await metadata()
+
+        verifier.issuer.metadata = held_up_metadata  # type: ignore[method-assign]
+
+        async def first() -> None:
+            await refused(server, token, NOT_ACTIVE)
+            first_refused.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(first)
+            await anyio.sleep(0.01)
+            group.start_soon(refused, server, token, NOT_ACTIVE)
+        assert issuer.asked == [token]
