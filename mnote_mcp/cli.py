@@ -121,11 +121,27 @@ def overview() -> str:
 # -- the parser, built from the declarations ---------------------------------------------------------
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Fills in a default whose words need what only --help should load (the tool declarations, which
+    bring the MCP SDK: `runtime cli`, started once per call, must not pay for them)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        words = action.help
+        option: Option | None = getattr(action, "lazy_default", None)
+        if words is not None and option is not None:
+            words = words.replace(LAZY_DEFAULT, option.shown_default.replace("%", "%%"))
+        return words
+
+
+LAZY_DEFAULT = "\x00default\x00"
+
+
 def _describe(option: Option) -> str:
     words = option.setting.help.replace("%", "%%")
     if option.setting.switch:
         return f"{words} [env: {option.env}=1]" if option.env else words
-    facts = [f"default: {option.shown_default}".replace("%", "%%")]
+    shown = LAZY_DEFAULT if callable(option.setting.shown) else option.shown_default.replace("%", "%%")
+    facts = [f"default: {shown}"]
     if option.env:
         facts.append(f"env: {option.env}")
     return f"{words} [{'; '.join(facts)}]"
@@ -160,13 +176,15 @@ def add_options(parser: argparse.ArgumentParser, config_type: type[Any]) -> None
                 help=_describe(option),
             )
         else:
-            target.add_argument(
+            action = target.add_argument(
                 option.flag,
                 dest=option.name,
                 default=argparse.SUPPRESS,
                 metavar=_metavar(option),
                 help=_describe(option),
             )
+            if callable(option.setting.shown):
+                action.lazy_default = option
     if environment_only:
         lines = [f"  {option.env:24} {option.setting.help}" for option in environment_only]
         parser.epilog = "\n".join(
@@ -175,7 +193,7 @@ def add_options(parser: argparse.ArgumentParser, config_type: type[Any]) -> None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    formatter = argparse.RawDescriptionHelpFormatter
+    formatter = _HelpFormatter
     parser = argparse.ArgumentParser(
         prog="mnote-mcp", description="MCP server for mnote pages (the mnote.* tools)."
     )
@@ -257,7 +275,7 @@ def _parse_token_command(word: str, argv: list[str], environ: Mapping[str, str])
     parser = argparse.ArgumentParser(
         prog=f"mnote-mcp token {word}",
         description=summary,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     add_options(parser, config_type)
     return f"token {word}", from_sources(config_type, vars(parser.parse_args(argv)), environ)

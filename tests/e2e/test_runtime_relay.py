@@ -163,9 +163,12 @@ def test_the_stdio_server_on_the_local_kernel_loads_no_relay_code() -> None:
 
 def test_the_cli_adapter_starts_without_the_mcp_sdk() -> None:
     """`runtime cli` runs once per call: it must not pay for importing the MCP SDK, nor pydantic (the
-    wire forms are read and their schemas kept without it: kernel/port.py, kernel/schemas.py)."""
+    wire forms are read and their schemas kept without it: kernel/port.py, kernel/schemas.py). Its
+    command line parsed too: issue 33's merge had every parse load the tool declarations for one
+    default's words in --help (`runtime cli` 0.15 → 1.2 CPU seconds a call)."""
     code = (
         "import sys, mnote_mcp.cli, mnote_mcp.runtime.cli_adapter, mnote_mcp.kernel.relays.http, mnote_mcp.kernel.relays.cli;"
+        "mnote_mcp.cli.parse(['runtime', 'cli'], {});"
         "print([name for name in ('mcp', 'pydantic') if name in sys.modules])"
     )
     result = subprocess.run(
