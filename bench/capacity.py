@@ -7,8 +7,8 @@ added per replica past two), and the client (raw HTTP/1.1 on uvloop). The store 
 50 blocks.
 
 1. **One replica, per core.** 16 calls always in flight straight to one replica (`--no-call-limits`:
-   the per-actor rates would cap what it measures), for each workload: reads (`mnote.page.get`), writes (`mnote.block.update`, a page per lane), searches
-   (`mnote.page.search` of a word: half of them a word of one page's title, half a word ten pages
+   the per-actor rates would cap what it measures), for each workload: reads (`mnote.page.get`),
+   writes (`mnote.block.update`, a page per lane), searches (`mnote.page.search` of a word: half of them a word of one page's title, half a word ten pages
    share; a word in every block would scan them all, docs/deploy.md "Sizing the pool") and mixed agent
    traffic (`MIX`). Calls per second, the cores the
    replica used (its CPU seconds per second; and how long its threads waited for a core, from /proc
