@@ -6,16 +6,15 @@ shipped examples/nginx.postgres.conf (TLS; only addresses, ports and paths chang
 added per replica past two), and the client (raw HTTP/1.1 on uvloop). The store holds `PAGES` pages of
 50 blocks.
 
-1. **One replica, per core.** 16 calls always in flight straight to one replica (`--no-call-limits`:
-   the per-actor rates would cap what it measures), for each workload: reads (`mnote.page.get`),
-   writes (`mnote.block.update`, a page per lane), searches (`mnote.page.search` of a word: half of them a word of one page's title, half a word ten pages
-   share; a word in every block would scan them all, docs/deploy.md "Sizing the pool") and mixed agent
-   traffic (`MIX`). Calls per second, the cores the
+1. **One replica, per core.** 16 calls always in flight straight to one replica (`--no-call-limits`: the
+   per-actor rates would cap what it measures), for each workload: reads (`mnote.page.get`), writes
+   (`mnote.block.update`, a page per lane), searches (`mnote.page.search` of a word: half of them a word
+   of one page's title, half a word ten pages share; a word in every block would scan them all,
+   docs/deploy.md "Sizing the pool") and mixed agent traffic (`MIX`). Calls per second, the cores the
    replica used (its CPU seconds per second; and how long its threads waited for a core, from /proc
    schedstat: on a shared machine a replica gets the cores it is given), so calls per core-second,
-   PostgreSQL's CPU per call (the
-   postmaster and its backends), the pool connections the replica held at most (pg_stat_activity,
-   sampled), and p50/p95 latency.
+   PostgreSQL's CPU per call (the postmaster and its backends), the pool connections the replica held at
+   most (pg_stat_activity, sampled), and p50/p95 latency.
 2. **The knee.** N concurrent agent sessions (`--sessions`, 10 → 1,000) through nginx to R replicas
    (`--replicas`, 2 and 4) on one PostgreSQL: each session keeps one TLS connection from a loopback
    address of its own group (four sessions an address, so the proxy's per-address limits apply as per
