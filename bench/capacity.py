@@ -353,7 +353,7 @@ async def per_core(kind: str, replica: Replica, meters: Meters, url: str, second
                 step.count(status, time.perf_counter() - started)
 
     measuring = False
-    stop = time.perf_counter() + 1.0
+    stop = time.perf_counter() + min(1.0, seconds / 2)  # (half a step for the quick run's short ones)
     await asyncio.gather(*(lane(n, c) for n, c in enumerate(clients)))  # warm up
     measuring = True
     with Sampler(url) as sampler:
@@ -416,7 +416,8 @@ async def knee_step(
                 client = None
             if measuring:
                 step.count(status, time.perf_counter() - started)
-            await asyncio.sleep(rng.expovariate(1 / think))
+            # (no longer than the step: a think drawn past its end would only keep the run waiting)
+            await asyncio.sleep(min(rng.expovariate(1 / think), max(0.0, end - time.perf_counter())))
         if client is not None:
             await client.close()
 
@@ -650,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     if args.quick:
-        args.sessions, args.replicas, args.seconds = "10,100", "2", 3.0
+        args.sessions, args.replicas, args.seconds = "10,100", "2", 1.0
     runner: Callable[..., dict[str, Any]]
     try:
         import uvloop

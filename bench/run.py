@@ -39,15 +39,28 @@ TOKEN = "bench-token"
 
 
 class Plan:
+    """How much each suite measures. `--quick` is CI's smoke run: every suite and table, few samples.
+
+    Its cost is mostly server starts (about a CPU second each), so the quick plan starts as few as it
+    can: the stdio suite's cold start is each target's own first start (no extra starts, no untimed one
+    to fill the bytecode cache first), the SDK client suite runs on `sdk_targets` alone, the scaling
+    suite skips its warm-up call per op and size, and the validation cost reuses the probe's read.
+    """
+
     def __init__(self, quick: bool) -> None:
         self.quick = quick
-        self.cold_rounds = 3 if quick else 10
-        self.rounds = 2 if quick else 5
-        self.calls = 60 if quick else 300
-        self.throughput_calls = 320 if quick else 3200
-        self.sdk_calls = 40 if quick else 200
-        self.scaling_rounds = 2 if quick else 7
-        self.scaling_calls = {100: 3, 1_000: 2, 10_000: 1} if quick else {100: 6, 1_000: 3, 10_000: 1}
+        self.cold_rounds = 0 if quick else 10  # 0: the suite's own first start of each target
+        self.warm_calls = 10 if quick else 30
+        self.rounds = 1 if quick else 5
+        self.calls = 20 if quick else 300
+        self.throughput_calls = 96 if quick else 3200
+        # server CPU per call comes in clock ticks (10 ms): enough calls for several
+        self.cpu_calls = 100 if quick else 2 * self.calls
+        self.sdk_calls = 15 if quick else 200
+        self.sdk_targets: tuple[str, ...] | None = ("echo", "mnote") if quick else None  # None: every one
+        self.scaling_warm = not quick
+        self.scaling_rounds = 1 if quick else 7
+        self.scaling_calls = {100: 1, 1_000: 1, 10_000: 1} if quick else {100: 6, 1_000: 3, 10_000: 1}
 
 
 async def spawn(target: Target) -> StdioPeer:
@@ -66,16 +79,22 @@ async def stdio_suite(
     plan: Plan, targets: list[Target], samples: dict[str, dict[str, list[float]]]
 ) -> dict[str, Any]:
     cold: dict[str, list[float]] = {t.name: [] for t in targets}
-    for target in targets:  # untimed: fills the bytecode cache (`targets.PYCACHE`) and the page cache
-        await cold_start(target.argv, target.env, str(target.cwd))
+    if plan.cold_rounds:
+        for target in targets:  # untimed: fills the bytecode cache (`targets.PYCACHE`) and the page cache
+            await cold_start(target.argv, target.env, str(target.cwd))
     for _ in range(plan.cold_rounds):
         for target in targets:
             cold[target.name].append(await cold_start(target.argv, target.env, str(target.cwd)))
-    peers = {t.name: await spawn(t) for t in targets}
+    peers: dict[str, StdioPeer] = {}
+    for target in targets:
+        started = time.perf_counter()
+        peers[target.name] = await spawn(target)
+        if not plan.cold_rounds:  # the quick plan's cold start: this first one (what `cold_start` times)
+            cold[target.name].append(time.perf_counter() - started)
     try:
         for target in targets:  # warm up: first calls compile, cache, page in
-            await sequential(call_of(peers[target.name], target.read), 30)
-            await sequential(call_of(peers[target.name], target.write), 30)
+            await sequential(call_of(peers[target.name], target.read), plan.warm_calls)
+            await sequential(call_of(peers[target.name], target.write), plan.warm_calls)
         for target in targets:
             samples[target.name] = {"read": [], "write": []}
         for _ in range(plan.rounds):
@@ -102,8 +121,8 @@ async def stdio_suite(
                 "write": percentiles(samples[target.name]["write"]),
                 "throughput": median(throughput[target.name]),
                 "throughput_write": median(throughput_write[target.name]),
-                "cpu_read_us": await cpu_per_call(peer, *target.read, plan.calls * 2),
-                "cpu_write_us": await cpu_per_call(peer, *target.write, plan.calls * 2),
+                "cpu_read_us": await cpu_per_call(peer, *target.read, plan.cpu_calls),
+                "cpu_write_us": await cpu_per_call(peer, *target.write, plan.cpu_calls),
             }
         return out
     finally:
@@ -121,6 +140,8 @@ async def sdk_suite(plan: Plan, targets: list[Target]) -> dict[str, Any]:
 
     from mcp import Client, StdioServerParameters
 
+    if plan.sdk_targets is not None:
+        targets = [t for t in targets if t.name in plan.sdk_targets]
     async with AsyncExitStack() as stack:
         clients = {}
         for target in targets:
@@ -314,7 +335,7 @@ async def scaling_suite(plan: Plan, db: Path, baseline: Path | None = None) -> d
     }
     try:
         for name, peer in peers.items():  # warm every path once
-            for size in SCALING:
+            for size in SCALING if plan.scaling_warm else ():
                 for spec in specs(size, name).values():
                     await sequential(call_of(peer, spec), 1)
         for _ in range(plan.scaling_rounds):
@@ -354,18 +375,20 @@ def seed_baseline(db: Path, baseline: Path, sizes: tuple[int, ...]) -> None:
     )
 
 
-async def validation_cost(db: Path) -> float:
-    """Microseconds the SDK client spends validating one read's structuredContent (its own validator)."""
+async def validation_cost(db: Path, result: dict[str, Any] | None = None) -> float:
+    """Microseconds the SDK client spends validating one read's structuredContent (its own validator):
+    of `result` if given (a read answered earlier), else of a read from a server started for it."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
     from mnote_mcp.vocabulary.envelope import OUTPUT_SCHEMA
 
-    peer = await spawn(mnote(db))
-    try:
-        result = await call_of(peer, mnote(db).read)(0)
-    finally:
-        await peer.close()
+    if result is None:
+        peer = await spawn(mnote(db))
+        try:
+            result = await call_of(peer, mnote(db).read)(0)
+        finally:
+            await peer.close()
     validator = Draft202012Validator(OUTPUT_SCHEMA)
     envelope = result["structuredContent"]
     started, n = time.perf_counter(), 2000
@@ -569,7 +592,7 @@ async def run(
         if baseline is not None:
             results["baseline"] = str(baseline)
         if "sdk" in suites:
-            validation_us = await validation_cost(db)
+            validation_us = await validation_cost(db, answer if quick else None)
             results["validation"] = {
                 "us": validation_us,
                 "share": validation_us / results["sdk"]["mnote"]["read"]["p50"],

@@ -455,7 +455,7 @@ def cached_store(db: Path, pages: int) -> dict[str, Any]:
 
 
 async def search_suite(quick: bool, baseline: Path | None = None) -> dict[str, Any]:
-    pages = 400 if quick else 10_000
+    pages = 200 if quick else 10_000
     with tempfile.TemporaryDirectory(prefix="mnote-bench-search-") as tmp:
         db, plain = Path(tmp) / "search.db", Path(tmp) / "plain.db"
         facts = make_store(db, pages) if quick else cached_store(db, pages)
@@ -468,12 +468,15 @@ async def search_suite(quick: bool, baseline: Path | None = None) -> dict[str, A
             earlier = (Path(tmp) / "baseline.db", baseline)
             shutil.copyfile(db, earlier[0])
         figures = await measure(
-            db, plain, pages, rounds=2 if quick else 5, calls=10 if quick else 40, baseline=earlier
+            db, plain, pages, rounds=1 if quick else 5, calls=10 if quick else 40, baseline=earlier
         )
     write = figures["write"]
     figures["write_ratio"] = write["with index"]["p50"] / write["without index"]["p50"]
     cpu = figures["write_cpu_ms"]
-    figures["write_cpu_ratio"] = cpu["with index"] / cpu["without index"]
+    # (CPU comes in clock ticks of 10 ms: a short run's writes may have used none that were counted)
+    figures["write_cpu_ratio"] = (
+        cpu["with index"] / cpu["without index"] if cpu["without index"] else float("nan")
+    )
     figures["index_to_text"] = facts["index_bytes"] / facts["text_bytes"]
     return {**facts, **figures}
 
@@ -502,7 +505,7 @@ def targets(search: dict[str, Any]) -> list[tuple[str, float, str, float, bool]]
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="400 pages instead of 10,000")
+    parser.add_argument("--quick", action="store_true", help="200 pages instead of 10,000")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     parser.add_argument(
         "--baseline",
