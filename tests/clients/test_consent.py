@@ -92,6 +92,21 @@ def both_servers(tmp_path: Path, *flags: str) -> Iterator[dict[str, Served]]:
         }
 
 
+@pytest.fixture(scope="module")
+def agent_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Served]]:
+    """The pair the agent frameworks talk to, as docs/clients.md runs it for them; made once for the
+    module (each test's conversations are labelled by host, and each leaves the target page as it was)."""
+    with both_servers(tmp_path_factory.mktemp("consent-agents"), *AGENT_FLAGS) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module")
+def client_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Served]]:
+    """The pair the client libraries talk to (the server's defaults), made once for the module."""
+    with both_servers(tmp_path_factory.mktemp("consent-clients")) as servers:
+        yield servers
+
+
 def connection(where: Served, transport: str, label: str) -> dict[str, Any]:
     """As the host's example configures it: stdio starts a server of its own on the store; over HTTP
     the token, and the run named by `X-Mnote-Run-Id` as the examples do."""
@@ -165,11 +180,12 @@ RUNNERS = {
 
 @pytest.mark.parametrize("framework", list(RUNNERS))
 def test_an_agent_framework_obeying_a_planted_instruction_is_stopped_at_the_consent_step(
-    tmp_path: Path, framework: str
+    agent_servers: dict[str, Served], framework: str
 ) -> None:
     """No elicitation in these frameworks (as their examples run them): every cell answers the
     confirmation result; the agent asks its person, and only their yes brings the handle back."""
-    with both_servers(tmp_path, *AGENT_FLAGS) as servers, scripted_model(consent_model) as (url, _):
+    servers = agent_servers
+    with scripted_model(consent_model) as (url, _):
         chats = conversations(servers, framework)
         for chat in chats.values():
             chat["person"] = PERSONS[chat["person"]]
@@ -186,10 +202,12 @@ def test_an_agent_framework_obeying_a_planted_instruction_is_stopped_at_the_cons
 # -- the client libraries: a scripted agent in the client's own process -----------------------------
 
 
-def test_fastmcp_obeying_a_planted_instruction_is_stopped_at_the_consent_step(tmp_path: Path) -> None:
-    with both_servers(tmp_path) as servers:
-        chats = conversations(servers, "fastmcp")
-        answers = run_in("fastmcp", "consent_fastmcp.py", stdin={"connections": chats}, timeout=600)
+def test_fastmcp_obeying_a_planted_instruction_is_stopped_at_the_consent_step(
+    client_servers: dict[str, Served],
+) -> None:
+    servers = client_servers
+    chats = conversations(servers, "fastmcp")
+    answers = run_in("fastmcp", "consent_fastmcp.py", stdin={"connections": chats}, timeout=600)
     for label, answer in answers.items():
         held = answer["envelopes"][1]
         assert held["ok"] is False and held["error"]["details"]["confirmation"] == "required", (label, held)
@@ -202,17 +220,17 @@ def test_fastmcp_obeying_a_planted_instruction_is_stopped_at_the_consent_step(tm
 
 @pytest.mark.parametrize("elicitation", ["none", "handler"])
 def test_the_typescript_sdk_obeying_a_planted_instruction_is_stopped_at_the_consent_step(
-    tmp_path: Path, elicitation: str
+    client_servers: dict[str, Served], elicitation: str
 ) -> None:
     """Without an elicitation handler (the example): the confirmation result in every cell. With one
     (the person answers at the client's prompt): asked over stdio, `/mcp` and `/sse`; `--stateless`
     has no channel for the answer, so there it is the confirmation result too."""
-    with both_servers(tmp_path) as servers:
-        chats = conversations(servers, f"ts-{elicitation}")
-        if elicitation == "handler":
-            for label, chat in chats.items():
-                chat["elicitation"] = "decline" if label.endswith("-no") else "accept"
-        answers = run_ts("consent_ts.mjs", stdin={"connections": chats}, timeout=600)
+    servers = client_servers
+    chats = conversations(servers, f"ts-{elicitation}")
+    if elicitation == "handler":
+        for label, chat in chats.items():
+            chat["elicitation"] = "decline" if label.endswith("-no") else "accept"
+    answers = run_ts("consent_ts.mjs", stdin={"connections": chats}, timeout=600)
     for label, answer in answers.items():
         asked = elicitation == "handler" and "-stateless-" not in label
         assert len(answer["questions"]) == (1 if asked else 0), (label, answer["questions"])
@@ -226,26 +244,26 @@ def test_the_typescript_sdk_obeying_a_planted_instruction_is_stopped_at_the_cons
 
 
 @pytest.mark.parametrize(
-    ("flags", "consent"), [((), "asked"), (("--stateless",), "held")], ids=["mcp", "stateless"]
+    ("server", "consent"), [("default", "asked"), ("stateless", "held")], ids=["mcp", "stateless"]
 )
 def test_a_typescript_client_that_declines_is_never_written(
-    tmp_path: Path, flags: tuple[str, ...], consent: str
+    client_servers: dict[str, Served], server: str, consent: str
 ) -> None:
     """Issue 31 (high): the TypeScript SDK with an elicitation handler that declines had the delete
     written, on a default `/mcp` server and on `--stateless`."""
-    with served(tmp_path, *flags) as where:
-        delete = {**TARGET_PAGE, "blockIds": ["risks"], "idempotencyKey": "ts-decline", "dryRun": False}
-        chat = {
-            "transport": "http",
-            "url": where.url + "/mcp",
-            "headers": {"Authorization": f"Bearer {TOKEN}"},
-            "elicitation": "decline",
-            "calls": [
-                {"name": "mnote.block.delete", "arguments": delete},
-                {"name": "mnote.page.get", "arguments": TARGET_PAGE},
-            ],
-        }
-        (answer,) = run_ts("ts_client.mjs", stdin={"connections": {"ts": chat}}).values()
+    where = client_servers[server]
+    delete = {**TARGET_PAGE, "blockIds": ["risks"], "idempotencyKey": "ts-decline", "dryRun": False}
+    chat = {
+        "transport": "http",
+        "url": where.url + "/mcp",
+        "headers": {"Authorization": f"Bearer {TOKEN}"},
+        "elicitation": "decline",
+        "calls": [
+            {"name": "mnote.block.delete", "arguments": delete},
+            {"name": "mnote.page.get", "arguments": TARGET_PAGE},
+        ],
+    }
+    (answer,) = run_ts("ts_client.mjs", stdin={"connections": {"ts": chat}}).values()
     deleted, read = (
         result["structuredContent"] or json.loads(result["text"][0]) for result in answer["results"]
     )

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from tests.clients.frameworks.stub_model import (
 )
 from tests.clients.hermes.fake_model import Transcript, scripted_model
 from tests.clients.hermes.harness import BIG_PAGE, big_page
+from tests.support.grouping import sharing
 from tests.support.helpers import FIXTURE, ROOT, connect, seeded_store, store_with_pages
 from tests.support.http_helpers import RunningServer, http_server, write_tokens
 from tests.support.timing import patience
@@ -170,6 +171,21 @@ def setting(tmp_path: Path, *flags: str) -> Iterator[Setting]:
         yield Setting(db, server, flags)
 
 
+@pytest.fixture(scope="module")
+def agent_setting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting]:
+    """The setting the agent frameworks run in, made once for the module: each run is labelled by its
+    framework and transport, and what is checked of it is found by its label or its own command."""
+    with setting(tmp_path_factory.mktemp("agents")) as where:
+        yield where
+
+
+@pytest.fixture(scope="module")
+def client_setting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting]:
+    """The setting the client libraries run in (docs/clients.md's flags for them), made once."""
+    with setting(tmp_path_factory.mktemp("clients"), *STRUCTURED_FLAGS) as where:
+        yield where
+
+
 def audit_trail(db: Path) -> list[dict[str, Any]]:
     listed = subprocess.run(
         [sys.executable, "-m", "mnote_mcp", "audit", "--db", str(db), "--limit", "1000"],
@@ -234,8 +250,9 @@ _BESIDE_THE_EXAMPLE = {
 }
 
 
-def test_openai_agents_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
-    with setting(tmp_path) as where, scripted_model(strict_model) as (model_url, transcript):
+def test_openai_agents_runs_an_agent_over_every_transport(agent_setting: Setting) -> None:
+    where = agent_setting
+    with scripted_model(strict_model) as (model_url, transcript):
         connections = where.connections("openai-agents", _BESIDE_THE_EXAMPLE["openai-agents"])
         answers = run_in(
             "openai-agents",
@@ -247,8 +264,9 @@ def test_openai_agents_runs_an_agent_over_every_transport(tmp_path: Path) -> Non
     check_agent_runs(transcript, where.db, list(connections), strict=True)
 
 
-def test_pydantic_ai_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
-    with setting(tmp_path) as where, scripted_model(strict_model) as (model_url, transcript):
+def test_pydantic_ai_runs_an_agent_over_every_transport(agent_setting: Setting) -> None:
+    where = agent_setting
+    with scripted_model(strict_model) as (model_url, transcript):
         connections = where.connections("pydantic-ai", _BESIDE_THE_EXAMPLE["pydantic-ai"])
         answers = run_in(
             "pydantic-ai",
@@ -260,12 +278,13 @@ def test_pydantic_ai_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
     check_agent_runs(transcript, where.db, list(connections), strict=True)
 
 
-def test_langchain_runs_an_agent_over_every_transport(tmp_path: Path) -> None:
+def test_langchain_runs_an_agent_over_every_transport(agent_setting: Setting) -> None:
     """(stdio with one session is the example's.) Plus one run through `get_tools()` without a session,
     which starts a server per call over stdio:
     named by `MNOTE_RUN_ID` in its environment, its calls still join one run, and no two generated
     `toolCallId`s are the same (they used to be `call_<JSON-RPC id>`, `call_1` every time)."""
-    with setting(tmp_path) as where, scripted_model(strict_model) as (model_url, transcript):
+    where = agent_setting
+    with scripted_model(strict_model) as (model_url, transcript):
         connections = where.connections("langchain", _BESIDE_THE_EXAMPLE["langchain"])
         per_call = dict(where.connections("langchain", ("stdio",))["langchain-stdio"], per_call=True)
         per_call["env"] = {**per_call["env"], "MNOTE_RUN_ID": "run-langchain-per-call"}
@@ -362,26 +381,24 @@ def check_client_runs(answers: dict[str, Any], db: Path, labels: list[str]) -> N
             assert mine[0]["runId"] == f"run-{label}", (label, mine)
 
 
-def test_fastmcp_client_over_every_transport(tmp_path: Path) -> None:
-    with setting(tmp_path, *STRUCTURED_FLAGS) as where:
-        connections = where.connections("fastmcp")
-        for label, connection in connections.items():
-            connection["calls"] = [call for call, _ in client_calls(label)]
-        answers = run_in(
-            "fastmcp", "run_fastmcp.py", stdin={"connections": connections}, timeout=patience(300)
-        )
+def test_fastmcp_client_over_every_transport(client_setting: Setting) -> None:
+    where = client_setting
+    connections = where.connections("fastmcp")
+    for label, connection in connections.items():
+        connection["calls"] = [call for call, _ in client_calls(label)]
+    answers = run_in("fastmcp", "run_fastmcp.py", stdin={"connections": connections}, timeout=patience(300))
     check_client_runs(answers, where.db, list(connections))
     assert all(
         result["data"] for answer in answers.values() for result in answer["results"] if not result["isError"]
     )
 
 
-def test_typescript_sdk_validates_every_result_against_the_output_schema(tmp_path: Path) -> None:
-    with setting(tmp_path, *STRUCTURED_FLAGS) as where:
-        connections = where.connections("ts")
-        for label, connection in connections.items():
-            connection["calls"] = [call for call, _ in client_calls(label)]
-        answers = run_ts("ts_client.mjs", stdin={"connections": connections}, timeout=patience(300))
+def test_typescript_sdk_validates_every_result_against_the_output_schema(client_setting: Setting) -> None:
+    where = client_setting
+    connections = where.connections("ts")
+    for label, connection in connections.items():
+        connection["calls"] = [call for call, _ in client_calls(label)]
+    answers = run_ts("ts_client.mjs", stdin={"connections": connections}, timeout=patience(300))
     check_client_runs(answers, where.db, list(connections))
 
 
@@ -419,9 +436,18 @@ def demo_setting(tmp_path: Path, *flags: str) -> Iterator[Setting]:
         yield Setting(db, server, flags)
 
 
-def test_the_agent_examples_work_as_written(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting]:
+    """The examples' setting as a user starts it, made once for the module's runs of the examples
+    (each labelled by its own `MNOTE_RUN_ID`)."""
+    with demo_setting(tmp_path_factory.mktemp("demo")) as where:
+        yield where
+
+
+def test_the_agent_examples_work_as_written(tmp_path: Path, demo: Setting) -> None:
     labels = []
-    with demo_setting(tmp_path) as where, scripted_model(strict_model) as (model_url, transcript):
+    where = demo
+    with scripted_model(strict_model) as (model_url, transcript):
         for framework, (example, transport) in AGENT_EXAMPLES.items():
             label = f"example-{framework}-{transport}"
             labels.append(label)
@@ -439,14 +465,20 @@ def test_the_agent_examples_work_as_written(tmp_path: Path) -> None:
     check_agent_runs(transcript, where.db, labels, strict=True, every_tool=False)
 
 
-@pytest.mark.parametrize("refusals", ["default", "error"])
-def test_the_pydantic_ai_example_goes_on_after_ordinary_refusals(tmp_path: Path, refusals: str) -> None:
+@pytest.mark.parametrize("refusals", [pytest.param("default", marks=sharing(__file__, "demo")), "error"])
+def test_the_pydantic_ai_example_goes_on_after_ordinary_refusals(
+    tmp_path: Path, refusals: str, request: pytest.FixtureRequest
+) -> None:
     """Issue 22: pydantic-ai spends a retry on every `isError` result (one by default), so with
     refusals as errors its example ended after the second ordinary refusal in a row
     (`UnexpectedModelBehavior`). By default a refusal is an ok:false result: the model reads its code
     and hint, tries something else, and the run goes on."""
-    flags = ("--refusals", "error") if refusals == "error" else ()
-    with demo_setting(tmp_path, *flags) as where, scripted_model(refusing_model) as (model_url, transcript):
+    with ExitStack() as stack:
+        if refusals == "error":
+            where = stack.enter_context(demo_setting(tmp_path, "--refusals", "error"))
+        else:
+            where = request.getfixturevalue("demo")  # the examples' shared setting: refusals as results
+        model_url, transcript = stack.enter_context(scripted_model(refusing_model))
         label = f"refusals-{refusals}"
         model = {"OPENAI_BASE_URL": model_url, "OPENAI_API_KEY": "stub", "MNOTE_MODEL": "scripted-model"}
         ran = subprocess.run(
@@ -474,31 +506,31 @@ def test_the_pydantic_ai_example_goes_on_after_ordinary_refusals(tmp_path: Path,
     assert codes[2]["hint"] and codes[2]["retryable"] is False
 
 
-def test_the_client_examples_work_as_written(tmp_path: Path) -> None:
+def test_the_client_examples_work_as_written(tmp_path: Path, demo: Setting) -> None:
     require_ts_sdk()
     ts_dir = tmp_path / "ts"
     ts_dir.mkdir()
     (ts_dir / "node_modules").symlink_to(NODE_MODULES)
     shutil.copy(EXAMPLES / "client_typescript.mjs", ts_dir)
-    with demo_setting(tmp_path) as where:
-        runs = {
-            "fastmcp-http": [str(framework_python("fastmcp")), str(EXAMPLES / "client_fastmcp.py")],
-            "ts-stdio": [str(NODE), str(ts_dir / "client_typescript.mjs")],
-        }
-        for label, argv in runs.items():
-            transport = label.split("-")[1]
-            ran = subprocess.run(
-                [*argv, "ws_1", "doc_1"],
-                env=example_env(label, transport, where.db, where.server),
-                capture_output=True,
-                text=True,
-                timeout=patience(300),
-                cwd=tmp_path,
-            )
-            assert ran.returncode == 0, (label, ran.stderr[-3000:])
-            read, dry_run = (json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{"))
-            assert read["ok"] and read["result"]["title"] == "Project plan", (label, read)
-            assert dry_run["ok"] and dry_run["result"]["dryRun"] is True, (label, dry_run)
+    where = demo
+    runs = {
+        "fastmcp-http": [str(framework_python("fastmcp")), str(EXAMPLES / "client_fastmcp.py")],
+        "ts-stdio": [str(NODE), str(ts_dir / "client_typescript.mjs")],
+    }
+    for label, argv in runs.items():
+        transport = label.split("-")[1]
+        ran = subprocess.run(
+            [*argv, "ws_1", "doc_1"],
+            env=example_env(label, transport, where.db, where.server),
+            capture_output=True,
+            text=True,
+            timeout=patience(300),
+            cwd=tmp_path,
+        )
+        assert ran.returncode == 0, (label, ran.stderr[-3000:])
+        read, dry_run = (json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{"))
+        assert read["ok"] and read["result"]["title"] == "Project plan", (label, read)
+        assert dry_run["ok"] and dry_run["result"]["dryRun"] is True, (label, dry_run)
 
 
 def test_the_docs_show_the_examples_verbatim() -> None:

@@ -58,6 +58,7 @@ from tests.clients.hermes.harness import (
     big_page,
     compact,
     demo_store,
+    environment_probe_off,
     example_config,
     example_serve_command,
     failure_seen,
@@ -248,9 +249,10 @@ def test_the_model_is_given_every_tool_with_its_schema(hermes: tuple[Connected, 
     assert "mnote.block.insert" in save["description"], "page.save's blocks point to insert's"
 
 
-@pytest.mark.parametrize(
-    "example", ["hermes-stdio.yaml", "hermes-http.yaml", "hermes-sse.yaml", "hermes-oauth.yaml"]
-)
+EXAMPLE_NAMES = ("hermes-stdio.yaml", "hermes-http.yaml", "hermes-sse.yaml", "hermes-oauth.yaml")
+
+
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
 def test_each_example_registers_mnote_once(example: str) -> None:
     """Every `mcp_servers` entry's tools go into every model request: hermes-http.yaml used to register
     the same server twice (`/mcp` and `/sse`), 30 definitions where 15 do. Read with Hermes's own YAML
@@ -265,6 +267,19 @@ def test_each_example_registers_mnote_once(example: str) -> None:
         check=True,
     )
     assert read.stdout.strip() == "1"
+
+
+def test_the_homes_the_tests_write_turn_hermes_s_environment_probe_off(tmp_path: Path) -> None:
+    """The test-only part of every Hermes home (harness.py, `write_home`): `agent.environment_probe:
+    false`, a key Hermes 0.19.0 still reads, added to each example as it is; the shipped examples
+    leave the probe as Hermes ships it (on), for users copy them."""
+    require_hermes()
+    for example in EXAMPLE_NAMES:
+        shipped = (ROOT / "examples" / example).read_text(encoding="utf-8")
+        assert "environment_probe" not in shipped, example
+        home = write_home(tmp_path / example, shipped)
+        assert environment_probe_off(home), example
+        assert (home / "config.yaml").read_text(encoding="utf-8").startswith(shipped.rstrip("\n")), example
 
 
 @pytest.mark.parametrize("form", SCHEMA_FORMS)

@@ -104,9 +104,29 @@ def hermes_env(home: Path, **extra: str) -> dict[str, str]:
     return {**env, "HERMES_HOME": str(home), "HOME": str(home.parent), "PYTHONUNBUFFERED": "1", **extra}
 
 
+# Test-only, never in the shipped examples: Hermes 0.19.0's environment probe (tools/env_probe.py, on
+# unless `agent.environment_probe` is false; agent/agent_init.py) starts `python3 -m pip --version` and
+# the like on every agent start to describe the Python toolchain in the system prompt. Nothing here
+# depends on it (mnote is no Python toolchain), and it cost about half a CPU second per Hermes run.
+NO_ENVIRONMENT_PROBE = "\nagent:\n  environment_probe: false\n"
+ENVIRONMENT_PROBE_READ = '_agent_section.get("environment_probe", True)'
+
+
+def environment_probe_off(home: Path) -> bool:
+    """Whether the home's config.yaml turns the probe off (`agent.environment_probe: false`), read as
+    Hermes reads it (YAML), and Hermes still reads that key (a renamed key would be ignored quietly)."""
+    import yaml
+
+    read = (HERMES_ENV / "lib" / "python3.11" / "site-packages" / "agent" / "agent_init.py").read_text()
+    config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    return ENVIRONMENT_PROBE_READ in read and (config.get("agent") or {}).get("environment_probe") is False
+
+
 def write_home(home: Path, config: str) -> Path:
+    """A Hermes home with `config` as its config.yaml, plus the test-only part: no environment probe."""
+    assert not re.search(r"^agent:", config, re.MULTILINE), "the config has its own `agent:` section"
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(config, encoding="utf-8")
+    (home / "config.yaml").write_text(config.rstrip("\n") + "\n" + NO_ENVIRONMENT_PROBE, encoding="utf-8")
     return home
 
 
@@ -212,6 +232,7 @@ def run_agent_loop(
     thread and never waits for it, so its one turn may go to the model with no MCP tools at all.
     `chat -q` waits for discovery up to the config's `mcp_discovery_timeout` (docs/hermes.md).
     """
+    assert environment_probe_off(home), f"{home / 'config.yaml'} leaves Hermes's environment probe on"
     return subprocess.run(
         [str(HERMES_CLI), "chat", "-q", prompt, "-Q", "-t", toolset],
         capture_output=True,
