@@ -14,10 +14,11 @@ from mcp.server import Server
 from mnote_mcp.base.telemetry.tracing import tracing_on
 from mnote_mcp.calls.dispatch import Dispatcher
 from mnote_mcp.calls.fairshare import FairShare
-from mnote_mcp.config import ServerConfig, local_service_token, service_token
+from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.port import Kernel
 from mnote_mcp.kernel.traced import traced
 from mnote_mcp.server import IdentityResolver, create_server
+from mnote_mcp.settings import local_service_token, service_token
 from mnote_mcp.surface.elicitation import read_keys
 from mnote_mcp.surface.resources.pages import PageResources
 from mnote_mcp.tools.catalog import ALL_TOOLS

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,22 +22,13 @@ import anyio
 
 from mnote_mcp import __version__
 from mnote_mcp.base.logs import configure_logging
-from mnote_mcp.config import (
-    AuditConfig,
-    BackupConfig,
-    DemoConfig,
+from mnote_mcp.kernel.errors import StoreUnavailableError
+from mnote_mcp.settings import (
     LogSettings,
-    MigrateConfig,
     Option,
-    RuntimeCheckConfig,
     RuntimeCliConfig,
     RuntimeConfig,
-    SeedConfig,
-    ServerConfig,
     SettingError,
-    TokenConfig,
-    TokenListConfig,
-    TokenRevokeConfig,
     choice,
     default_runtime_token_path,
     from_sources,
@@ -46,9 +37,19 @@ from mnote_mcp.config import (
     service_token,
     store_or_default,
 )
-from mnote_mcp.kernel.errors import StoreUnavailableError
 
 if TYPE_CHECKING:  # (the store is opened lazily: `--help` loads no kernel)
+    from mnote_mcp.config import (
+        AuditConfig,
+        BackupConfig,
+        DemoConfig,
+        MigrateConfig,
+        RuntimeCheckConfig,
+        SeedConfig,
+        TokenConfig,
+        TokenListConfig,
+        TokenRevokeConfig,
+    )
     from mnote_mcp.kernel.store.store import Store
 
 logger = logging.getLogger("mnote_mcp")
@@ -58,25 +59,48 @@ CHECK_FAILED = 1
 USAGE_ERROR = 2
 STORE_UNAVAILABLE = 3
 
-# command -> (its configuration, one line of help); `runtime` has commands of its own.
-COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
-    "serve": (ServerConfig, "serve the mnote.* tools (the default command)"),
-    "seed": (SeedConfig, "load a workspace fixture into a store"),
-    "audit": (AuditConfig, "read the audit trail of a store (JSON lines)"),
-    "migrate": (MigrateConfig, "bring a store's schema to this release's version (JSON)"),
-    "backup": (BackupConfig, "copy a SQLite store, consistent while it is served (JSON)"),
-    "token": (TokenConfig, "mint a bearer token into a tokens file (printed once)"),
-    "demo": (DemoConfig, "a scripted tour of every tool over a real stdio MCP session"),
+Settings = Callable[[], type[LogSettings]]
+
+
+def _config(name: str) -> Settings:
+    """A command's settings declared in `mnote_mcp.config`, imported only when that command is parsed:
+    the MCP server's settings import the call path, the tools and the MCP surface for their defaults,
+    which `runtime cli`, started once per call of a `cli:` relay, must not pay for."""
+
+    def load() -> type[LogSettings]:
+        from mnote_mcp import config
+
+        declared: type[LogSettings] = getattr(config, name)
+        return declared
+
+    return load
+
+
+# command -> (its settings, one line of help); `runtime` has commands of its own.
+COMMANDS: dict[str, tuple[Settings, str]] = {
+    "serve": (_config("ServerConfig"), "serve the mnote.* tools (the default command)"),
+    "seed": (_config("SeedConfig"), "load a workspace fixture into a store"),
+    "audit": (_config("AuditConfig"), "read the audit trail of a store (JSON lines)"),
+    "migrate": (_config("MigrateConfig"), "bring a store's schema to this release's version (JSON)"),
+    "backup": (_config("BackupConfig"), "copy a SQLite store, consistent while it is served (JSON)"),
+    "token": (_config("TokenConfig"), "mint a bearer token into a tokens file (printed once)"),
+    "demo": (_config("DemoConfig"), "a scripted tour of every tool over a real stdio MCP session"),
 }
-RUNTIME_COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
-    "serve": (RuntimeConfig, "serve the embedded kernel over the runtime protocol v1 (HTTP)"),
-    "cli": (RuntimeCliConfig, "answer one mnote-cli JSON request from stdin on stdout"),
-    "check": (RuntimeCheckConfig, "the conformance kit: check a runtime against protocol v1 and the kernel"),
+RUNTIME_COMMANDS: dict[str, tuple[Settings, str]] = {
+    "serve": (lambda: RuntimeConfig, "serve the embedded kernel over the runtime protocol v1 (HTTP)"),
+    "cli": (lambda: RuntimeCliConfig, "answer one mnote-cli JSON request from stdin on stdout"),
+    "check": (
+        _config("RuntimeCheckConfig"),
+        "the conformance kit: check a runtime against protocol v1 and the kernel",
+    ),
 }
 # `token` alone mints a token (its flags); `token list` and `token revoke ID` manage the file.
-TOKEN_COMMANDS: dict[str, tuple[type[LogSettings], str]] = {
-    "list": (TokenListConfig, "the tokens of a tokens file: id, actor, scopes, created (JSON lines)"),
-    "revoke": (TokenRevokeConfig, "remove a token from a tokens file by its id (refused live)"),
+TOKEN_COMMANDS: dict[str, tuple[Settings, str]] = {
+    "list": (
+        _config("TokenListConfig"),
+        "the tokens of a tokens file: id, actor, scopes, created (JSON lines)",
+    ),
+    "revoke": (_config("TokenRevokeConfig"), "remove a token from a tokens file by its id (refused live)"),
 }
 SUBCOMMANDS = (*COMMANDS, "runtime")
 # Every command as typed, in the order the overview lists them.
@@ -192,7 +216,10 @@ def add_options(parser: argparse.ArgumentParser, config_type: type[Any]) -> None
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, with the flags of every command, or only of the command `only` names
+    ("serve", "runtime cli"): argparse reads one command's, and loading the others' settings would
+    load the MCP server's for `runtime cli` (see `_config`)."""
     formatter = _HelpFormatter
     parser = argparse.ArgumentParser(
         prog="mnote-mcp", description="MCP server for mnote pages (the mnote.* tools)."
@@ -201,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (config_type, summary) in COMMANDS.items():
         command = sub.add_parser(name, help=summary, description=summary, formatter_class=formatter)
-        add_options(command, config_type)
+        if only in (None, name):
+            add_options(command, config_type())
         if name == "serve":
             others = ", ".join(c for c in SUBCOMMANDS if c != "serve")
             command.epilog = (command.epilog or "") + (
@@ -218,10 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     runtime = sub.add_parser("runtime", help="the reference runtime (the embedded kernel)")
     runtime_sub = runtime.add_subparsers(dest="runtime_command", metavar="COMMAND", required=True)
     for name, (config_type, summary) in RUNTIME_COMMANDS.items():
-        add_options(
-            runtime_sub.add_parser(name, help=summary, description=summary, formatter_class=formatter),
-            config_type,
-        )
+        command = runtime_sub.add_parser(name, help=summary, description=summary, formatter_class=formatter)
+        if only in (None, f"runtime {name}"):
+            add_options(command, config_type())
     return parser
 
 
@@ -249,15 +276,16 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
         raise SystemExit(0)
     if not argv or argv[0] not in SUBCOMMANDS:
         argv.insert(0, "serve")
-    args = build_parser().parse_args(argv)
+    args = build_parser(" ".join(argv[:2]) if argv[0] == "runtime" else argv[0]).parse_args(argv)
     given = {name: value for name, value in vars(args).items() if name not in ("command", "runtime_command")}
     if args.command == "runtime":
-        config_type = RUNTIME_COMMANDS[args.runtime_command][0]
-        runtime_config = from_sources(config_type, given, environ)
+        runtime_config = from_sources(RUNTIME_COMMANDS[args.runtime_command][0](), given, environ)
         if isinstance(runtime_config, (RuntimeConfig, RuntimeCliConfig)):
             _ = runtime_config.seeds_demo  # as for serve
         return f"runtime {args.runtime_command}", runtime_config
-    config = from_sources(COMMANDS[args.command][0], given, environ)
+    config = from_sources(COMMANDS[args.command][0](), given, environ)
+    from mnote_mcp.config import ServerConfig  # imported by `_config` above: only for these commands
+
     if isinstance(config, ServerConfig):
         _ = config.seeds_demo  # --demo with --no-demo, or on PostgreSQL: a usage error
         _ = config.confirmation  # a confirmation handle longer than --max-id-chars: a usage error
@@ -277,8 +305,8 @@ def _parse_token_command(word: str, argv: list[str], environ: Mapping[str, str])
         description=summary,
         formatter_class=_HelpFormatter,
     )
-    add_options(parser, config_type)
-    return f"token {word}", from_sources(config_type, vars(parser.parse_args(argv)), environ)
+    add_options(parser, config_type())
+    return f"token {word}", from_sources(config_type(), vars(parser.parse_args(argv)), environ)
 
 
 # -- running a command --------------------------------------------------------------------------------

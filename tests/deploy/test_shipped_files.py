@@ -26,7 +26,8 @@ import yaml
 from packaging.requirements import Requirement
 
 from mnote_mcp.cli import parse
-from mnote_mcp.config import ServerConfig, SettingError
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.settings import SettingError
 from mnote_mcp.tools.cost import DEFAULT_REQUEST_LIMIT
 from tests.support.helpers import RAW_INITIALIZE, ROOT
 from tests.support.http_helpers import http_server, write_tokens
@@ -386,7 +387,7 @@ def test_server_json_is_what_the_mcp_registry_takes_and_names_this_release() -> 
     from jsonschema import Draft7Validator
 
     from mnote_mcp import __version__
-    from mnote_mcp.config import options
+    from mnote_mcp.settings import options
 
     document = json.loads((ROOT / "server.json").read_text(encoding="utf-8"))
     errors = [error.message for error in Draft7Validator(SERVER_JSON_SCHEMA).iter_errors(document)]

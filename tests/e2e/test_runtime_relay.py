@@ -191,3 +191,53 @@ def test_the_cli_adapter_starts_without_the_mcp_sdk() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# What `runtime cli` may load to answer a request: the kernel and the runtime, the base under them.
+# The call path, the MCP surface, the transports and the conformance kit are the MCP server's.
+NOT_FOR_ONE_REQUEST = (
+    "mnote_mcp.calls",
+    "mnote_mcp.tools",
+    "mnote_mcp.surface",
+    "mnote_mcp.transports",
+    "mnote_mcp.conformance",
+    "mnote_mcp.vocabulary",
+    "mcp",
+    "pydantic",
+)
+
+
+def test_runtime_cli_answers_a_request_loading_only_the_kernel(tmp_path: Path) -> None:
+    """Issue 33: `--kernel cli:` starts `runtime cli` once per call, and the tests hundreds of times;
+    every package it imports is CPU paid on each call. It answers a real request here (the command line
+    parsed, the store opened, the reply written) under `-X importtime`, whose lines on stderr name
+    every module the process imported."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            *mnote_command("runtime", "cli", "--db", str(tmp_path / "one.db"), "--demo")[1:],
+        ],
+        input=json.dumps({"version": 1, "op": "list_pages", "actorId": "user_1"}).encode(),
+        capture_output=True,
+        timeout=TIMEOUT,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["value"][0]["documentId"] == "doc_1"
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+    assert "mnote_mcp.kernel.store.kernel" in imported, "the kernel answered"
+    assert (
+        sorted(
+            module
+            for module in imported
+            for package in NOT_FOR_ONE_REQUEST
+            if module == package or module.startswith(package + ".")
+        )
+        == []
+    )

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mnote_mcp.base.secretfiles import SecretFileError
-from mnote_mcp.config import service_token
+from mnote_mcp.settings import service_token
 from mnote_mcp.transports.auth.tokens import TokenStore
 from tests.support.helpers import ROOT
 from tests.support.runtimes import RuntimeProcess
@@ -248,7 +248,7 @@ def test_a_runtime_without_a_token_only_when_asked_and_only_on_loopback(db: Path
 def test_a_relay_reads_the_local_runtime_token_only_for_a_local_runtime(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnote_mcp.config import local_service_token
+    from mnote_mcp.settings import local_service_token
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert local_service_token("http://127.0.0.1:8766") is None, "no file: no token"

@@ -187,6 +187,20 @@ def test_the_layer_table_covers_the_package_directory() -> None:
     assert files == set(graph().modules)
 
 
+def test_the_settings_runtime_cli_parses_import_only_the_base_and_the_kernel() -> None:
+    """Issue 33: `runtime cli` starts once per call and parses its command line from
+    `mnote_mcp.settings`; an import there of a layer above the kernel (the call path, the tools, the
+    MCP surface, whose limits the MCP server's settings in `mnote_mcp.config` take as defaults) would
+    be paid on every call. tests/e2e/test_runtime_relay.py checks the process itself."""
+    imported = sorted(graph().find_modules_directly_imported_by("mnote_mcp.settings"))
+    above_the_kernel = [
+        module
+        for module in imported
+        if module.startswith(PACKAGE + ".") and not _within(module, ("mnote_mcp.base", "mnote_mcp.kernel"))
+    ]
+    assert imported and above_the_kernel == []
+
+
 # -- the portable kernel and its dialects (issue 21) ---------------------------------------------
 
 PORTABLE = "mnote_mcp.kernel.store"

@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from mnote_mcp.cli import COMMANDS, RUNTIME_COMMANDS, TOKEN_COMMANDS, parse
-from mnote_mcp.config import Option, ServerConfig, SettingError, from_sources, options
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.settings import Option, SettingError, from_sources, options
 from tests.support.helpers import FIXTURE, ROOT, envelope_of, run_cli, stdio_params, write_args
 from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
-CONFIGS = [config for config, _ in (*COMMANDS.values(), *RUNTIME_COMMANDS.values(), *TOKEN_COMMANDS.values())]
+CONFIGS = [load() for load, _ in (*COMMANDS.values(), *RUNTIME_COMMANDS.values(), *TOKEN_COMMANDS.values())]
 
 
 @pytest.mark.parametrize(
@@ -66,7 +67,7 @@ def test_help_shows_every_flag_with_its_default_and_variable(command: str) -> No
         COMMANDS.get(command)
         or TOKEN_COMMANDS.get(command.removeprefix("token "))
         or RUNTIME_COMMANDS[command.removeprefix("runtime ")]
-    )[0]
+    )[0]()
     text = " ".join(result.stdout.split())
     for option in options(config):
         if option.setting.positional:
@@ -151,7 +152,7 @@ MISMATCHED = """
 from dataclasses import dataclass
 from typing import Literal
 
-from mnote_mcp.config import choice, positive_number, setting
+from mnote_mcp.settings import choice, positive_number, setting
 
 
 @dataclass(frozen=True)
@@ -165,16 +166,17 @@ class Mismatched:
 @pytest.mark.slow  # mypy itself: 1 s (it was 27 to 54 s over everything config.py imports)
 def test_a_setting_whose_parser_gives_another_type_fails_mypy(tmp_path: Path) -> None:
     """Issue 21: a field's type, its default and its parser are checked against each other, so the
-    settings declared in config.py are what the parsers give (the whole package is held to that by
-    the CI's mypy --strict); here, that a mismatch is caught at all. mypy reads config.py and the
-    module, not what config.py imports (`--follow-imports=skip`: those are `Any` here, and their errors
-    are not this test's): `setting`, `choice` and the parsers are declared in config.py itself."""
+    settings declared in config.py and settings.py are what the parsers give (the whole package is
+    held to that by the CI's mypy --strict); here, that a mismatch is caught at all. mypy reads
+    settings.py and the module, not what settings.py imports (`--follow-imports=skip`: those are `Any`
+    here, and their errors are not this test's): `setting`, `choice` and the parsers are declared in
+    settings.py itself."""
     from mypy import api
 
     module = tmp_path / "mismatched.py"
     module.write_text(MISMATCHED, encoding="utf-8")
     argv = ["--strict", "--no-error-summary", "--follow-imports=skip", "--cache-dir", str(tmp_path / "cache")]
-    out, _, status = api.run([*argv, str(module), str(ROOT / "mnote_mcp" / "config.py")])
+    out, _, status = api.run([*argv, str(module), str(ROOT / "mnote_mcp" / "settings.py")])
     errors = [line for line in out.splitlines() if ": error:" in line and line.startswith(str(module))]
     assert status == 1 and len(errors) == 2, out
     assert ':10: error: Argument 2 to "setting"' in errors[0] and "float" in errors[0], out

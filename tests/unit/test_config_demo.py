@@ -11,9 +11,10 @@ import pytest
 
 from mnote_mcp.app import open_kernel
 from mnote_mcp.cli import parse
-from mnote_mcp.config import ServerConfig, SettingError
+from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.port import PagesQuery
 from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.settings import SettingError
 from tests.support.helpers import run_cli
 
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.base.net import is_loopback
 from mnote_mcp.base.secretfiles import SecretFileError, check_private, load_or_generate, locked, write_private
-from mnote_mcp.config import ServerConfig, default_store_path
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.settings import default_store_path
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.scopes import Scope, parse_scopes
 

@@ -18,9 +18,10 @@ import pytest
 from mcp.client.context import ClientRequestContext
 
 from mnote_mcp.cli import parse
-from mnote_mcp.config import ServerConfig, SettingError
+from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.port import AuditRecord
 from mnote_mcp.kernel.sqlite.opening import open_kernel
+from mnote_mcp.settings import SettingError
 from mnote_mcp.transports.consentpaths import consent_paths
 from tests.support.helpers import MODES, call, connect, dump, page_args, seeded_store, write_args
 

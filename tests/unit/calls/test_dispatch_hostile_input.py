@@ -23,9 +23,10 @@ from mcp import Client
 from mnote_mcp.app import App, build_registry
 from mnote_mcp.base.logs import configure_logging
 from mnote_mcp.calls.dispatch import Dispatcher
-from mnote_mcp.config import RuntimeConfig, ServerConfig
+from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.sqlite.opening import open_kernel
 from mnote_mcp.runtime.http_app import create_app
+from mnote_mcp.settings import RuntimeConfig
 from tests.support.helpers import call, connect, dump, page_args, write_args
 from tests.support.runtimes import serve_app
 from tests.support.tool_calls import TOOLS

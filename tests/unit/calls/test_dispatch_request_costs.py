@@ -142,7 +142,7 @@ async def test_the_bound_is_the_max_block_ids_setting(db: Path) -> None:
 
 def test_the_max_block_ids_flag_and_its_variable() -> None:
     from mnote_mcp.cli import parse
-    from mnote_mcp.config import SettingError
+    from mnote_mcp.settings import SettingError
 
     assert parse(["serve"], {})[1].max_block_ids == MAX_BLOCKS
     assert parse(["serve", "--max-block-ids", "500"], {})[1].max_block_ids == 500

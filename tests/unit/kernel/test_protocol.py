@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 from mnote_mcp.app import build_registry, open_kernel
 from mnote_mcp.base.tracecontext import trace_id_of, traceparent, w3c_trace_id
 from mnote_mcp.calls.dispatch import Dispatcher
-from mnote_mcp.config import DEFAULT_RUNTIME_MAX_BODY_BYTES, ServerConfig
+from mnote_mcp.config import ServerConfig
 from mnote_mcp.kernel.databases.stores import open_kernel as open_seeded
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError
 from mnote_mcp.kernel.port import Command, Correlation, PageQuery, PagesQuery
@@ -31,6 +31,7 @@ from mnote_mcp.kernel.protocol import CLI_REQUEST, ERROR, OPERATIONS, STATUS_OF,
 from mnote_mcp.kernel.relays.cli import CliKernel, parse_command_line
 from mnote_mcp.kernel.relays.http import HttpKernel
 from mnote_mcp.kernel.store.kernel import StoreKernel
+from mnote_mcp.settings import DEFAULT_RUNTIME_MAX_BODY_BYTES
 from mnote_mcp.vocabulary.identity import Identity
 from mnote_mcp.vocabulary.messages import Locale
 from tests.support.helpers import FIXTURE, ROOT, page_args

@@ -215,7 +215,7 @@ async def test_the_default_is_one_text_block_and_refusals_without_is_error(db: P
 
 def test_the_flags_and_their_variables() -> None:
     from mnote_mcp.cli import parse
-    from mnote_mcp.config import SettingError
+    from mnote_mcp.settings import SettingError
 
     default = parse(["serve"], {})[1]
     assert (default.refusals, default.result_form) == ("result", "auto")

@@ -162,7 +162,7 @@ async def test_a_write_report_over_the_budget_is_trimmed_and_says_what_it_left_o
 
 def test_the_budget_flag_and_its_variable() -> None:
     from mnote_mcp.cli import parse
-    from mnote_mcp.config import SettingError
+    from mnote_mcp.settings import SettingError
 
     assert parse(["serve"], {})[1].max_result_chars == DEFAULT_MAX_RESULT_CHARS
     assert parse(["serve", "--max-result-chars", "8000"], {})[1].max_result_chars == 8_000

@@ -227,7 +227,8 @@ async def test_over_http_each_token_lists_the_tools_of_its_own_scopes(db: Path, 
 def test_the_default_selection_as_help_shows_it_names_the_tools_left_out() -> None:
     """`--toolsets`'s shown default is words, checked against the declarations: it names exactly the
     tools not selected by default."""
-    from mnote_mcp.config import ServerConfig, options
+    from mnote_mcp.config import ServerConfig
+    from mnote_mcp.settings import options
 
     (toolsets,) = [option for option in options(ServerConfig) if option.name == "toolsets"]
     named = set(re.findall(r"mnote\.[a-z_]+\.[a-z_]+", toolsets.shown_default))

@@ -14,7 +14,8 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from mnote_mcp.cli import parse
-from mnote_mcp.config import ServerConfig, SettingError
+from mnote_mcp.config import ServerConfig
+from mnote_mcp.settings import SettingError
 from mnote_mcp.transports.auth.oauth import OAuthConfigError, resolve_oauth
 from tests.support.helpers import run_cli
 
