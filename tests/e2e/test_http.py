@@ -4,6 +4,7 @@ envelopes as stdio, both protocol eras, stateless mode, and two replicas sharing
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from tests.support.helpers import (
     seeded_store,
     write_args,
 )
-from tests.support.http_helpers import http_server, mcp_http, mcp_sse, write_tokens
+from tests.support.http_helpers import RunningServer, http_server, mcp_http, mcp_sse, write_tokens
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 TOKENS: dict[str, dict[str, Any]] = {
@@ -144,27 +145,36 @@ async def test_calls_are_logged_one_json_line_each(db: Path, tokens: Path) -> No
     assert all(c["actor"] == "user_viewer" and c["traceId"] == "trace_t" and "latencyMs" in c for c in calls)
 
 
+@pytest.fixture(scope="module")
+def inspected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """The server the Inspector is pointed at over each endpoint, made once: it only lists and reads."""
+    base = tmp_path_factory.mktemp("inspected")
+    tokens = write_tokens(base / "tokens.json", TOKENS)
+    with http_server(seeded_store(base / "mnote.db"), "--auth-file", str(tokens)) as server:
+        yield server
+
+
 @pytest.mark.inspector
 @pytest.mark.parametrize("endpoint", ["/mcp", "/sse"])
 def test_inspector_lists_and_calls_tools_over_http(
-    db: Path, tokens: Path, tmp_path: Path, endpoint: str
+    inspected: RunningServer, tmp_path: Path, endpoint: str
 ) -> None:
-    with http_server(db, "--auth-file", str(tokens)) as server:
-        target = [f"{server.url}{endpoint}", "--header", "Authorization: Bearer tok-editor"]
-        listed = inspector(*target, "--method", "tools/list", home=tmp_path)
-        called = inspector(
-            *target,
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "mnote.page.get",
-            "--tool-args-json",
-            json.dumps({"workspaceId": "ws_1", "documentId": "doc_1"}),
-            "--format",
-            "json",
-            home=tmp_path,
-        )
-        refused = inspector(f"{server.url}{endpoint}", "--method", "tools/list", home=tmp_path)
+    server = inspected
+    target = [f"{server.url}{endpoint}", "--header", "Authorization: Bearer tok-editor"]
+    listed = inspector(*target, "--method", "tools/list", home=tmp_path)
+    called = inspector(
+        *target,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "mnote.page.get",
+        "--tool-args-json",
+        json.dumps({"workspaceId": "ws_1", "documentId": "doc_1"}),
+        "--format",
+        "json",
+        home=tmp_path,
+    )
+    refused = inspector(f"{server.url}{endpoint}", "--method", "tools/list", home=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "mnote.artifact.create_ai_note" in [t["name"] for t in json.loads(listed.stdout)["tools"]]
     assert called.returncode == 0, called.stderr

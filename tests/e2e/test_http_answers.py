@@ -6,14 +6,15 @@ checked; the SDK client's view of the same calls is in test_http.py and the conf
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import httpx2
 import pytest
 
-from tests.support.helpers import RAW_INITIALIZE, envelope_in, page_args
-from tests.support.http_helpers import http_server, write_tokens
+from tests.support.helpers import RAW_INITIALIZE, envelope_in, page_args, seeded_store
+from tests.support.http_helpers import RunningServer, http_server, write_tokens
 from tests.support.timing import patience
 
 pytestmark = [pytest.mark.e2e]
@@ -24,9 +25,25 @@ HEADERS = {
 }
 
 
-@pytest.fixture
-def tokens(tmp_path: Path) -> Path:
-    return write_tokens(tmp_path / "tokens.json", {"tok-editor": {"actorId": "user_editor"}})
+Served = Callable[..., RunningServer]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`served(*flags)`: the server with those flags (besides `--auth-file`), started on first use, each
+    on a store of its own, and kept for the module: every test here opens its own session and only reads."""
+    base = tmp_path_factory.mktemp("http-answers")
+    tokens = write_tokens(base / "tokens.json", {"tok-editor": {"actorId": "user_editor"}})
+    started: dict[tuple[str, ...], RunningServer] = {}
+    with ExitStack() as stack:
+
+        def server(*flags: str) -> RunningServer:
+            if flags not in started:
+                db = seeded_store(base / f"mnote-{len(started)}.db")
+                started[flags] = stack.enter_context(http_server(db, "--auth-file", str(tokens), *flags))
+            return started[flags]
+
+        yield server
 
 
 def _messages(response: httpx2.Response) -> list[dict[str, Any]]:
@@ -64,11 +81,11 @@ def _read(url: str, headers: dict[str, str], ident: int = 7) -> httpx2.Response:
 
 
 @pytest.mark.parametrize("flags", [(), ("--stateless",)], ids=["sessions", "stateless"])
-def test_a_call_is_answered_with_one_json_body(db: Path, tokens: Path, flags: tuple[str, ...]) -> None:
-    with http_server(db, "--auth-file", str(tokens), *flags) as server:
-        headers = _session(server.url)
-        answer = _read(server.url, headers)
-        other = _read(server.url, headers, ident=8)
+def test_a_call_is_answered_with_one_json_body(served: Served, flags: tuple[str, ...]) -> None:
+    server = served(*flags)
+    headers = _session(server.url)
+    answer = _read(server.url, headers)
+    other = _read(server.url, headers, ident=8)
     assert answer.status_code == 200
     assert answer.headers["content-type"] == "application/json"
     assert int(answer.headers["content-length"]) == len(answer.content)
@@ -81,21 +98,21 @@ def test_a_call_is_answered_with_one_json_body(db: Path, tokens: Path, flags: tu
         assert answer.headers["mcp-session-id"] == headers["mcp-session-id"]
 
 
-def test_sse_responses_answer_each_call_with_an_event_stream(db: Path, tokens: Path) -> None:
-    with http_server(db, "--auth-file", str(tokens), "--sse-responses") as server:
-        headers = _session(server.url)
-        answer = _read(server.url, headers)
+def test_sse_responses_answer_each_call_with_an_event_stream(served: Served) -> None:
+    server = served("--sse-responses")
+    headers = _session(server.url)
+    answer = _read(server.url, headers)
     assert answer.headers["content-type"].startswith("text/event-stream")
     (message,) = _messages(answer)
     assert message["id"] == 7
     assert envelope_in(message["result"])["ok"] is True
 
 
-def test_both_framings_carry_the_same_answer(db: Path, tokens: Path) -> None:
+def test_both_framings_carry_the_same_answer(served: Served) -> None:
     answers = []
     for flags in ((), ("--sse-responses",)):
-        with http_server(db, "--auth-file", str(tokens), *flags) as server:
-            headers = _session(server.url)
-            (message,) = _messages(_read(server.url, headers))
-            answers.append(message)
+        server = served(*flags)
+        headers = _session(server.url)
+        (message,) = _messages(_read(server.url, headers))
+        answers.append(message)
     assert answers[0] == answers[1]

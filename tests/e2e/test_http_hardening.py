@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ import httpx2
 import pytest
 from mcp import MCPError
 
-from tests.support.helpers import RAW_INITIALIZE, call, page_args
+from tests.support.helpers import RAW_INITIALIZE, call, page_args, seeded_store
 from tests.support.http_helpers import (
+    RunningServer,
     address,
     cut_off,
     http_server,
@@ -72,8 +74,16 @@ def _health(url: str) -> dict[str, Any]:
 PARSERS = pytest.mark.parametrize("parser", ["httptools", "h11"])
 
 
-@PARSERS
-def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path, parser: str) -> None:
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def deadlines(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, RunningServer]]:
+    """A server with one-second header and body deadlines on each parser, made once for the tests
+    of the deadlines: each waits for its own connections to be closed, none counts connections or
+    sessions or reads the log."""
+    parser: str = request.param
+    base = tmp_path_factory.mktemp(f"deadlines-{parser}")
+    tokens = write_tokens(base / "tokens.json", TOKENS)
     args = (
         "--auth-file",
         str(tokens),
@@ -84,23 +94,28 @@ def test_slow_clients_are_refused_early_and_cut_off(db: Path, tokens: Path, pars
         "--http-parser",
         parser,
     )
-    with http_server(db, *args) as server:
-        # Unauthenticated, announcing 4 MiB and sending none of it: refused from the headers, closed.
-        unauthenticated = raw_connection(server.url, _post_head(server.url, None, 4 * 1024 * 1024))
-        reply, took = read_until_closed(unauthenticated)
-        assert reply.startswith(b"HTTP/1.1 401") and took < patience(1), (reply[:80], took)
-        wrong = raw_connection(server.url, _post_head(server.url, "tok-nope", 4 * 1024 * 1024) + b"{")
-        reply, took = read_until_closed(wrong)
-        assert reply.startswith(b"HTTP/1.1 401") and took < patience(1), (reply[:80], took)
-        # Half-sent headers: 408 and closed after --header-timeout.
-        slow_headers = raw_connection(server.url, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        reply, took = read_until_closed(slow_headers)
-        assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < patience(5), (reply[:80], took)
-        # Authenticated, but the body never completes: 408 and closed after --body-timeout.
-        slow_body = raw_connection(server.url, _post_head(server.url, "tok-a", 1000) + b'{"jsonrpc"')
-        reply, took = read_until_closed(slow_body)
-        assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < patience(5), (reply[:80], took)
-        assert _open_session(server.url, "tok-a").status_code == 200, "a good client still gets in"
+    with http_server(seeded_store(base / "mnote.db"), *args) as server:
+        yield parser, server
+
+
+def test_slow_clients_are_refused_early_and_cut_off(deadlines: tuple[str, RunningServer]) -> None:
+    _, server = deadlines
+    # Unauthenticated, announcing 4 MiB and sending none of it: refused from the headers, closed.
+    unauthenticated = raw_connection(server.url, _post_head(server.url, None, 4 * 1024 * 1024))
+    reply, took = read_until_closed(unauthenticated)
+    assert reply.startswith(b"HTTP/1.1 401") and took < patience(1), (reply[:80], took)
+    wrong = raw_connection(server.url, _post_head(server.url, "tok-nope", 4 * 1024 * 1024) + b"{")
+    reply, took = read_until_closed(wrong)
+    assert reply.startswith(b"HTTP/1.1 401") and took < patience(1), (reply[:80], took)
+    # Half-sent headers: 408 and closed after --header-timeout.
+    slow_headers = raw_connection(server.url, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    reply, took = read_until_closed(slow_headers)
+    assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < patience(5), (reply[:80], took)
+    # Authenticated, but the body never completes: 408 and closed after --body-timeout.
+    slow_body = raw_connection(server.url, _post_head(server.url, "tok-a", 1000) + b'{"jsonrpc"')
+    reply, took = read_until_closed(slow_body)
+    assert reply.startswith(b"HTTP/1.1 408") and 0.8 < took < patience(5), (reply[:80], took)
+    assert _open_session(server.url, "tok-a").status_code == 200, "a good client still gets in"
 
 
 @PARSERS
@@ -129,41 +144,35 @@ def test_connections_over_the_cap_make_room_or_wait_to_be_accepted(
         assert "every one busy with a request" in server.log
 
 
-@PARSERS
 def test_headers_are_bounded_and_keep_alive_requests_get_the_header_deadline(
-    db: Path, tokens: Path, parser: str
+    deadlines: tuple[str, RunningServer],
 ) -> None:
     """A request line and headers held over 16 KiB are refused (400) and the connection closed;
     pipelined requests are served; a keep-alive connection whose next request stalls in its headers
     gets 408 after --header-timeout."""
-    args = ("--auth-file", str(tokens), "--header-timeout", "1", "--http-parser", parser)
-    with http_server(db, *args) as server:
-        port = address(server.url)[1]
-        padding = b"X-Padding: " + b"a" * 8000 + b"\r\n"
-        big = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding * 3 + b"\r\n"
-        if parser == "httptools":  # h11 bounds only what is still incomplete: one read may hold more
-            reply, took = read_until_closed(raw_connection(server.url, big))
-            assert reply.startswith(b"HTTP/1.1 400") and took < patience(1), (reply[:80], took)
-        reply, took = trickle(server.url, big)
-        assert reply.startswith(b"HTTP/1.1 400"), reply[:80]
-        fits = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding + b"\r\n"
-        pipelined = raw_connection(server.url, fits + fits)
-        pipelined.settimeout(5)
-        received = b""
-        while received.count(b"HTTP/1.1 200") < 2:
-            chunk = pipelined.recv(65536)
-            assert chunk, received
-            received += chunk
-        pipelined.close()
-        stalled = raw_connection(
-            server.url, fits + b"GET /healthz HTTP/1.1\r\n"
-        )  # served, then the next stalls
-        reply, took = read_until_closed(stalled)
-        assert reply.startswith(b"HTTP/1.1 200"), reply[:80]
-        assert reply.endswith(
-            b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )
-        assert 0.5 < took < patience(5), took
+    parser, server = deadlines
+    port = address(server.url)[1]
+    padding = b"X-Padding: " + b"a" * 8000 + b"\r\n"
+    big = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding * 3 + b"\r\n"
+    if parser == "httptools":  # h11 bounds only what is still incomplete: one read may hold more
+        reply, took = read_until_closed(raw_connection(server.url, big))
+        assert reply.startswith(b"HTTP/1.1 400") and took < patience(1), (reply[:80], took)
+    reply, took = trickle(server.url, big)
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:80]
+    fits = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port + padding + b"\r\n"
+    pipelined = raw_connection(server.url, fits + fits)
+    pipelined.settimeout(5)
+    received = b""
+    while received.count(b"HTTP/1.1 200") < 2:
+        chunk = pipelined.recv(65536)
+        assert chunk, received
+        received += chunk
+    pipelined.close()
+    stalled = raw_connection(server.url, fits + b"GET /healthz HTTP/1.1\r\n")  # served, then the next stalls
+    reply, took = read_until_closed(stalled)
+    assert reply.startswith(b"HTTP/1.1 200"), reply[:80]
+    assert reply.endswith(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    assert 0.5 < took < patience(5), took
 
 
 def test_session_caps_per_token_and_overall(db: Path, tokens: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,8 @@ import pytest
 
 from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.permissions import Caller
-from tests.support.helpers import RAW_INITIALIZE, SECRETS, call, page_args, write_args
-from tests.support.http_helpers import http_server, mcp_http, start_failure, write_tokens
+from tests.support.helpers import RAW_INITIALIZE, SECRETS, call, page_args, seeded_store, write_args
+from tests.support.http_helpers import RunningServer, http_server, mcp_http, start_failure, write_tokens
 from tests.support.timing import patience
 from tests.support.tool_calls import allowed
 
@@ -35,6 +36,16 @@ def tokens(tmp_path: Path) -> Path:
     return write_tokens(tmp_path / "tokens.json", TOKENS)
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """The server of `--auth-file` and nothing else, made once for the tests that only need it: none
+    counts sessions or reads the log, and the one that writes uses its own run and keys."""
+    base = tmp_path_factory.mktemp("http-security")
+    tokens = write_tokens(base / "tokens.json", TOKENS)
+    with http_server(seeded_store(base / "mnote.db"), "--auth-file", str(tokens)) as running:
+        yield running
+
+
 def _post(url: str, token: str | None = None, **headers: str) -> httpx2.Response:
     sent = {**JSON_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}), **headers}
     return httpx2.post(f"{url}/mcp", json=INIT, headers=sent, timeout=patience(10))
@@ -45,17 +56,14 @@ def _no_secret(response: httpx2.Response) -> None:
         assert secret not in response.text
 
 
-def test_tokens_are_required_and_checked(db: Path, tokens: Path) -> None:
-    with http_server(db, "--auth-file", str(tokens)) as server:
-        missing = _post(server.url)
-        wrong = _post(server.url, "tok-nope")
-        good = _post(server.url, "tok-editor")
-        sse_missing = httpx2.get(f"{server.url}/sse", timeout=patience(10))
-        messages_missing = httpx2.post(
-            f"{server.url}/messages/?session_id=x", json=INIT, timeout=patience(10)
-        )
-        health = httpx2.get(f"{server.url}/healthz", timeout=patience(10))
-        no_scope = _post(server.url, "tok-artifacts-only")
+def test_tokens_are_required_and_checked(server: RunningServer) -> None:
+    missing = _post(server.url)
+    wrong = _post(server.url, "tok-nope")
+    good = _post(server.url, "tok-editor")
+    sse_missing = httpx2.get(f"{server.url}/sse", timeout=patience(10))
+    messages_missing = httpx2.post(f"{server.url}/messages/?session_id=x", json=INIT, timeout=patience(10))
+    health = httpx2.get(f"{server.url}/healthz", timeout=patience(10))
+    no_scope = _post(server.url, "tok-artifacts-only")
     for refused in (missing, wrong, sse_missing, messages_missing):
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"].startswith("Bearer ")
@@ -66,12 +74,11 @@ def test_tokens_are_required_and_checked(db: Path, tokens: Path) -> None:
     assert 'error="insufficient_scope"' in no_scope.headers["www-authenticate"]
 
 
-async def test_a_viewer_token_cannot_write(db: Path, tokens: Path) -> None:
-    with http_server(db, "--auth-file", str(tokens)) as server:
-        async with mcp_http(server.url, "tok-viewer") as client:
-            write = await call(client, "mnote.page.save", **write_args("v", content=[{"type": "paragraph"}]))
-            read = await call(client, "mnote.page.get", **page_args())
-            secret = await call(client, "mnote.page.get", **page_args("doc_secret"))
+async def test_a_viewer_token_cannot_write(server: RunningServer) -> None:
+    async with mcp_http(server.url, "tok-viewer") as client:
+        write = await call(client, "mnote.page.save", **write_args("v", content=[{"type": "paragraph"}]))
+        read = await call(client, "mnote.page.get", **page_args())
+        secret = await call(client, "mnote.page.get", **page_args("doc_secret"))
     assert write["error"]["code"] == "mnote_tool_permission_denied"
     assert write["error"]["details"] == {"scope": "page.write"}
     assert read["ok"]
@@ -79,18 +86,17 @@ async def test_a_viewer_token_cannot_write(db: Path, tokens: Path) -> None:
     assert not any(s in json.dumps([write, secret]) for s in SECRETS)
 
 
-async def test_a_run_id_header_does_not_let_one_token_undo_anothers_writes(db: Path, tokens: Path) -> None:
+async def test_a_run_id_header_does_not_let_one_token_undo_anothers_writes(server: RunningServer) -> None:
     """Issue 26: token B writes under `X-Mnote-Run-Id: shared`; token A's `undoRunId: "shared"` undoes
     A's own writes of that run only (a run is the caller's actor and run id), B's block stays."""
     shared = {"X-Mnote-Run-Id": "shared"}
     block = {"id": "from_b", "type": "paragraph", "text": "B"}
-    with http_server(db, "--auth-file", str(tokens)) as server:
-        async with mcp_http(server.url, "tok-owner", **shared) as b:
-            wrote = await call(b, "mnote.block.insert", **_headers_only(write_args("b", blocks=[block])))
-        async with mcp_http(server.url, "tok-editor", **shared) as a:
-            undo = await call(a, "mnote.page.revert", **_headers_only(write_args("a", undoRunId="shared")))
-            page = await call(a, "mnote.page.get", **page_args())
-            history = await call(a, "mnote.page.history", **page_args(filter={"runId": "shared"}))
+    async with mcp_http(server.url, "tok-owner", **shared) as b:
+        wrote = await call(b, "mnote.block.insert", **_headers_only(write_args("b", blocks=[block])))
+    async with mcp_http(server.url, "tok-editor", **shared) as a:
+        undo = await call(a, "mnote.page.revert", **_headers_only(write_args("a", undoRunId="shared")))
+        page = await call(a, "mnote.page.get", **page_args())
+        history = await call(a, "mnote.page.history", **page_args(filter={"runId": "shared"}))
     assert wrote["ok"], wrote["error"]
     assert [entry["actorId"] for entry in history["result"]["entries"]] == ["user_owner"]
     assert undo["error"]["code"] == "mnote_tool_not_found", undo  # A wrote nothing in that run (issue 30)
@@ -102,11 +108,10 @@ def _headers_only(arguments: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in arguments.items() if name != "runId"}
 
 
-async def test_a_workspace_limited_token_sees_nothing_else(db: Path, tokens: Path) -> None:
-    with http_server(db, "--auth-file", str(tokens)) as server:
-        async with mcp_http(server.url, "tok-other-ws") as client:
-            limited = await call(client, "mnote.page.get", **page_args("doc_secret"))
-            missing = await call(client, "mnote.page.get", **page_args("doc_nope"))
+async def test_a_workspace_limited_token_sees_nothing_else(server: RunningServer) -> None:
+    async with mcp_http(server.url, "tok-other-ws") as client:
+        limited = await call(client, "mnote.page.get", **page_args("doc_secret"))
+        missing = await call(client, "mnote.page.get", **page_args("doc_nope"))
     assert limited["error"] == missing["error"]
     assert limited["error"]["message"] == "not a member of this workspace"
 
@@ -120,16 +125,15 @@ async def test_read_only_server_caps_every_token(db: Path, tokens: Path) -> None
     assert write["error"]["code"] == "mnote_tool_permission_denied"
 
 
-def test_bad_host_and_origin_are_refused(db: Path, tokens: Path) -> None:
-    with http_server(db, "--auth-file", str(tokens)) as server:
-        bad_host = _post(server.url, "tok-editor", Host="evil.example:80")
-        bad_origin = _post(server.url, "tok-editor", Origin="http://evil.example")
-        good_origin = _post(server.url, "tok-editor", Origin="http://localhost:5173")
-        sse_bad_host = httpx2.get(
-            f"{server.url}/sse",
-            headers={"Authorization": "Bearer tok-editor", "Host": "evil.example"},
-            timeout=patience(10),
-        )
+def test_bad_host_and_origin_are_refused(server: RunningServer) -> None:
+    bad_host = _post(server.url, "tok-editor", Host="evil.example:80")
+    bad_origin = _post(server.url, "tok-editor", Origin="http://evil.example")
+    good_origin = _post(server.url, "tok-editor", Origin="http://localhost:5173")
+    sse_bad_host = httpx2.get(
+        f"{server.url}/sse",
+        headers={"Authorization": "Bearer tok-editor", "Host": "evil.example"},
+        timeout=patience(10),
+    )
     assert bad_host.status_code == 421
     assert bad_origin.status_code == 403
     assert sse_bad_host.status_code == 421

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.helpers import FIXTURE, ROOT
+from tests.support.helpers import FIXTURE, ROOT, seeded_store
 from tests.support.timing import patience
 
 STORE_UNAVAILABLE = 3  # README, "Exit status"
@@ -66,10 +66,9 @@ def one_line(result: subprocess.CompletedProcess[str], status: int, *words: str)
 
 
 def seeded(directory: Path) -> Path:
+    """A seeded store (in this process: what is tested is the command that then opens it)."""
     directory.mkdir(parents=True, exist_ok=True)
-    db = directory / "mnote.db"
-    assert run("seed", "--db", str(db), str(FIXTURE)).returncode == 0
-    return db
+    return seeded_store(directory / "mnote.db")
 
 
 COMMANDS = {

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -72,10 +73,11 @@ async def run_tour(server: StdioServerParameters, db: Path) -> list[dict[str, An
         return await tour(client, db)
 
 
-@pytest.fixture
-async def local_envelopes(tmp_path: Path) -> list[dict[str, Any]]:
-    db = tmp_path / "local.db"
-    return await run_tour(params("--db", str(db), "--demo"), db)
+@pytest.fixture(scope="module")
+def local_envelopes(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The tour on the local kernel (a fresh demo store), made once: each relay is compared with it."""
+    db = tmp_path_factory.mktemp("local") / "local.db"
+    return anyio.run(run_tour, params("--db", str(db), "--demo"), db)
 
 
 async def test_http_relay_gives_the_local_envelopes(
