@@ -4,7 +4,7 @@
 #   docker build -t mnote-mcp .          (podman build, or buildah bud: the same file)
 #   docker run -i --rm mnote-mcp         (stdio on the embedded store, seeded with the demo workspace)
 # The compose file (examples/compose.postgres.yaml) runs it as HTTP replicas on PostgreSQL.
-# BASE: any Debian 12 (bookworm) root file system; .ci/image builds one with debootstrap where no
+# BASE: any Debian 12 (bookworm) root file system; .ci/image builds one with mmdebstrap where no
 # registry of images can be reached.
 ARG BASE=docker.io/library/debian:bookworm-slim
 FROM ${BASE}

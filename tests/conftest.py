@@ -83,6 +83,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups marked here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         folder = item.path.relative_to(TESTS).parts[0] if item.path.is_relative_to(TESTS) else ""

@@ -19,7 +19,9 @@ SHARED_SCOPES = frozenset({"module", "package", "class"})  # made once for many 
 
 
 def group_name(module: Path | str, fixture: str) -> str:
-    return f"{Path(module).resolve().relative_to(TESTS.parent).as_posix()}::{fixture}"
+    path = Path(module).resolve()
+    where = path.relative_to(TESTS.parent) if path.is_relative_to(TESTS.parent) else path  # (a scratch test's)
+    return f"{where.as_posix()}::{fixture}"
 
 
 def sharing(module: str, fixture: str) -> pytest.MarkDecorator:
@@ -71,26 +73,4 @@ def assign_groups(items: list[pytest.Item]) -> None:
             uses[item] = shared
     for item, shared in uses.items():
         item.add_marker(pytest.mark.xdist_group(root(shared[0])))
-    for item in items:
-        name_the_group(item)
 
-
-def name_the_group(item: pytest.Item) -> None:
-    """On an xdist worker under `--dist loadgroup`, end the test's node id with `@` and its groups, which
-    is how the controller knows them. pytest-xdist 3.8 writes that to `item._nodeid`, which pytest 9 no
-    longer reads (a node's id is `item._id`, a `NodeId`): without this every group is ignored, and each
-    worker that runs one of a group's tests makes the shared fixture again."""
-    if not getattr(item.config.option, "loadgroup", False):
-        return
-    names = sorted(
-        {
-            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-            for mark in item.iter_markers("xdist_group")
-        }
-    )
-    current = getattr(item, "_id", None)
-    parse = getattr(type(current), "parse", None)
-    suffix = "@" + "_".join(names)
-    if not names or parse is None or item.nodeid.endswith(suffix):
-        return  # no group, or a pytest whose `_nodeid` xdist sets itself, or already named
-    item._id = parse(item.nodeid + suffix)

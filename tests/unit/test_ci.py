@@ -9,6 +9,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,47 @@ class Carrying:
 
     def __call__(self, name: str, /, **_: str | int | bool | None) -> bool:
         return name in self.marked
+
+
+GROUPED = '''
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def shared() -> str:
+    return os.environ["PYTEST_XDIST_WORKER"]
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_shared(shared: str, n: int) -> None:
+    assert shared == os.environ["PYTEST_XDIST_WORKER"]
+'''
+
+
+@pytest.mark.slow  # a pytest run with two workers of its own: 4 CPU seconds
+def test_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path: Path) -> None:
+    """The lanes' `--dist loadgroup` with `tests/support/grouping.py`: the tests that share a
+    module-scoped fixture go to one worker, which makes the fixture once. Every group was silently
+    ignored, so each worker that ran some of a group's tests started its shared server again: the
+    groups were marked after pytest-xdist had read the marks (tests/conftest.py's hook now runs first),
+    and pytest 9.2 keeps a test's node id where pytest-xdist 3.8 no longer writes the group
+    (pytest-xdist issue 1386; hence the pin in pyproject.toml). Either fails this."""
+    (tmp_path / "test_grouped.py").write_text(GROUPED, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(  # the project's own hook, with its place in the order
+        "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n", encoding="utf-8"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"]
+        + ["-p", "no:randomly", "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=patience(120),
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_ADDOPTS": ""},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = set(re.findall(r"^\[(gw\d+)\].*PASSED.*test_shared", done.stdout, re.MULTILINE))
+    assert len(re.findall(r"PASSED.*test_shared", done.stdout)) == 8, done.stdout
+    assert len(workers) == 1, f"one group on {sorted(workers)}:\n{done.stdout}"
