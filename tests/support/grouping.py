@@ -20,7 +20,9 @@ SHARED_SCOPES = frozenset({"module", "package", "class"})  # made once for many 
 
 def group_name(module: Path | str, fixture: str) -> str:
     path = Path(module).resolve()
-    where = path.relative_to(TESTS.parent) if path.is_relative_to(TESTS.parent) else path  # (a scratch test's)
+    where = (
+        path.relative_to(TESTS.parent) if path.is_relative_to(TESTS.parent) else path
+    )  # (a scratch test's)
     return f"{where.as_posix()}::{fixture}"
 
 
@@ -73,4 +75,3 @@ def assign_groups(items: list[pytest.Item]) -> None:
             uses[item] = shared
     for item, shared in uses.items():
         item.add_marker(pytest.mark.xdist_group(root(shared[0])))
-

@@ -187,7 +187,7 @@ class Carrying:
         return name in self.marked
 
 
-GROUPED = '''
+GROUPED = """
 import os
 
 import pytest
@@ -201,7 +201,7 @@ def shared() -> str:
 @pytest.mark.parametrize("n", range(8))
 def test_shared(shared: str, n: int) -> None:
     assert shared == os.environ["PYTEST_XDIST_WORKER"]
-'''
+"""
 
 
 @pytest.mark.slow  # a pytest run with two workers of its own: 4 CPU seconds
@@ -216,9 +216,19 @@ def test_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path: Path) -> Non
     (tmp_path / "conftest.py").write_text(  # the project's own hook, with its place in the order
         "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n", encoding="utf-8"
     )
+    two_workers = ["-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"]
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"]
-        + ["-p", "no:randomly", "--rootdir", str(tmp_path), "-c", os.devnull, str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *two_workers,
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=patience(120),
