@@ -29,6 +29,7 @@ from mnote_mcp.tools.catalog import ALL_TOOLS
 from mnote_mcp.tools.cost import REQUEST_COSTS, CallLimit, Cost, call_limit
 from mnote_mcp.tools.registry import ToolSpec
 from tests.support.helpers import IDS, call, connect, dump, page_args, write_args
+from tests.support.timing import patience
 from tests.support.tool_calls import arguments, target
 
 pytestmark = pytest.mark.anyio
@@ -109,12 +110,16 @@ async def test_the_refusal_is_in_the_callers_words_and_in_structured_content(db:
 
 
 async def test_a_client_that_waits_the_given_time_is_let_through(db: Path) -> None:
-    async with connect(db, **_limit(Cost.WRITE, CallLimit(60, 1))) as client:  # one a second
+    # One write every `every` seconds: long enough that the bucket cannot refill between two calls in a
+    # row on a loaded machine (one a second did, in a CI run at load 10), short enough to wait out.
+    per_minute = max(1, round(60 / patience(2)))
+    every = 60 / per_minute
+    async with connect(db, **_limit(Cost.WRITE, CallLimit(per_minute, 1))) as client:
         first = await call(client, "mnote.block.update", **write_args("w1", blockId="p_1", text="one"))
         refused = await call(client, "mnote.block.update", **write_args("w2", blockId="p_1", text="two"))
-        assert first["ok"] and refused["error"]["code"] == "mnote_tool_rate_limited"
+        assert first["ok"] and refused["error"]["code"] == "mnote_tool_rate_limited", refused
         wait = refused["error"]["details"]["retryAfterSeconds"]
-        assert 0 < wait <= 1.0
+        assert 0 < wait <= every
         await anyio.sleep(wait)
         again = await call(client, "mnote.block.update", **write_args("w2", blockId="p_1", text="two"))
     assert again["ok"], again
@@ -123,7 +128,8 @@ async def test_a_client_that_waits_the_given_time_is_let_through(db: Path) -> No
 
 async def test_a_call_with_thousands_of_ids_is_charged_as_a_heavy_read_by_its_size(db: Path) -> None:
     ids = [f"x_{n}" for n in range(6_000)]  # weighs 4 calls
-    async with connect(db, **_limit(Cost.HEAVY, CallLimit(60, 4))) as client:
+    # 4 a minute: the bucket cannot refill between the calls, however loaded the machine
+    async with connect(db, **_limit(Cost.HEAVY, CallLimit(4, 4))) as client:
         heavy = await call(client, "mnote.page.get", **page_args(blockIds=ids))
         refused = await call(client, "mnote.page.get", **page_args(blockIds=ids[:2_500]))
         light = await call(client, "mnote.page.get", **page_args())
