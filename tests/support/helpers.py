@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -51,12 +56,31 @@ RAW_INITIALIZE: dict[str, Any] = {
 
 
 def seeded_store(path: Path) -> Path:
-    store = open_store(path)
+    """A new store at `path` holding the fixture workspace: a copy of one seeded once per test process
+    (SQLite's backup, 0.2 ms where seeding took 7 ms, and a thousand tests ask); a store that exists
+    already is seeded as it is."""
+    if path.exists():
+        store = open_store(path)
+        try:
+            load_fixture(store, read_fixture(FIXTURE))
+        finally:
+            store.close()
+        return path
+    with closing(sqlite3.connect(_seeded_template())) as source, closing(sqlite3.connect(path)) as copy:
+        source.backup(copy)
+    return path
+
+
+@cache
+def _seeded_template() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="mnote-seeded-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    store = open_store(folder / "seeded.db")
     try:
         load_fixture(store, read_fixture(FIXTURE))
     finally:
         store.close()
-    return path
+    return folder / "seeded.db"
 
 
 def store_with_pages(path: Path, fixture: Path, *pages: dict[str, Any]) -> Path:
