@@ -60,12 +60,7 @@ def seeded_store(path: Path) -> Path:
     (SQLite's backup, 0.2 ms where seeding took 7 ms, and a thousand tests ask); a store that exists
     already is seeded as it is."""
     if path.exists():
-        store = open_store(path)
-        try:
-            load_fixture(store, read_fixture(FIXTURE))
-        finally:
-            store.close()
-        return path
+        return _seeded(path, read_fixture(FIXTURE))
     with closing(sqlite3.connect(_seeded_template())) as source, closing(sqlite3.connect(path)) as copy:
         source.backup(copy)
     return path
@@ -75,18 +70,17 @@ def seeded_store(path: Path) -> Path:
 def _seeded_template() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="mnote-seeded-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    store = open_store(folder / "seeded.db")
-    try:
-        load_fixture(store, read_fixture(FIXTURE))
-    finally:
-        store.close()
-    return folder / "seeded.db"
+    return _seeded(folder / "seeded.db", read_fixture(FIXTURE))
 
 
 def store_with_pages(path: Path, fixture: Path, *pages: dict[str, Any]) -> Path:
     """A store seeded from a fixture file, with more pages in the fixture's first workspace."""
     data = json.loads(fixture.read_text(encoding="utf-8"))
     data["workspaces"][0]["pages"] += list(pages)
+    return _seeded(path, data)
+
+
+def _seeded(path: Path, data: dict[str, Any]) -> Path:
     store = open_store(path)
     try:
         load_fixture(store, data)
