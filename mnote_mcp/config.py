@@ -102,6 +102,7 @@ from mnote_mcp.surface.prompts.catalog import DEFAULT_MAX_COMPLETIONS, MAX_COMPL
 from mnote_mcp.surface.resources.watch import DEFAULT_MAX_SUBSCRIPTIONS
 from mnote_mcp.tools.budget import DEFAULT_MAX_RESULT_CHARS, MIN_RESULT_CHARS
 from mnote_mcp.tools.cost import (
+    DEFAULT_EXPENSIVE_BURST,
     DEFAULT_EXPENSIVE_CALLS,
     DEFAULT_EXPENSIVE_PER_ACTOR,
     DEFAULT_EXPENSIVE_SHARE,
@@ -668,8 +669,16 @@ class ServerConfig(StoreSettings, LogSettings):
     expensive_share: float = setting(
         DEFAULT_EXPENSIVE_SHARE,
         share_of_time,
-        "most of the time one actor's expensive calls may keep a place (0 to 1): after a call that took"
-        " t seconds, its next one starts no sooner than t x (1/share - 1) later",
+        "most of the time one actor's expensive calls may keep a place (0 to 1): once its burst is"
+        " spent, after a call that took t seconds its next one starts no sooner than t x (1/share - 1)"
+        " later",
+        group=FAIR,
+    )
+    expensive_burst: float = setting(
+        DEFAULT_EXPENSIVE_BURST,
+        non_negative_number,
+        "seconds of a place one actor's expensive calls may use at once before --expensive-share"
+        " applies (refilled at the share; 0: the share from the first call)",
         group=FAIR,
     )
     ready_timeout: float = setting(
@@ -897,7 +906,11 @@ class ServerConfig(StoreSettings, LogSettings):
         if isinstance(self.store, str):  # a PostgreSQL URL
             running = max(1, min(running, self.db_pool_size - 1))
         return AdmissionBounds(
-            running, self.expensive_calls_per_actor, self.expensive_wait, self.expensive_share
+            running,
+            self.expensive_calls_per_actor,
+            self.expensive_wait,
+            self.expensive_share,
+            self.expensive_burst,
         )
 
 

@@ -17,12 +17,17 @@ embedded SQLite and PostgreSQL stores and a relay alike:
 - an actor may have `--expensive-calls-per-actor` in flight, running or waiting: one more is refused at
   once (`mnote_tool_rate_limited`, reason `in_flight`), before any work;
 - an actor's expensive calls may keep a place at most `--expensive-share` of the time (a tenth by
-  default): after a call that held its place t seconds, the actor's next one starts no sooner than
-  t x (1/share - 1) later. What they cost is what is shared, not how many they are: a 60 ms listing
-  run on the event loop (SQLite's completions) is followed by a 540 ms rest, a 5 ms search by 45 ms;
+  default), after a burst of `--expensive-burst` seconds (2 by default): a bucket of place-time that
+  a call drains by the seconds it held its place and that refills at the share. Once it is spent, a
+  call that held its place t seconds is followed by a rest of t x (1/share - 1). What they cost is
+  what is shared, not how many they are: in a storm a 60 ms listing run on the event loop (SQLite's
+  completions) is followed by a 540 ms rest, a 5 ms search by 45 ms. The burst is for the machine's
+  bad moments: a search that took 1.2 s on a loaded replica (seen in CI: the demo's) must not make
+  the same agent's next call wait 10.8 s;
 - a call waits for its turn, its rest and a place at most `--expensive-wait` seconds, then is refused
   (`in_flight` while its own earlier calls still ran, `share` while it rested, else `busy`),
-  retryable, with an estimate of the seconds to wait.
+  retryable, with an estimate of the seconds to wait. A rest that ends after the wait is refused as
+  soon as the call has its turn, with the whole rest to wait: nothing can let it through sooner.
 
 Waiting rather than refusing below the bounds matters: a client keeping many calls in flight and
 sending a refused one again at once costs the replica a request each time, a waiting one nothing. Used
@@ -41,6 +46,7 @@ from anyio import CapacityLimiter, Lock
 
 from mnote_mcp.kernel.errors import MnoteError, Reason
 from mnote_mcp.tools.cost import (
+    DEFAULT_EXPENSIVE_BURST,
     DEFAULT_EXPENSIVE_CALLS,
     DEFAULT_EXPENSIVE_PER_ACTOR,
     DEFAULT_EXPENSIVE_SHARE,
@@ -57,16 +63,19 @@ _RESTS_KEPT = 4096  # actors' rests remembered before the ended ones are forgott
 @dataclass(frozen=True, slots=True)
 class AdmissionBounds:
     """The bounds above (`--expensive-calls`, `--expensive-calls-per-actor`, `--expensive-wait`,
-    `--expensive-share`)."""
+    `--expensive-share`, `--expensive-burst`)."""
 
     running: int = DEFAULT_EXPENSIVE_CALLS
     per_actor: int = DEFAULT_EXPENSIVE_PER_ACTOR
     wait: float = DEFAULT_EXPENSIVE_WAIT
     share: float = DEFAULT_EXPENSIVE_SHARE
+    burst: float = DEFAULT_EXPENSIVE_BURST
 
     def __post_init__(self) -> None:
         if self.running < 1 or self.per_actor < 1 or not self.wait > 0 or not 0 < self.share <= 1:
             raise ValueError("admission bounds must be positive (and the share at most 1)")
+        if not self.burst >= 0:
+            raise ValueError("the burst of place-time must be 0 or more seconds")
 
 
 class Admission:
@@ -79,7 +88,7 @@ class Admission:
         self._turns: dict[str, Lock] = {}  # an actor's, while it has a call in flight
         self._admitted = 0  # calls in flight, running or waiting (every actor's)
         self._mean_hold = _FIRST_HOLD
-        self._rests: dict[str, float] = {}  # an actor's next expensive call starts no sooner than this
+        self._full: dict[str, float] = {}  # when an actor's credit of place-time is full again
 
     def in_flight(self, actor_id: str) -> int:
         return self._in_flight.get(actor_id, 0)
@@ -107,7 +116,11 @@ class Admission:
             with anyio.move_on_after(self.bounds.wait):
                 await turn.acquire()
                 has_turn = True
-                await anyio.sleep(max(0.0, self._rests.get(actor_id, 0.0) - anyio.current_time()))
+                now = anyio.current_time()
+                rest = self._rest_left(actor_id, now)
+                if rest > self.bounds.wait - (now - asked):  # it cannot end within the wait
+                    raise self._resting(cost, rest, now - asked)
+                await anyio.sleep(rest)
                 await limiter.acquire()
                 has_place = True
             if not has_place:
@@ -120,7 +133,7 @@ class Admission:
                 ended = anyio.current_time()
                 took = ended - started
                 self._mean_hold += _SMOOTHING * (took - self._mean_hold)
-                self._rest(actor_id, ended + took * (1 / self.bounds.share - 1))
+                self._spend(actor_id, started, ended)
         finally:
             if has_turn:
                 turn.release()
@@ -131,25 +144,41 @@ class Admission:
             else:  # nobody holds or waits for its turn
                 del self._in_flight[actor_id], self._turns[actor_id]
 
-    def _rest(self, actor_id: str, until: float) -> None:
-        if len(self._rests) >= _RESTS_KEPT:  # forget the rests that have ended
-            now = anyio.current_time()
-            self._rests = {actor: time for actor, time in self._rests.items() if time > now}
-        self._rests[actor_id] = until
+    def _credit(self, actor_id: str, now: float) -> float:
+        """The place-time the actor may still use at once: the burst, less what its calls spent and
+        the share has not yet given back."""
+        full = self._full.get(actor_id, now)
+        return self.bounds.burst - max(0.0, full - now) * self.bounds.share
+
+    def _rest_left(self, actor_id: str, now: float) -> float:
+        """Seconds until the actor's credit is no longer below 0 (0 while it has credit)."""
+        return max(0.0, -self._credit(actor_id, now) / self.bounds.share)
+
+    def _spend(self, actor_id: str, started: float, ended: float) -> None:
+        """A call held its place from `started` to `ended`: it drained a second a second and the
+        share refilled meanwhile, so the credit it started with falls by (1 - share) x the time."""
+        credit = self._credit(actor_id, started) - (ended - started) * (1 - self.bounds.share)
+        if len(self._full) >= _RESTS_KEPT:  # forget the actors whose credit is full again
+            self._full = {actor: time for actor, time in self._full.items() if time > ended}
+        self._full[actor_id] = ended + (self.bounds.burst - credit) / self.bounds.share
 
     def _busy(self, cost: Cost, had_turn: bool, actor_id: str, waited: float) -> MnoteError:
         waited = round(waited, 1)
         if not had_turn:  # its own earlier calls held its turn all along
             ahead = self._in_flight.get(actor_id, 1)
             return self._refusal(cost, Reason.IN_FLIGHT, ahead, inFlight=ahead, waitedSeconds=waited)
-        rest = self._rests.get(actor_id, 0.0) - anyio.current_time()
+        rest = self._rest_left(actor_id, anyio.current_time())
         if rest > 0:  # it rests after its own calls: they used their share
-            return self._refusal(
-                cost, Reason.SHARE, 0, seconds=rest, share=self.bounds.share, waitedSeconds=waited
-            )
+            return self._resting(cost, rest, waited)
         running, waiting = self.counts()
         ahead = math.ceil((running + waiting) / self.bounds.running)
         return self._refusal(cost, Reason.BUSY, ahead, waitedSeconds=waited, places=self.bounds.running)
+
+    def _resting(self, cost: Cost, rest: float, waited: float) -> MnoteError:
+        """Refused while the actor rests: its calls used their share (and their burst)."""
+        return self._refusal(
+            cost, Reason.SHARE, 0, seconds=rest, share=self.bounds.share, waitedSeconds=round(waited, 1)
+        )
 
     def _refusal(
         self, cost: Cost, reason: Reason, ahead: int, seconds: float = 0.0, **details: object

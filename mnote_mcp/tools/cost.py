@@ -97,6 +97,7 @@ DEFAULT_EXPENSIVE_CALLS = 2
 DEFAULT_EXPENSIVE_PER_ACTOR = 16
 DEFAULT_EXPENSIVE_WAIT = 10.0
 DEFAULT_EXPENSIVE_SHARE = 0.1
+DEFAULT_EXPENSIVE_BURST = 2.0  # seconds of a place an actor's calls may use before the share applies
 
 
 def rate_limited(cost: Cost, reason: Reason, retry_after: float, **details: Any) -> MnoteError:

@@ -34,6 +34,7 @@ from mnote_mcp.tools.cost import Cost
 from mnote_mcp.transports.health import admission_gauges
 from tests.support.helpers import IDS, make_app
 from tests.support.metrics import scrape
+from tests.support.timing import patience
 
 pytestmark = pytest.mark.anyio
 
@@ -195,7 +196,7 @@ async def test_an_actor_rests_after_its_calls_for_its_share_of_the_time() -> Non
     """`--expensive-share`: after a call that held its place t seconds, the same actor's next starts no
     sooner than t x (1/share - 1) later (here 3t); another actor's does not wait; a rest longer than the
     wait is refused `share`, with the seconds left."""
-    admission = Admission(AdmissionBounds(running=2, per_actor=4, wait=0.3, share=0.25))
+    admission = Admission(AdmissionBounds(running=2, per_actor=4, wait=0.3, share=0.25, burst=0.0))
     async with admission.admit("a", Cost.COMPLETION):
         await anyio.sleep(0.2)  # held 0.2 s: a rests 0.6 s
     started = anyio.current_time()
@@ -210,6 +211,60 @@ async def test_an_actor_rests_after_its_calls_for_its_share_of_the_time() -> Non
     await anyio.sleep(0.35)
     async with admission.admit("a", Cost.COMPLETION):  # its rest is over
         assert anyio.current_time() - started >= 0.6
+
+
+async def test_a_slow_call_on_a_loaded_machine_does_not_refuse_the_actor_s_next() -> None:
+    """Seen in CI (stop 40): `mnote-mcp demo`'s search took 1.2 s on a machine at load 7, so its actor
+    rested 10.8 s, past `--expensive-wait`; the tour's history call waited the whole 10 s and was then
+    refused `share`, 0.7 s before its rest ended. With the default bounds an actor's expensive calls
+    have `--expensive-burst` seconds of a place before the share applies: the next call runs at once."""
+    admission = Admission(AdmissionBounds())
+    async with admission.admit("a", Cost.SEARCH):
+        await anyio.sleep(1.2)
+    with anyio.fail_after(patience(1)):
+        async with admission.admit("a", Cost.HEAVY):
+            pass
+
+
+async def test_the_burst_is_spent_then_the_share_applies_and_refills() -> None:
+    """`--expensive-burst`: the place-time an actor's calls may use before resting, refilled at the
+    share (one second of place per 1/share seconds). Burst 0.2 s, share 0.25: a call held 0.2 s
+    (0.15 s spent: a quarter came back while it ran) leaves 0.05 s; the next, held 0.2 s too, is
+    0.1 s over, a rest of 0.4 s; 0.4 s later the actor starts again."""
+    admission = Admission(AdmissionBounds(running=2, per_actor=4, wait=1.0, share=0.25, burst=0.2))
+    async with admission.admit("a", Cost.SEARCH):
+        await anyio.sleep(0.2)
+    started = anyio.current_time()
+    async with admission.admit("a", Cost.SEARCH):
+        assert anyio.current_time() - started < 0.1, "within its burst: no rest"
+        await anyio.sleep(0.2)
+    ended = anyio.current_time()
+    async with admission.admit("a", Cost.SEARCH):
+        rested = anyio.current_time() - ended
+    assert 0.3 <= rested <= 0.4 + patience(0.2), rested
+
+
+async def test_a_rest_longer_than_the_wait_is_refused_at_once() -> None:
+    """A call that would rest past `--expensive-wait` cannot be let through: it is refused at once,
+    with the whole rest to wait, instead of held the wait long for a sure refusal (the demo's history
+    call above waited 10 s to learn it)."""
+    admission = Admission(AdmissionBounds(running=2, per_actor=4, wait=2.0, share=0.1, burst=0.0))
+    started = anyio.current_time()
+    async with admission.admit("a", Cost.SEARCH):
+        await anyio.sleep(0.3)  # rests 9 times as long: 2.7 s, past the 2 s wait
+    asked = anyio.current_time()
+    rest = (asked - started) * 9
+    with pytest.raises(MnoteError) as resting:
+        async with admission.admit("a", Cost.HEAVY):
+            pass
+    assert anyio.current_time() - asked < 0.5, "refused at once, not after the wait"
+    error = resting.value
+    assert error.reason == Reason.SHARE, error.details
+    assert rest - 0.1 <= error.details["retryAfterSeconds"] <= rest + 0.2, (rest, error.details)
+    assert error.details["waitedSeconds"] == 0.0
+    async with admission.admit("b", Cost.HEAVY):  # another actor is not held by a's rest
+        pass
+    assert admission.counts() == (0, 0), "the refused call holds nothing"
 
 
 async def test_the_metrics_show_the_calls_running_and_waiting() -> None:
