@@ -238,9 +238,14 @@ EVERY_TOOL_ENV: dict[str, str] = {"MNOTE_TOOLSETS": "all"}
 
 
 def every_tool_env(root: Path = ROOT) -> dict[str, str]:
-    """`EVERY_TOOL_ENV` for a server of this checkout; nothing for another checkout's (a baseline for a
-    benchmark: 2f7f760 and older serve every tool and refuse `all` as a toolset)."""
-    return EVERY_TOOL_ENV if Path(root).resolve() == ROOT.resolve() else {}
+    """`EVERY_TOOL_ENV` for a server of the checkout at `root` (a benchmark's baseline may be another)
+    if that code knows the toolset `all`; nothing for one that does not (2f7f760 and older serve every
+    tool and refuse `all`). Asked of the code itself: a baseline as new as this checkout selects like it."""
+    if Path(root).resolve() == ROOT.resolve():
+        return EVERY_TOOL_ENV
+    toolsets = Path(root) / "mnote_mcp" / "tools" / "toolsets.py"
+    knows_all = toolsets.is_file() and '== "all"' in toolsets.read_text(encoding="utf-8")
+    return EVERY_TOOL_ENV if knows_all else {}
 
 
 def stdio_params(db: Path | str, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bench.report import table
-from tests.support.helpers import ROOT
+from tests.support.helpers import EVERY_TOOL_ENV, ROOT, every_tool_env
 from tests.support.timing import patience
 
 NODE_PACKAGE = ROOT / ".ci" / "node" / "node-package"
@@ -100,6 +100,20 @@ def test_a_quick_run_reports_targets_as_information() -> None:
     quick = table(_results("quick"))
     assert "MISS" not in quick and "info write vs floor" in quick and "information only" in quick
     assert "MISS write vs floor" in table(_results("full")), "a full run still judges"
+
+
+def test_a_baseline_as_new_as_this_checkout_serves_every_tool_too(tmp_path: Path) -> None:
+    """A benchmark run `--before` a recent checkout (d155b4c) had its baseline serve the default
+    selection: the neighbours' tenant's `mnote.block.update` and the history attack were `Unknown tool`
+    there, 124 of 248 calls, so the "before" rows measured refusals. A baseline that knows the toolset
+    `all` is asked for it; one that refuses it (2f7f760 and older serve every tool) is not."""
+    new, old = tmp_path / "new", tmp_path / "old"
+    for checkout, source in ((new, 'if raw.strip() == "all":\n'), (old, "def parse_toolsets(): ...\n")):
+        (checkout / "mnote_mcp" / "tools").mkdir(parents=True)
+        (checkout / "mnote_mcp" / "tools" / "toolsets.py").write_text(source, encoding="utf-8")
+    assert every_tool_env(new) == every_tool_env() == EVERY_TOOL_ENV
+    assert every_tool_env(old) == {}
+    assert every_tool_env(tmp_path / "none") == {}
 
 
 @pytest.mark.parametrize("required", [False, True], ids=["skips", "required"])
