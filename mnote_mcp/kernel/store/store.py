@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.kernel import port
 from mnote_mcp.kernel.blocks import Block, block_ids, summary_of
@@ -21,7 +21,6 @@ from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.policy import Scope
 from mnote_mcp.kernel.store import access, bounds, history, ledger, rows, search
 from mnote_mcp.kernel.store.changes import PageChange, WriteHook, Writes
-from mnote_mcp.kernel.store.commands import CommandSpec, command_spec
 from mnote_mcp.kernel.store.concurrency import check_base
 from mnote_mcp.kernel.store.dialect import WRITE_ATTEMPTS, Dialect, MoveToThread
 from mnote_mcp.kernel.store.encoding import dumps, now
@@ -30,6 +29,16 @@ from mnote_mcp.kernel.store.plan import Plan, Tx
 from mnote_mcp.kernel.store.rows import FEW_IDS, PageBlocks
 from mnote_mcp.kernel.store.sql import Connection
 from mnote_mcp.kernel.view import check_query, page_view
+
+if TYPE_CHECKING:  # (the commands are loaded by the first write: a process that only reads needs none)
+    from mnote_mcp.kernel.store.commands import CommandSpec
+
+
+def command_spec(name: str) -> CommandSpec[Any]:
+    """The command's declaration (`commands.command_spec`), its modules imported on first use."""
+    from mnote_mcp.kernel.store.commands import command_spec as declared
+
+    return declared(name)
 
 
 class Store:
