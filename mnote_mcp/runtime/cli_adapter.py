@@ -8,8 +8,8 @@ the calling adapter reports as runtime_unavailable.
 
 The process answers one call, so it opens its kernel `one_call` (`kernel.store.kernel`): every call
 runs at once on this thread, and the request's coroutine ends without ever suspending. It is driven
-to its end here (`_to_the_end`) rather than on an event loop: `asyncio` and anyio are never imported,
-a third of what the process cost to start (docs/runtime-protocol.md, "The reference runtime").
+to its end here (`_to_the_end`) rather than on an event loop: `asyncio` and anyio, a large part of
+what the process cost to start, are never imported (docs/runtime-protocol.md, "The reference runtime").
 """
 
 from __future__ import annotations

@@ -273,8 +273,8 @@ def test_runtime_cli_answers_a_read_without_an_event_loop_nor_the_write_and_sear
     tmp_path: Path,
 ) -> None:
     """Issue 33: a read by `runtime cli` on a store already seeded (the common call of a `cli:`
-    relay) loads neither asyncio nor anyio, nor what only writes and searches use: 0.199 → 0.141 CPU seconds a
-    call when measured (docs/testing.md). Seeding (the first call) writes, so it is a call of its own."""
+    relay) loads neither asyncio nor anyio, nor what only writes and searches use: 0.265 → 0.175 CPU
+    seconds a call when measured (docs/testing.md). Seeding (the first call) writes: a call of its own."""
     db = tmp_path / "one.db"
     _imported_answering(db, "--demo")
     imported = _imported_answering(db, "--no-demo")
