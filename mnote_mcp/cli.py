@@ -18,8 +18,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from mnote_mcp import __version__
 from mnote_mcp.base.logs import configure_logging
 from mnote_mcp.kernel.errors import StoreUnavailableError
@@ -336,6 +334,8 @@ def _main(argv: Sequence[str]) -> int:
     configure_logging(config.log_level, config.log_format)
     try:
         if command == "serve":
+            import anyio
+
             from mnote_mcp.base.allocator import limit_arenas
             from mnote_mcp.serve import loop_options, serve
 
@@ -355,6 +355,8 @@ def _main(argv: Sequence[str]) -> int:
 
 
 def _demo(config: DemoConfig) -> int:
+    import anyio
+
     from mnote_mcp.demo import run_demo
 
     return anyio.run(run_demo, config.locale)
@@ -415,7 +417,9 @@ def _runtime_cli(config: RuntimeCliConfig) -> int:
 
     db = store_or_default(config.db)
     return answer_one(
-        lambda: open_kernel(db, demo=config.seeds_demo, **(config.store_options() | {"pool_size": 1})),
+        lambda: open_kernel(
+            db, demo=config.seeds_demo, one_call=True, **(config.store_options() | {"pool_size": 1})
+        ),
         max_bytes=config.max_body_bytes,
     )
 
@@ -440,6 +444,8 @@ def _runtime_check(config: RuntimeCheckConfig) -> int:
         raise ValueError(
             "runtime check: name the runtime (http://HOST:PORT or cli:PATH [ARGS...]), or --write-seed FILE"
         )
+    import anyio
+
     from mnote_mcp.conformance.kit import run_kit
 
     token = None

@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 
 from mnote_mcp.base.logs import LogFormat, LogLevel
 from mnote_mcp.base.net import is_loopback
-from mnote_mcp.base.secretfiles import read_secret
 from mnote_mcp.kernel.limits import (
     DEFAULT_MAX_BLOCK_CHARS,
     DEFAULT_MAX_PAGE_BLOCKS,
@@ -66,7 +65,7 @@ def service_token(from_environment: str | None, file: Path | None) -> str | None
     if file is not None:
         if from_environment:
             raise ValueError("MNOTE_RUNTIME_TOKEN and a token file are both set: keep one")
-        return read_secret(file)
+        return _read_secret(file)
     return from_environment.strip() if from_environment and from_environment.strip() else None
 
 
@@ -81,6 +80,14 @@ def local_service_token(url: str) -> str | None:
     if host is None or not is_loopback(host) or not path.exists():
         return None
     logger.info("the runtime's service token from %s", path)
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> str:
+    """`base.secretfiles.read_secret`, imported when a token is read (it loads `secrets` and
+    `tempfile`, which `runtime cli`, started once per call, never needs)."""
+    from mnote_mcp.base.secretfiles import read_secret
+
     return read_secret(path)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import secrets
 
 # version-traceid-parentid-flags; a later version may append fields after the flags. Both are used
 # with `fullmatch`: `$` alone would let a value with a final newline through (into a header).
@@ -48,4 +47,6 @@ def w3c_trace_id(trace_id: str) -> str:
 
 def traceparent(trace_id: str) -> str:
     """`00-<trace-id>-<new parent span id>-01`: one new span per outgoing request, sampled."""
+    import secrets  # (here: `runtime cli` reads a trace id, never makes one, and need not load it)
+
     return f"00-{w3c_trace_id(trace_id)}-{secrets.token_hex(8)}-01"

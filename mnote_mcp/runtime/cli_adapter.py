@@ -5,16 +5,19 @@ program's protocol, so nothing else is ever printed there (logs go to stderr). A
 request that breaks the protocol, are replies (`{"ok": false, "error": ...}`); only a failure to
 answer at all (the store cannot be opened, a bug) exits non-zero, with the reason on stderr, which
 the calling adapter reports as runtime_unavailable.
+
+The process answers one call, so it opens its kernel `one_call` (`kernel.store.kernel`): every call
+runs at once on this thread, and the request's coroutine ends without ever suspending. It is driven
+to its end here (`_to_the_end`) rather than on an event loop: `asyncio` and anyio, a large part of
+what the process cost to start, are never imported (docs/runtime-protocol.md, "The reference runtime").
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any
-
-import anyio
+from collections.abc import Callable, Coroutine
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from mnote_mcp.base.tracecontext import trace_id_of
 from mnote_mcp.kernel.errors import MnoteError
@@ -24,6 +27,8 @@ from mnote_mcp.runtime import faults, service
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
+
+T = TypeVar("T")
 
 
 def parse_request(raw: bytes) -> tuple[Operation[Any, Any], JSONObject]:
@@ -53,8 +58,21 @@ async def _run(op: Operation[Any, Any], kernel: Kernel, request: JSONObject) -> 
     )
 
 
+def _to_the_end(coroutine: Coroutine[Any, Any, T]) -> T:
+    """What `coroutine` returns, run without an event loop: it must never suspend (a `one_call`
+    kernel's calls do not), and one that does is a bug, not a reply."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coroutine.close()
+    raise RuntimeError("the kernel suspended a call: runtime cli needs a kernel opened one_call")
+
+
 def answer(open_kernel: Callable[[], Kernel], raw: bytes) -> JSONObject:
-    """The reply to one request. The kernel is opened only for a request worth answering."""
+    """The reply to one request. The kernel is opened only for a request worth answering, by
+    `open_kernel`, whose calls must answer at once (`open_kernel(..., one_call=True)`)."""
     try:
         op, request = parse_request(raw)
     except MnoteError as error:
@@ -69,7 +87,7 @@ def answer(open_kernel: Callable[[], Kernel], raw: bytes) -> JSONObject:
         finally:
             await kernel.aclose()
 
-    return anyio.run(run)
+    return _to_the_end(run())
 
 
 def too_large(max_bytes: int) -> JSONObject:

@@ -55,13 +55,19 @@ def describe(db: StoreLocation) -> str:
 
 
 def open_kernel(
-    db: StoreLocation, *, seed: Path | None = None, demo: bool = True, **options: Unpack[StoreOptions]
+    db: StoreLocation,
+    *,
+    seed: Path | None = None,
+    demo: bool = True,
+    one_call: bool = False,
+    **options: Unpack[StoreOptions],
 ) -> StoreKernel:
     """The kernel on that store, with `seed` loaded into it, or the demo workspace if the store is new
     (and `demo`): what `serve` and `runtime serve` both do, so a first run of either has something to
     show. `read_only` opens an existing store read-only and unseeded, never created nor migrated
     (`open_store`). `pool_size` and `search` (its statement timeout: `kernel.postgres.bounds`) and
-    `connect_timeout` are PostgreSQL's."""
+    `connect_timeout` are PostgreSQL's. `one_call`: for a process answering one call (`runtime cli`),
+    a kernel whose calls run at once, with no event loop (`kernel.store.kernel`)."""
     read_only = options.get("read_only", False)
     if read_only and seed is not None:
         raise ValueError(
@@ -82,7 +88,7 @@ def open_kernel(
     except BaseException:
         store.close()
         raise
-    return StoreKernel(store)
+    return StoreKernel(store, one_call=one_call)
 
 
 def open_store(db: StoreLocation, **options: Unpack[StoreOptions]) -> Store:

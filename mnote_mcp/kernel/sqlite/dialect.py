@@ -4,21 +4,26 @@ A write transaction is `BEGIN IMMEDIATE`: it holds the whole file, so a page loc
 taken already and nothing ever needs a retry. Reads are snapshots (a read transaction is cheap on
 SQLite, so a whole-page read is one). Calls run inline on the event loop first: the connection there
 never waits for a lock (`connection.py`), and writes arriving together commit as one group. The search
-index is FTS5 (`search.py`), kept by the page-change path; a write is told to this process's listeners
-after it commits (`changes.InProcessFeed`). Opening creates or upgrades the schema (`migrate.py`), or,
+index is FTS5 (`search.py`), kept by the page-change path and made on first use (a process that
+neither writes nor searches, `runtime cli` answering a read, never loads it); a write is told to this
+process's listeners after it commits (`changes.InProcessFeed`). Opening creates or upgrades the schema (`migrate.py`), or,
 read-only, checks it.
 """
 
 from __future__ import annotations
 
+import threading
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 from mnote_mcp.kernel.sqlite.connection import FOLD, Database
 from mnote_mcp.kernel.sqlite.migrate import check_schema, open_schema
-from mnote_mcp.kernel.sqlite.search import Fts5Index
 from mnote_mcp.kernel.store.changes import InProcessFeed
 from mnote_mcp.kernel.store.figures import StoreFigures
 from mnote_mcp.kernel.store.sql import Connection
+
+if TYPE_CHECKING:
+    from mnote_mcp.kernel.sqlite.search import Fts5Index
 
 
 class SqliteDialect:
@@ -38,7 +43,8 @@ class SqliteDialect:
             database.path.parent.mkdir(parents=True, exist_ok=True)
         self.location = str(database.path)
         self.threads = database.pool.size
-        self.index = Fts5Index()
+        self._index: Fts5Index | None = None
+        self._making_index = threading.Lock()
         self.feed = InProcessFeed()
         self.database = database
         try:
@@ -46,6 +52,17 @@ class SqliteDialect:
         except BaseException:
             self.database.close()
             raise
+
+    @property
+    def index(self) -> Fts5Index:
+        """The store's one full-text index, made by the first call that needs it (on any thread)."""
+        if self._index is None:
+            with self._making_index:
+                if self._index is None:
+                    from mnote_mcp.kernel.sqlite.search import Fts5Index
+
+                    self._index = Fts5Index()
+        return self._index
 
     def transaction(self, *, write: bool, inline: bool = False) -> AbstractContextManager[Connection]:
         return self.database.transaction(write=write, inline=inline)

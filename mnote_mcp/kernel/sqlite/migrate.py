@@ -10,7 +10,8 @@ A step is a function of the connection. To add one (the search index, for instan
 under the next version number, raise `SCHEMA_VERSION`. A step that builds an index from the rows
 there are sends each page down the page-change path (`changes.publish`) into the index, as a new page
 (`search.rebuild`); nothing listens while a store is being opened, and the store's write hooks are
-not called.
+not called. The search index's DDL is imported by the steps that create it: opening a current store
+(`runtime cli`, a process per call) loads no search.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from mnote_mcp.kernel.blocks import Block
 from mnote_mcp.kernel.limits import block_bytes
 from mnote_mcp.kernel.sqlite.connection import Database
 from mnote_mcp.kernel.sqlite.schema import DDL, SCHEMA_VERSION
-from mnote_mcp.kernel.sqlite.search import OLD_TRIGGERS, SEARCH_DDL, Fts5Index, build
 from mnote_mcp.kernel.store.changes import publish
 from mnote_mcp.kernel.store.dialect import SchemaNotCurrentError, SchemaTooNewError
 from mnote_mcp.kernel.store.encoding import dumps, now
@@ -92,6 +92,8 @@ def _version(conn: sqlite3.Connection) -> int:
 
 
 def _create(tx: sqlite3.Connection) -> None:
+    from mnote_mcp.kernel.sqlite.search import SEARCH_DDL
+
     for statement in (*statements(DDL), *statements(SEARCH_DDL)):
         tx.execute(statement)
     tx.executemany(
@@ -162,6 +164,8 @@ def _rows(blocks: list[Block], parent: str) -> Iterator[tuple[Any, ...]]:
 def _v3_search_index(tx: sqlite3.Connection) -> str:
     """Version 3 adds the search index (`search.py`): its tables, built from the rows through the
     page-change path."""
+    from mnote_mcp.kernel.sqlite.search import SEARCH_DDL, Fts5Index, build
+
     for statement in statements(SEARCH_DDL):
         tx.execute(statement)
     index = Fts5Index()
@@ -171,6 +175,8 @@ def _v3_search_index(tx: sqlite3.Connection) -> str:
 def _v4_search_cursors(tx: sqlite3.Connection) -> str:
     """Version 4 numbers page writes (`page_changes`), the clock a search cursor pins its results to;
     writes before the upgrade need no number (no cursor predates it)."""
+    from mnote_mcp.kernel.sqlite.search import SEARCH_DDL
+
     for statement in statements(SEARCH_DDL):  # the new table; the rest exists already
         tx.execute(statement)
     return "search cursors: page_changes"
@@ -181,6 +187,8 @@ def _v5_one_page_change_path(tx: sqlite3.Connection) -> str:
     (`changes.publish`), as PostgreSQL does, instead of triggers: the triggers go. (A version of its
     own, so that an older mnote-mcp, which relies on the triggers, refuses the store rather than
     write to it unindexed.)"""
+    from mnote_mcp.kernel.sqlite.search import OLD_TRIGGERS
+
     for trigger in OLD_TRIGGERS:
         tx.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     return "search index kept by the page-change path, not triggers"

@@ -68,9 +68,12 @@ def open_kernel(
     read_only: bool = False,
     limits: PageLimits | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    one_call: bool = False,
 ) -> StoreKernel:
-    """The kernel port on the store at `path` (see `open_store`)."""
-    return StoreKernel(open_store(path, read_only=read_only, limits=limits, busy_timeout=busy_timeout))
+    """The kernel port on the store at `path` (see `open_store`); `one_call`: its calls run at once,
+    with no event loop (`kernel.store.kernel`)."""
+    store = open_store(path, read_only=read_only, limits=limits, busy_timeout=busy_timeout)
+    return StoreKernel(store, one_call=one_call)
 
 
 def read_only_uri(path: Path) -> str:

@@ -9,10 +9,14 @@ names each block and the revision that changed it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mnote_mcp.kernel.errors import ErrorCode, MnoteError, Reason
 from mnote_mcp.kernel.store import history
-from mnote_mcp.kernel.store.commands.spec import CommandSpec, P
-from mnote_mcp.kernel.store.plan import Tx
+
+if TYPE_CHECKING:  # (importing `commands.spec` loads every command: a read needs none)
+    from mnote_mcp.kernel.store.commands.spec import CommandSpec, P
+    from mnote_mcp.kernel.store.plan import Tx
 
 
 def check_base(tx: Tx, spec: CommandSpec[P], payload: P) -> int | None:

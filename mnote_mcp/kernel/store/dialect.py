@@ -33,14 +33,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from mnote_mcp.kernel.port import PageChangeListener, SearchQuery, SearchResult
-from mnote_mcp.kernel.search import Segment
-from mnote_mcp.kernel.store.changes import PageChange
-from mnote_mcp.kernel.store.figures import StoreFigures
-from mnote_mcp.kernel.store.search import Clock
-from mnote_mcp.kernel.store.sql import Connection
+if (
+    TYPE_CHECKING
+):  # (the seam's types only: its constants are read by the settings, and a read loads no search)
+    from mnote_mcp.kernel.port import PageChangeListener, SearchQuery, SearchResult
+    from mnote_mcp.kernel.search import Segment
+    from mnote_mcp.kernel.store.changes import PageChange
+    from mnote_mcp.kernel.store.figures import StoreFigures
+    from mnote_mcp.kernel.store.search import Clock
+    from mnote_mcp.kernel.store.sql import Connection
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 # How long a database server may take to accept a connection before it counts as down

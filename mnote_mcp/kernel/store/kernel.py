@@ -19,6 +19,12 @@ Where the dialect says so (SQLite), writes commit in groups (`group.py`): the wr
 kernel together share one transaction, each command in a savepoint of its own, every caller answered
 after its `COMMIT`. Every store is a `PageChangeFeed` (`watch_changes`): the dialect's feed tells
 listeners of page writes as they commit (SQLite: this process's, PostgreSQL: every replica's).
+
+A process that answers one call and exits (`runtime cli`, started once per call of a `cli:` relay)
+opens the kernel `one_call`: every call runs at once on the calling thread as it would on a worker
+thread (`inline=False`: it may wait for locks and do heavy work), and a write is not grouped (there is
+nothing to group it with). Its coroutines then never suspend, so they need no event loop
+(`runtime/cli_adapter.py` drives them), and neither anyio nor the group commit is imported.
 """
 
 from __future__ import annotations
@@ -26,18 +32,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TypeVar
-
-import anyio.to_thread
-from anyio import CapacityLimiter
+from typing import TYPE_CHECKING, TypeVar
 
 from mnote_mcp.kernel import port
 from mnote_mcp.kernel.scopes import Scope
 from mnote_mcp.kernel.store.dialect import MoveToThread
 from mnote_mcp.kernel.store.figures import StoreFigures
-from mnote_mcp.kernel.store.group import GroupCommit
 from mnote_mcp.kernel.store.rows import FEW_IDS
 from mnote_mcp.kernel.store.store import Store
+
+if TYPE_CHECKING:  # (imported when first needed: a `one_call` kernel needs neither)
+    from anyio import CapacityLimiter
+
+    from mnote_mcp.kernel.store.group import GroupCommit
 
 T = TypeVar("T")
 
@@ -47,12 +54,17 @@ logger = logging.getLogger(__name__)
 class StoreKernel:
     """The kernel port over a `Store` (see the module)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, one_call: bool = False) -> None:
         self.store = store
-        self._inline = store.dialect.inline
+        self._one_call = one_call
+        self._inline = store.dialect.inline and not one_call
         self._max_threads = store.dialect.threads
         self._limiter: CapacityLimiter | None = None
-        self._group = GroupCommit(store) if store.dialect.group_commit else None
+        self._group: GroupCommit | None = None
+        if store.dialect.group_commit and not one_call:
+            from mnote_mcp.kernel.store.group import GroupCommit
+
+            self._group = GroupCommit(store)
 
     async def _run(self, call: Callable[..., T]) -> T:
         if self._inline:
@@ -63,8 +75,12 @@ class StoreKernel:
         return await self._threaded(call)
 
     async def _threaded(self, call: Callable[..., T]) -> T:
+        if self._one_call:
+            return call(inline=False)
+        import anyio.to_thread
+
         if self._limiter is None:
-            self._limiter = CapacityLimiter(self._max_threads)
+            self._limiter = anyio.CapacityLimiter(self._max_threads)
         return await anyio.to_thread.run_sync(
             partial(call, inline=False), limiter=self._limiter, abandon_on_cancel=True
         )
@@ -121,7 +137,9 @@ class StoreKernel:
         return self.store.dialect.figures()
 
     async def aclose(self) -> None:
-        if self._inline:
+        if self._inline or self._one_call:
             self.store.close()
         else:  # (closing a pool and a LISTEN connection waits for their threads)
+            import anyio.to_thread
+
             await anyio.to_thread.run_sync(self.store.close)

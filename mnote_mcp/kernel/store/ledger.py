@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +55,8 @@ def command_id(name: str, trace_id: str) -> str:
         )
     # `\w` is `str.isalnum()` or `_`: a character kept as it is, every other one becomes `_`
     trace = _NOT_KEPT.sub("_", trace_id[:64])
+    import secrets  # (here: a process that only reads, `runtime cli` answering one, never loads it)
+
     return f"{snake}_{trace}_{secrets.token_hex(4)}"
 
 

@@ -13,23 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mnote_mcp.kernel import port
 from mnote_mcp.kernel.blocks import Block, block_ids, summary_of
 from mnote_mcp.kernel.limits import PageLimits
 from mnote_mcp.kernel.policy import Scope
-from mnote_mcp.kernel.store import access, bounds, history, ledger, rows, search
+from mnote_mcp.kernel.store import access, bounds, ledger, rows
 from mnote_mcp.kernel.store.changes import PageChange, WriteHook, Writes
-from mnote_mcp.kernel.store.commands import CommandSpec, command_spec
-from mnote_mcp.kernel.store.concurrency import check_base
 from mnote_mcp.kernel.store.dialect import WRITE_ATTEMPTS, Dialect, MoveToThread
 from mnote_mcp.kernel.store.encoding import dumps, now
 from mnote_mcp.kernel.store.pagecache import PageCache, whole_body
-from mnote_mcp.kernel.store.plan import Plan, Tx
 from mnote_mcp.kernel.store.rows import FEW_IDS, PageBlocks
 from mnote_mcp.kernel.store.sql import Connection
 from mnote_mcp.kernel.view import check_query, page_view
+
+if TYPE_CHECKING:  # write, history and search code is imported where used: a read (runtime cli) needs none
+    from mnote_mcp.kernel.store.commands import CommandSpec
+    from mnote_mcp.kernel.store.plan import Plan, Tx
 
 
 class Store:
@@ -149,6 +150,8 @@ class Store:
             return access.readable_revisions(conn, actor_id, pages)
 
     def page_history(self, query: port.HistoryQuery, *, inline: bool = False) -> port.HistoryView:
+        from mnote_mcp.kernel.store import history
+
         where = history.filter_of(query)
         with self.transaction(write=False, inline=inline) as conn:
             page = access.authorize(
@@ -159,6 +162,8 @@ class Store:
     def search_pages(self, query: port.SearchQuery, *, inline: bool = False) -> port.SearchResult:
         """Search (on a worker thread: it may take milliseconds) or list the pages the actor may read
         (the dialect's index; its listing is portable SQL, `search.listing`)."""
+        from mnote_mcp.kernel.store import search
+
         segments = search.check(query)
         if inline and (segments is not None or query.cursor is not None):
             raise MoveToThread  # a next page may read back pages written since the first one
@@ -178,6 +183,8 @@ class Store:
 
     def record_refusal(self, refusal: port.Refusal, *, inline: bool = False) -> port.AuditRecord:
         """Audit a write the person refused (`ledger.record_refusal`), authorised as the command itself."""
+        from mnote_mcp.kernel.store.commands import command_spec
+
         scope = command_spec(refusal.name).scope
         with self.transaction(write=True, inline=inline) as conn:
             page = access.authorize(conn, refusal.workspace_id, refusal.document_id, refusal.actor_id, scope)
@@ -193,6 +200,8 @@ class Store:
     # -- commands -----------------------------------------------------------------------------
 
     def execute(self, command: port.Command, *, inline: bool = False) -> port.CommandOutcome:
+        from mnote_mcp.kernel.store.commands import command_spec
+
         spec = command_spec(command.name)
         if spec.threaded or bounds.heavy_request(command.payload):
             if inline:
@@ -234,6 +243,9 @@ class Store:
     ) -> port.CommandOutcome:
         """One command in the transaction `conn` is in: a real one writes through `writes`, a dry run
         (`writes` None) only reads."""
+        from mnote_mcp.kernel.store.concurrency import check_base
+        from mnote_mcp.kernel.store.plan import Tx
+
         if writes is not None:
             self.dialect.lock_page(conn, command.workspace_id, command.document_id)
         asked = ledger.ask(conn, command)  # read after the checkpoints: one round trip on PostgreSQL
@@ -274,6 +286,8 @@ class Store:
             return outcome
 
     def _write(self, writes: Writes, tx: Tx, plan: Plan, command_id: str) -> int:
+        from mnote_mcp.kernel.store import history
+
         if plan.apply is not None:
             return plan.apply(tx.conn, command_id)
         page, conn = tx.page, tx.conn

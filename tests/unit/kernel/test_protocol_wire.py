@@ -124,7 +124,9 @@ async def _over_cli(db: Path) -> list[list[str]]:
 
     class Recording(CliKernel):
         async def _run(self, data: bytes) -> tuple[int, bytes, bytes]:
-            reply = await anyio.to_thread.run_sync(cli_adapter.answer, lambda: open_kernel(db), data)
+            reply = await anyio.to_thread.run_sync(
+                cli_adapter.answer, lambda: open_kernel(db, one_call=True), data
+            )
             text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
             seen.append([data.decode(), text])
             return 0, text.encode(), b""
@@ -183,7 +185,9 @@ async def _refusals(db: Path) -> list[list[Any]]:
             response = await client.request(method, path, content=content, headers=headers)
             seen.append([method, path, response.status_code, response.text])
     for raw in BROKEN_CLI:
-        reply = await anyio.to_thread.run_sync(cli_adapter.answer, lambda: open_kernel(db), raw.encode())
+        reply = await anyio.to_thread.run_sync(
+            cli_adapter.answer, lambda: open_kernel(db, one_call=True), raw.encode()
+        )
         seen.append([raw, json.dumps(reply, ensure_ascii=False, separators=(",", ":"))])
     return seen
 
