@@ -35,9 +35,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
-if (
-    TYPE_CHECKING
-):  # (the seam's types only: its constants are read by the settings, and a read loads no search)
+# The seam's types only: its constants are read by the settings, and a read loads no search.
+if TYPE_CHECKING:
     from mnote_mcp.kernel.port import PageChangeListener, SearchQuery, SearchResult
     from mnote_mcp.kernel.search import Segment
     from mnote_mcp.kernel.store.changes import PageChange
