@@ -57,7 +57,7 @@ from mnote_mcp.tools.cost import (
 
 _FIRST_HOLD = 0.05  # seconds a place is held, assumed until one has been measured
 _SMOOTHING = 0.2  # weight of the newest hold time in the running mean
-_RESTS_KEPT = 4096  # actors' rests remembered before the ended ones are forgotten
+_RESTS_KEPT = 4096  # actors' credits remembered before those full again are forgotten
 
 
 @dataclass(frozen=True, slots=True)
